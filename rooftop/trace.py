@@ -402,7 +402,23 @@ def _to_frame(table: pa.Table) -> pd.DataFrame:
         if c in frame.columns:
             col = frame[c].astype("float64")
             frame[c] = col.where(col >= 0)
+    # Time columns are never null after validation: plain int64 keeps arithmetic NA-free and fast.
+    for c in ("id", "start_ns", "dur_ns"):
+        frame[c] = frame[c].astype("int64")
     return frame
+
+
+def _drop_untimed(table: pa.Table, path) -> tuple[pa.Table, list[str]]:
+    """Rows without a start or a duration cannot be placed on a timeline: drop them, say so."""
+    import pyarrow.compute as pc
+
+    bad = pc.or_(pc.is_null(table.column("start_ns")), pc.is_null(table.column("dur_ns")))
+    if table.column("id").null_count:
+        bad = pc.or_(bad, pc.is_null(table.column("id")))
+    n = pc.sum(bad).as_py() or 0
+    if not n:
+        return table, []
+    return table.filter(pc.invert(bad)), [f"{n} event(s) without id, start or duration dropped"]
 
 
 def _rank_files(path: Path) -> list[tuple[int | None, Path]]:
@@ -424,7 +440,9 @@ def load_trace(path: str | os.PathLike) -> Trace:
         return _load_dir(path)
     table, meta = _read_file(path)
     warnings = validate(table, path)
+    table, dropped = _drop_untimed(table, path)
     table = _conform_loaded(table)
+    warnings += dropped
     trace = Trace(_to_frame(table), meta, str(path), warnings + list(meta.get("warnings") or []))
     return trace
 
@@ -437,6 +455,8 @@ def _load_dir(path: Path) -> Trace:
     for i, (rank, f) in enumerate(files):
         table, meta = _read_file(f)
         warnings += validate(table, f)
+        table, dropped = _drop_untimed(table, f)
+        warnings += dropped
         frame = _to_frame(_conform_loaded(table))
         r = rank if rank is not None else meta.get("rank", i)
         frame["rank"] = pd.array([r] * len(frame), dtype="Int32")

@@ -1,0 +1,219 @@
+"""The analysis core: pure functions over a trace's rows, and `Analysis`, which caches them per trace.
+
+Every number here is a function of the trace and the peaks; nothing does I/O. Screens and the
+headless report both read from an `Analysis`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from functools import cached_property
+
+import pandas as pd
+
+from ..devices import Peaks, peaks as device_peaks
+from ..format import fmt_bytes, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate
+from ..trace import STALL_COLUMNS, Trace
+from . import attention, diff, findings, gap, groups, metrics, stalls, tree
+from .findings import Finding
+
+__all__ = ["Analysis", "analyze", "compare", "Finding"]
+
+
+class Analysis:
+    """Everything rooftop says about one trace, computed lazily and cached."""
+
+    def __init__(self, trace: Trace, peaks: Peaks | None = None):
+        self.trace = trace
+        self.peaks = peaks if peaks is not None else device_peaks(trace.meta)
+        self._groups: dict[tuple, pd.DataFrame] = {}
+
+    # --- ceilings -------------------------------------------------------------------------------
+    @property
+    def ridge(self) -> float | None:
+        p = self.peaks
+        return p.flops / p.bw if p.flops and p.bw else None
+
+    def with_peaks(self, source: str) -> "Analysis":
+        """The same trace judged against the other ceilings ("datasheet" or "measured")."""
+        p = self.peaks
+        if source == p.source:
+            return self
+        if source == "measured" and p.measured_bw and p.measured_flops:
+            new = dataclasses.replace(p, flops=p.measured_flops, bw=p.measured_bw, source="measured")
+        elif source == "datasheet" and p.datasheet_bw and p.datasheet_flops:
+            new = dataclasses.replace(p, flops=p.datasheet_flops, bw=p.datasheet_bw, source="datasheet")
+        else:
+            raise ValueError(f"no {source} peaks for this trace")
+        return Analysis(self.trace, new)
+
+    @property
+    def ceilings(self) -> dict:
+        p = self.peaks
+        fp32 = p.gpu.peak_fp32 if p.gpu is not None else None
+        return {"bw": p.bw, "flops": p.flops, "fp32": fp32, "source": p.source}
+
+    # --- tables ---------------------------------------------------------------------------------
+    @cached_property
+    def timed(self) -> pd.DataFrame:
+        return self.trace.timed()
+
+    @cached_property
+    def steps(self) -> pd.DataFrame:
+        p = self.peaks
+        return metrics.step_table(self.timed, self.trace.meta, p.flops, p.bw, self.ridge)
+
+    @cached_property
+    def phases(self) -> pd.DataFrame:
+        p = self.peaks
+        return metrics.phase_table(self.timed, self.steps, self.trace.meta, p.flops, p.bw, self.ridge)
+
+    @cached_property
+    def rank_steps(self) -> pd.DataFrame | None:
+        return metrics.per_rank_steps(self.steps)
+
+    @cached_property
+    def rank_phases(self) -> pd.DataFrame | None:
+        p = self.peaks
+        return metrics.per_rank_phases(self.timed, self.trace.meta, p.flops, p.bw, self.ridge)
+
+    def groups(self, by: str = "short_name", phase: str | None = None) -> pd.DataFrame:
+        key = (by, phase)
+        if key not in self._groups:
+            rows = self.timed if phase is None else metrics.labelled(self.timed).query("phase == @phase")
+            self._groups[key] = groups.kernel_groups(rows, by, self.peaks.flops, self.peaks.bw)
+        return self._groups[key]
+
+    def kernels(self, phase=None, step=None, path_prefix=None, key=None, by="short_name") -> pd.DataFrame:
+        rows = self.timed
+        if phase is not None:
+            rows = rows[metrics.labelled(rows)["phase"] == phase]
+        if step is not None:
+            rows = rows[rows["step"] == step]
+        if path_prefix:
+            p = rows["path"].astype(object).fillna("")
+            rows = rows[(p == path_prefix) | p.str.startswith(path_prefix + "/")]
+        if key is not None:
+            rows = rows[rows[by] == key]
+        return rows
+
+    def range_tree(self, phase, step) -> pd.DataFrame:
+        return tree.range_tree(self.trace.events, self.timed, phase, step)
+
+    def roofline(self, by: str = "short_name", phase: str | None = None) -> pd.DataFrame:
+        return groups.roofline_points(self.groups(by, phase))
+
+    # --- stalls ---------------------------------------------------------------------------------
+    @cached_property
+    def has_counters(self) -> bool:
+        return not stalls.with_counters(self.timed).empty
+
+    def stalls(self, by: str = "phase") -> pd.DataFrame | None:
+        rows = metrics.labelled(self.timed)
+        return stalls.stall_shares(rows, by)
+
+    def stall_top_kernels(self, reason: str, n: int = 5, phase: str | None = None) -> pd.DataFrame:
+        rows = metrics.labelled(self.timed)
+        if phase is not None:
+            rows = rows[rows["phase"] == phase]
+        return stalls.top_kernels(rows, reason, n)
+
+    # --- diagnosis ------------------------------------------------------------------------------
+    @cached_property
+    def attention(self) -> list[attention.Verdict]:
+        return attention.verdicts(self.timed, self.trace.meta, self.trace.modeled)
+
+    @cached_property
+    def findings(self) -> list[Finding]:
+        return findings.phase_findings(self.phases, self.peaks, self.trace.meta, self.attention,
+                                       self.stalls("phase"), self.trace.modeled)
+
+    @cached_property
+    def gap(self) -> pd.DataFrame | None:
+        if self.trace.modeled:
+            return None  # a modeled trace is the ideal
+        return gap.gap_table(self.timed, self.phases, self.peaks.flops, self.peaks.bw)
+
+    # --- identity and detail --------------------------------------------------------------------
+    @cached_property
+    def identity(self) -> dict:
+        m = self.trace.meta
+        model = m.get("model") or {}
+        wl = m.get("workload") or {}
+        src = m.get("source") or {}
+        dev = m.get("device") or {}
+        parts = []
+        for k, label in (("batch", "batch"), ("prompt_len", "prompt"), ("gen_len", "gen"), ("dtype", ""),
+                         ("attn", "attn"), ("cuda_graphs", "graphs")):
+            v = wl.get(k)
+            if v is not None:
+                parts.append(f"{label} {v}".strip() if k != "cuda_graphs" else ("CUDA graphs" if v else "no graphs"))
+        return {
+            "label": self.trace.label,
+            "model": model.get("name"),
+            "workload": ", ".join(parts) or None,
+            "device": dev.get("name"),
+            "source": " ".join(str(x) for x in (src.get("tool"), src.get("version")) if x) or None,
+            "modeled": self.trace.modeled,
+            "counters": self.has_counters,
+            "incomplete": bool(m.get("incomplete")),
+            "ranks": self.trace.ranks,
+        }
+
+    def kernel_detail(self, key: str, by: str = "short_name") -> list[tuple[str, str, str]]:
+        """(label, value with unit, source) for one kernel group."""
+        rows = self.kernels(key=key, by=by)
+        g = self.groups(by)
+        grow = g[g["key"] == key]
+        if rows.empty or grow.empty:
+            return []
+        r = grow.iloc[0]
+        src = r["bytes_source"] or "unknown"
+        names = rows["name"].dropna().unique()
+        out = [
+            ("name", names[0] if len(names) == 1 else f"{len(names)} distinct names", "trace"),
+            ("category", str(r["category"]), "rooftop"),
+            ("phase", str(r["phase"]), "trace"),
+            ("launches", fmt_num(r["count"]), "trace"),
+            ("total time", fmt_ns(r["time_ns"]), "trace"),
+            ("mean time", fmt_ns(r["mean_ns"]), "trace"),
+            ("share of kernel time", fmt_pct(r["time_share"]), "trace"),
+            ("FLOPs", fmt_flops(r["flops"]), src if r["flops"] == r["flops"] else "unknown"),
+            ("bytes", fmt_bytes(r["bytes"]), src),
+            ("arithmetic intensity", f"{fmt_num(r['ai'])} FLOP/B", src),
+            ("achieved", fmt_rate(r["tflops"] * 1e12 if r["tflops"] == r["tflops"] else None, "FLOP/s"), src),
+            ("achieved bandwidth", fmt_rate(r["tbps"] * 1e12 if r["tbps"] == r["tbps"] else None, "B/s"), src),
+            ("% of roof", fmt_pct(r["pct_of_roof"]), f"{src} vs {self.peaks.source or 'no'} peaks"),
+            ("bound", str(r["bound"] or "—"), "rooftop"),
+        ]
+        first = rows.iloc[0]
+        for col, label in (("grid", "grid"), ("block", "block")):
+            v = first.get(col)
+            if v is not None and not (isinstance(v, float) and v != v):
+                out.append((label, "x".join(str(int(x)) for x in v), "trace"))
+        for col, label, fmt in (("registers", "registers/thread", fmt_num), ("shared_mem", "shared memory/block", fmt_bytes)):
+            v = first.get(col)
+            if v is not None and not pd.isna(v):
+                out.append((label, fmt(v), "trace"))
+        for col, label in (("sm_pct", "SM throughput"), ("dram_pct", "DRAM throughput"), ("occupancy_pct", "achieved occupancy"),
+                           ("l1_hit_pct", "L1 hit rate"), ("l2_hit_pct", "L2 hit rate")):
+            v = rows[col].astype("float64")
+            if v.notna().any():
+                w = rows["dur_ns"].astype("float64").where(v.notna())
+                out.append((label, f"{(v * w).sum() / w.sum():.1f}%", "counters"))
+        if rows[list(STALL_COLUMNS)].notna().any().any():
+            out.append(("counters", f"{int(rows['counters'].fillna(False).sum())} of {len(rows)} launches", "counters"))
+        return out
+
+    def kernel_stalls(self, key: str, by: str = "short_name") -> pd.Series | None:
+        sh = stalls.stall_shares(self.kernels(key=key, by=by), None)
+        return None if sh is None else sh.iloc[0]
+
+
+def analyze(trace: Trace, peaks: Peaks | None = None) -> Analysis:
+    return Analysis(trace, peaks)
+
+
+def compare(a: Analysis, b: Analysis) -> diff.Diff:
+    added, removed, changed = diff.findings_diff(a.findings, b.findings)
+    return diff.Diff(a.trace.label, b.trace.label, diff.phase_diff(a.phases, b.phases),
+                     diff.group_diff(a.groups("short_name"), b.groups("short_name")), added, removed, changed)

@@ -1,0 +1,110 @@
+"""Is attention really fused? The verdict per phase, from kernel names and (with counters) bytes.
+
+Attention verdict: fused (FlashAttention-like: one fused kernel, bytes near the minimum) or
+materialized (separate QK^T GEMM, softmax and PV GEMM kernels, or bytes far above the minimum),
+with the measured/minimum byte ratio when counters exist. The minimum is read Q, K, V once and
+write O once (reference/roofline.md 3.2), computed from the model shapes and the step metadata.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..models import ModelConfig
+from .metrics import NO_PHASE, dtype_of, elem_bytes, labelled, step_meta
+
+# Kernel (or CPU op) names of fused attention implementations (reference/roofline.md 3.4).
+FUSED_RE = re.compile(
+    r"flash|fmha|cutlassF|efficient_attention|sdpa.*fprop|fprop.*sdpa|paged_attention|xformers|"
+    r"FlashAttn|mha_fwd|fused_attention|flashinfer|_flash_attention_for_cpu|attention_kernel",
+    re.IGNORECASE)
+SOFTMAX_RE = re.compile(r"softmax", re.IGNORECASE)
+ATTN_BMM_OPS = ("aten::bmm", "aten::baddbmm", "aten::_softmax", "aten::softmax")
+RATIO_MATERIALIZED = 3.0  # measured / minimum above this: the scores went through HBM
+
+
+@dataclass
+class Verdict:
+    phase: str
+    verdict: str            # "fused" | "materialized" | "mixed" | "unknown"
+    evidence: str           # plain words
+    fused_kernels: int
+    softmax_kernels: int
+    attn_ns: float
+    attn_bytes: float | None
+    min_bytes: float | None
+    ratio: float | None
+    bytes_source: str | None
+
+
+def attention_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    name = rows["name"].astype(str)
+    op = rows["op"].astype(object).fillna("").astype(str)
+    mask = (rows["category"] == "attention") | name.str.contains(FUSED_RE) | name.str.contains(SOFTMAX_RE) \
+        | op.isin(ATTN_BMM_OPS) | op.str.contains("scaled_dot_product", regex=False)
+    return rows[mask]
+
+
+def min_attention_bytes(meta: dict) -> pd.Series:
+    """Per phase, the IO-minimal attention bytes summed over its steps and layers; empty if unknown."""
+    cfg = ModelConfig.from_meta(meta.get("model"))
+    steps = step_meta(meta)
+    if cfg is None or steps.empty:
+        return pd.Series(dtype="float64")
+    b = elem_bytes(meta)
+    d, nh, nkv = cfg.d, cfg.heads, cfg.kv_heads
+    batch = steps["batch"]
+    new = (steps["new_tokens"] / batch.where(batch > 0)).where(steps["phase"] == "prefill", 1)
+    ctx = steps["context"]
+    # Q and O for the new tokens, K and V for the whole context, per layer.
+    per_step = b * batch * (2 * new * nh * d + 2 * ctx * nkv * d) * cfg.layers
+    return per_step.groupby(steps["phase"]).sum(min_count=1)
+
+
+def verdicts(timed: pd.DataFrame, meta: dict, modeled: bool = False) -> list[Verdict]:
+    rows = labelled(timed)
+    mins = min_attention_bytes(meta)
+    out: list[Verdict] = []
+    for phase, prow in rows.groupby("phase", sort=False):
+        att = attention_rows(prow)
+        if att.empty:
+            continue
+        names = att["name"].astype(str) + " " + att["op"].astype(object).fillna("").astype(str)
+        fused = int(names.str.contains(FUSED_RE).sum())
+        soft = int(names.str.contains(SOFTMAX_RE).sum())
+        counted = att["counters"].fillna(False).astype(bool)
+        if counted.all():
+            attn_bytes = float((att["dram_read"] + att["dram_write"]).sum())
+            src = "measured"
+        elif modeled and att["model_bytes"].notna().any():
+            attn_bytes = float(att["model_bytes"].sum())
+            src = "modeled"
+        else:
+            attn_bytes, src = None, None
+        mn = float(mins.get(phase, np.nan)) if phase in mins.index else None
+        mn = mn if mn and mn > 0 and not np.isnan(mn) else None
+        ratio = attn_bytes / mn if attn_bytes is not None and mn else None
+        big = ratio is not None and ratio > RATIO_MATERIALIZED
+        if fused and not soft and not big:
+            verdict = "fused"
+        elif (soft and not fused) or (big and not fused):
+            verdict = "materialized"
+        elif fused and (soft or big):
+            verdict = "mixed"
+        else:
+            verdict = "unknown"
+        parts = []
+        if fused:
+            parts.append(f"{fused} fused attention kernel(s)")
+        if soft:
+            parts.append(f"{soft} separate softmax kernel(s) (scores written to memory)")
+        if ratio is not None:
+            parts.append(f"attention bytes {ratio:.1f}x the minimum ({src})")
+        elif src is None and mn:
+            parts.append("no counters: bytes vs minimum unknown")
+        out.append(Verdict(phase, verdict, "; ".join(parts) or "no attention kernels recognised", fused, soft,
+                           float(att["dur_ns"].sum()), attn_bytes, mn, ratio, src))
+    return out

@@ -1,0 +1,219 @@
+"""The front door: argument parsing, and lazy dispatch to collectors/ and tui/.
+
+Errors reach the user as one line, `rooftop: error: FILE: problem (hint)`, with exit code 2.
+Set ROOFTOP_DEBUG=1 to see the traceback of an unexpected error.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from . import __version__
+from .trace import TraceError
+
+COMMANDS = ("open", "report", "diff", "import", "collect", "predict", "calibrate", "gpus")
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse prints usage + exits 2; keep it to one line
+        raise UsageError(message)
+
+
+def _subparsers(parser: argparse.ArgumentParser):
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("open", help="explore one trace, or compare two, in the terminal UI")
+    p.add_argument("traces", nargs="+", metavar="TRACE", help="rooftop Parquet, Kineto JSON, nsys SQLite, ncu report/CSV")
+
+    p = sub.add_parser("report", help="print the phase table, top kernels and findings")
+    p.add_argument("trace", metavar="TRACE")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    p.add_argument("--top", type=int, default=10, help="kernel groups to list (default 10)")
+    p.add_argument("--peaks", choices=("auto", "datasheet", "measured"), default="auto",
+                   help="which ceilings to judge against (default: measured when calibrated)")
+
+    p = sub.add_parser("diff", help="compare two traces: phase and kernel-group deltas, changed findings")
+    p.add_argument("a", metavar="A")
+    p.add_argument("b", metavar="B")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--top", type=int, default=10)
+
+    p = sub.add_parser("import", help="convert a Kineto/nsys/ncu trace to a rooftop trace")
+    _lazy_args(p, "collectors.importers", fallback=_import_fallback_args)
+
+    p = sub.add_parser("collect", help="run a built-in model under the profiler and write a trace")
+    _lazy_args(p, "collectors.collect")
+
+    p = sub.add_parser("predict", help="write the analytic (roofline) trace of a model on a GPU")
+    _lazy_args(p, "collectors.predict")
+
+    p = sub.add_parser("calibrate", help="measure this GPU's achievable bandwidth and GEMM rate")
+    _lazy_args(p, "collectors.calibrate")
+
+    sub.add_parser("gpus", help="list the GPU spec table")
+    return sub
+
+
+def _import_fallback_args(p):
+    p.add_argument("src")
+    p.add_argument("-o", "--output")
+
+
+def _lazy_args(p: argparse.ArgumentParser, module: str, fallback=None) -> None:
+    """Let a command's own module declare its options, but only when that command is used.
+
+    Importing collectors.collect would import torch; `rooftop report` must not pay for that.
+    """
+    p.set_defaults(_module=module)
+    p._rooftop_fallback = fallback  # type: ignore[attr-defined]
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    parser = _Parser(prog="rooftop", description="A terminal profiler explorer for LLM inference on NVIDIA GPUs. "
+                     "`rooftop TRACE [TRACE2]` opens the explorer.")
+    parser.add_argument("--version", action="version", version=f"rooftop {__version__}")
+    sub = _subparsers(parser)
+    if command in ("import", "collect", "predict", "calibrate"):
+        p = sub.choices[command]
+        module = p.get_default("_module")
+        try:
+            mod = __import__(module, fromlist=["add_arguments"])
+        except ImportError as exc:
+            missing = getattr(exc, "name", None) or str(exc)
+            raise UsageError(f"`rooftop {command}` needs {missing}: pip install 'rooftop[collect]'") from None
+        mod.add_arguments(p)
+    return parser
+
+
+def _load(path: str):
+    """Any supported trace (rooftop Parquet, or an import converted in memory)."""
+    try:
+        from collectors.importers import load_any
+    except ImportError:
+        from .trace import load_trace
+        return load_trace(path)
+    return load_any(path)
+
+
+def _analysis(path: str, peaks: str = "auto"):
+    from .analysis import analyze
+    a = analyze(_load(path))
+    if peaks != "auto":
+        try:
+            a = a.with_peaks(peaks)
+        except ValueError as exc:
+            raise TraceError(path, str(exc), "calibrate with `rooftop calibrate` on the GPU") from None
+    return a
+
+
+def cmd_report(args) -> int:
+    from .report import report_dict, report_text
+    a = _analysis(args.trace, args.peaks)
+    if args.json:
+        json.dump(report_dict(a, args.top), sys.stdout, indent=1, default=str, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        print(report_text(a, args.top))
+    return 0
+
+
+def cmd_diff(args) -> int:
+    from .analysis import compare
+    from .report import diff_text
+    a, b = _analysis(args.a), _analysis(args.b)
+    if args.json:
+        from .report import _clean
+        doc = compare(a, b).to_dict()
+        doc = json.loads(json.dumps(doc, default=lambda o: _clean(o) if not isinstance(o, (list, dict)) else o))
+        json.dump(doc, sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+    else:
+        print(diff_text(a, b, args.top))
+    return 0
+
+
+def cmd_open(paths: list[str]) -> int:
+    for p in paths:
+        if not Path(p).exists():
+            raise TraceError(p, "no such file or directory")
+    try:
+        from tui.app import run_app
+    except ImportError as exc:
+        raise UsageError(f"the terminal UI needs textual: {exc}") from None
+    return run_app(list(paths))
+
+
+def cmd_gpus(args) -> int:
+    from .devices import all_gpus
+    from .format import fmt_rate
+    for g in all_gpus():
+        print(f"{g.key:14s} {g.name:28s} bf16 {fmt_rate(g.peak_bf16, 'FLOP/s'):>14s}  "
+              f"bw {fmt_rate(g.peak_bw, 'B/s'):>10s}  ridge {g.ridge():5.0f} FLOP/B")
+    return 0
+
+
+def _dispatch(argv: list[str]) -> int:
+    if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
+        return cmd_open(argv)  # `rooftop TRACE [TRACE2]`
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    parser = build_parser(command)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    if args.command == "open":
+        return cmd_open(args.traces)
+    if args.command == "report":
+        return cmd_report(args)
+    if args.command == "diff":
+        return cmd_diff(args)
+    if args.command == "gpus":
+        return cmd_gpus(args)
+    mod = __import__(args._module, fromlist=["run"])
+    return int(mod.run(args) or 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(argv)
+    except TraceError as exc:
+        _error(str(exc))
+    except UsageError as exc:
+        _error(str(exc) + " (see rooftop --help)")
+    except KeyboardInterrupt:
+        print("rooftop: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # `rooftop report x | head`: the reader left; not an error of ours.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
+    except MemoryError:
+        _error("out of memory")
+    except Exception as exc:  # the last line of defence: never a traceback at the user
+        if os.environ.get("ROOFTOP_DEBUG"):
+            raise
+        _error(f"internal error: {exc.__class__.__name__}: {exc} (set ROOFTOP_DEBUG=1 for the traceback)")
+    return 2
+
+
+def _error(message: str) -> None:
+    text = " ".join(str(message).split())
+    text = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+    if len(text) > 500:
+        text = text[:499] + "…"
+    print(f"rooftop: error: {text}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
