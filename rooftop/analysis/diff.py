@@ -52,7 +52,7 @@ def group_diff(ga: pd.DataFrame, gb: pd.DataFrame) -> pd.DataFrame:
     """Kernel groups matched by short name: time and bytes in each run and the deltas, largest |time delta| first."""
     a = ga.set_index("key")[["category", "count", "time_ns", "bytes"]]
     b = gb.set_index("key")[["category", "count", "time_ns", "bytes"]]
-    out = a.join(b, how="outer", lsuffix="_a", rsuffix="_b")
+    out = a.add_suffix("_a").join(b.add_suffix("_b"), how="outer")
     out["category"] = out["category_a"].where(out["category_a"].notna(), out["category_b"])
     out["time_delta"] = out["time_ns_b"].fillna(0) - out["time_ns_a"].fillna(0)
     out["bytes_delta"] = out["bytes_b"] - out["bytes_a"]

@@ -1,0 +1,145 @@
+"""Trace format v1: write, load, validate; multi-rank directories; plain Parquet readers."""
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from rooftop.trace import (COLUMNS, FORMAT_VERSION, META_KEY, SCHEMA, TraceError, check_writable, load_trace,
+                           read_meta, to_table, write_trace)
+
+ROWS = [
+    dict(kind="kernel", name="void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int, X)",
+         start_ns=100, dur_ns=50, path="decode/step=3/layer=1/mlp", grid=(4, 1, 1), block=(128, 1, 1), device=0, stream=7),
+    dict(kind="memcpy", name="Memcpy HtoD", start_ns=0, dur_ns=20, device=0, stream=7),
+    dict(kind="range", name="decode", start_ns=0, dur_ns=500, path="decode"),
+]
+
+
+def test_round_trip_and_derived_columns(tmp_path):
+    p = write_trace(tmp_path / "t.parquet", ROWS, {"model": {"name": "m"}})
+    t = load_trace(p)
+    assert t.meta["format"] == FORMAT_VERSION and t.meta["model"]["name"] == "m"
+    ev = t.events
+    assert list(ev.columns[: len(COLUMNS)]) == list(COLUMNS)
+    k = ev.iloc[0]
+    assert (k["phase"], k["step"], k["layer"]) == ("decode", 3, 1)
+    assert k["short_name"] == "vectorized_elementwise_kernel<>"
+    assert k["category"] == "elementwise"
+    assert list(k["grid"]) == [4, 1, 1]
+    assert ev.iloc[1]["category"] == "memory"
+    # unknown is null, never 0
+    assert ev["flops"].isna().all() and ev["dram_read"].isna().all()
+    assert ev.iloc[1]["step"] is None or str(ev.iloc[1]["step"]) == "<NA>"
+
+
+def test_file_is_plain_parquet_with_dictionary_columns(tmp_path):
+    p = write_trace(tmp_path / "t.parquet", ROWS, {})
+    schema = pq.read_schema(p)
+    assert pa.types.is_dictionary(schema.field("kind").type)
+    assert schema.field("grid").type == pa.list_(pa.int32(), 3)
+    meta = json.loads(schema.metadata[META_KEY])
+    assert meta["format"] == 1
+    assert pq.read_metadata(p).row_group(0).column(0).compression == "ZSTD"
+    assert read_meta(p)["format"] == 1
+
+
+def test_atomic_write_leaves_no_temp_files(tmp_path):
+    write_trace(tmp_path / "t.parquet", ROWS, {})
+    assert [f.name for f in tmp_path.iterdir()] == ["t.parquet"]
+
+
+@pytest.mark.parametrize("content,problem", [
+    (b"", "empty file"),
+    (b"hello, not parquet at all", "not a Parquet file"),
+])
+def test_not_parquet(tmp_path, content, problem):
+    p = tmp_path / "x.parquet"
+    p.write_bytes(content)
+    with pytest.raises(TraceError) as e:
+        load_trace(p)
+    assert problem in str(e.value) and str(p) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_truncated(tmp_path):
+    p = write_trace(tmp_path / "t.parquet", ROWS, {})
+    data = p.read_bytes()
+    for cut in (8, len(data) // 2, len(data) - 3):
+        q = tmp_path / f"cut{cut}.parquet"
+        q.write_bytes(data[:cut])
+        with pytest.raises(TraceError, match="truncated"):
+            load_trace(q)
+
+
+def test_missing_required_column(tmp_path):
+    table = to_table(ROWS).drop(["dur_ns"])
+    table = table.replace_schema_metadata({META_KEY: b'{"format": 1}'})
+    pq.write_table(table, tmp_path / "m.parquet")
+    with pytest.raises(TraceError, match="missing required column.*dur_ns"):
+        load_trace(tmp_path / "m.parquet")
+
+
+def test_newer_format_version(tmp_path):
+    table = to_table(ROWS).replace_schema_metadata({META_KEY: b'{"format": 2}'})
+    pq.write_table(table, tmp_path / "v2.parquet")
+    with pytest.raises(TraceError, match="format version 2 is newer"):
+        load_trace(tmp_path / "v2.parquet")
+
+
+def test_no_rooftop_metadata(tmp_path):
+    pq.write_table(pa.table({"a": [1]}), tmp_path / "plain.parquet")
+    with pytest.raises(TraceError, match="without rooftop metadata"):
+        load_trace(tmp_path / "plain.parquet")
+
+
+def test_negative_duration(tmp_path):
+    rows = [dict(ROWS[0], dur_ns=-5)]
+    table = to_table(rows).replace_schema_metadata({META_KEY: b'{"format": 1}'})
+    pq.write_table(table, tmp_path / "neg.parquet")
+    with pytest.raises(TraceError, match="1 event.*negative duration"):
+        load_trace(tmp_path / "neg.parquet")
+
+
+def test_nan_and_negative_work_become_unknown(tmp_path):
+    rows = [dict(ROWS[0], model_bytes=float("nan"), flops=-3.0)]
+    t = load_trace(write_trace(tmp_path / "n.parquet", rows, {}))
+    assert t.events["model_bytes"].isna().all() and t.events["flops"].isna().all()
+    assert any("negative or NaN" in w for w in t.warnings)
+
+
+def test_multi_rank_directory(tmp_path):
+    for r in (0, 1, 2):
+        rows = [dict(ROWS[0], start_ns=100 * r)]
+        write_trace(tmp_path / "run" / f"rank={r}" / "trace.parquet", rows, {"device": {"name": f"gpu{r}"}})
+    t = load_trace(tmp_path / "run")
+    assert t.ranks == [0, 1, 2]
+    assert len(t.events) == 3
+    assert [m["device"]["name"] for m in t.meta["ranks"]] == ["gpu0", "gpu1", "gpu2"]
+
+
+def test_multi_rank_directory_is_plain_parquet_for_duckdb(tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    for r in (0, 1):
+        rows = [dict(ROWS[0], dur_ns=10 * (r + 1)), dict(ROWS[0], dur_ns=1)]
+        write_trace(tmp_path / "run" / f"rank={r}" / "trace.parquet", rows, {})
+    q = (f"SELECT rank, sum(dur_ns) AS t FROM read_parquet('{tmp_path}/run/*/*.parquet', hive_partitioning=true) "
+         "WHERE kind = 'kernel' GROUP BY rank ORDER BY rank")
+    assert duckdb.sql(q).fetchall() == [(0, 11), (1, 21)]
+
+
+def test_empty_directory(tmp_path):
+    with pytest.raises(TraceError, match="no .parquet"):
+        load_trace(tmp_path)
+
+
+def test_check_writable(tmp_path):
+    check_writable(tmp_path / "sub" / "x.parquet")
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(TraceError, match="cannot write"):
+        check_writable(tmp_path / "afile" / "x.parquet")   # parent is a file: fails even as root
+    with pytest.raises(TraceError, match="is a directory"):
+        check_writable(tmp_path / "sub")
+
+
+def test_schema_has_all_stall_reasons():
+    assert sum(1 for n in SCHEMA.names if n.startswith("stall_")) == 19
