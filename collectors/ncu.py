@@ -1,0 +1,362 @@
+"""Nsight Compute: read `.ncu-rep` and ncu CSV, join counters onto a timeline, run `ncu`.
+
+This module is the façade and holds what the readers share: `NcuError`, the mapping from ncu
+metric names (in base units) to trace columns, and `join_counters`. The readers and the runner
+live in `ncu_rep.py`, `ncu_csv.py` and `ncu_run.py` and are re-exported here lazily, so importing
+`collectors.ncu` costs nothing (no `ncu_report`, no torch).
+
+Metric names and formulas: `reference/ncu.md` (sections 1a-1d), checked against NVIDIA's section
+files. Everything is normalised to base units: bytes, ns, Hz, %; a metric the report lacks is
+null, never 0.
+"""
+from __future__ import annotations
+
+import difflib
+import math
+from typing import Any, Mapping
+
+import pandas as pd
+
+from rooftop.names import short_name
+from rooftop.trace import STALL_COLUMNS, STALL_REASONS, TraceError
+
+__all__ = [
+    "NcuError", "COUNTER_COLUMNS", "row_from_metrics", "flops_from_metrics", "join_counters",
+    "read_ncu_rep", "read_ncu_csv", "run_counters", "build_ncu_command", "parse_counter_steps",
+    "estimate_replay_seconds", "child_command",
+]
+
+_LAZY = {
+    "read_ncu_rep": "collectors.ncu_rep",
+    "read_ncu_csv": "collectors.ncu_csv",
+    "run_counters": "collectors.ncu_run",
+    "build_ncu_command": "collectors.ncu_run",
+    "parse_counter_steps": "collectors.ncu_run",
+    "estimate_replay_seconds": "collectors.ncu_run",
+    "child_command": "collectors.ncu_run",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy re-export: the submodules import this one, so a top-level import would be circular.
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class NcuError(TraceError):
+    """An Nsight Compute file could not be read, or `ncu` could not be run."""
+
+
+# The columns a counter row carries onto a timeline row (durations stay the timeline's own:
+# ncu serialises kernels, flushes caches and replays them, so its durations are not the run's).
+COUNTER_COLUMNS = ("flops", "dram_read", "dram_write", "sm_pct", "dram_pct", "occupancy_pct",
+                   "l1_hit_pct", "l2_hit_pct") + STALL_COLUMNS
+# Launch columns copied only where the timeline does not know them.
+LAUNCH_COLUMNS = ("grid", "block", "registers", "shared_mem")
+
+_SIMPLE = {
+    "dur_ns": ("gpu__time_duration.sum",),
+    "dram_read": ("dram__bytes_read.sum",),
+    "dram_write": ("dram__bytes_write.sum",),
+    "sm_pct": ("sm__throughput.avg.pct_of_peak_sustained_elapsed",),
+    # SpeedOfLight reads gpu__dram_throughput; dram__throughput is a valid --metrics name too.
+    "dram_pct": ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+                 "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+    "occupancy_pct": ("sm__warps_active.avg.pct_of_peak_sustained_active",),
+    "l1_hit_pct": ("l1tex__t_sector_hit_rate.pct",),
+    "l2_hit_pct": ("lts__t_sector_hit_rate.pct",),
+    "registers": ("launch__registers_per_thread",),
+    "device": ("launch__device_id",),
+    "stream": ("launch__stream_id",),
+}
+STALL_METRIC = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+
+
+def _num(value: Any) -> float | None:
+    """A finite float, or None (missing metric, NaN from a failed collection, a string)."""
+    if value is None or isinstance(value, (str, bytes, bool)):
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _first(m: Mapping[str, Any], names: tuple[str, ...]) -> float | None:
+    for n in names:
+        v = _num(m.get(n))
+        if v is not None:
+            return v
+    return None
+
+
+def _count(m: Mapping[str, Any], op: str) -> float | None:
+    """Thread instructions of one SASS op: the `.sum` counter, else per-cycle x elapsed cycles."""
+    for unit in ("smsp", "sm"):
+        v = _num(m.get(f"{unit}__sass_thread_inst_executed_op_{op}_pred_on.sum"))
+        if v is not None:
+            return v
+    # The roofline sections store only the rate; .sum.per_cycle_elapsed = .sum / cycles_elapsed.avg.
+    rate = _num(m.get(f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed"))
+    cycles = _num(m.get("smsp__cycles_elapsed.avg"))
+    return rate * cycles if rate is not None and cycles is not None else None
+
+
+# Weights from NVIDIA's roofline sections: an FMA is 2 FLOP; half-precision instructions are
+# packed half2, so HADD/HMUL count x2 and HFMA x4 (derived__..._hfma_pred_on_x4).
+_FP_FAMILIES = {
+    "fp32": (("ffma", 2.0), ("fadd", 1.0), ("fmul", 1.0)),
+    "fp64": (("dfma", 2.0), ("dadd", 1.0), ("dmul", 1.0)),
+    "fp16": (("hfma", 4.0), ("hadd", 2.0), ("hmul", 2.0)),
+}
+_TENSOR_PREFIX = "sm__ops_path_tensor_src_"
+
+
+def _tensor_ops(m: Mapping[str, Any]) -> float | None:
+    """Floating-point tensor ops from the per-source-type `sm__ops_path_tensor_src_*` totals.
+
+    Only per-type totals are summed (not the per-instruction `..._op_hgmma_...` families, which
+    split the same work again); where one total's name extends another's (`src_fp16` and
+    `src_fp16_dst_fp32`), only the shorter, covering one counts.
+    """
+    found: dict[str, float] = {}
+    for name, value in m.items():
+        if not name.startswith(_TENSOR_PREFIX):
+            continue
+        base, _, suffix = name[len(_TENSOR_PREFIX):].partition(".")
+        # integer tensor ops (src_int8, src_int1) are not FLOPs
+        if base.startswith("int") or suffix not in ("sum", "sum.per_cycle_elapsed"):
+            continue
+        v = _num(value)
+        if v is None:
+            continue
+        if suffix == "sum.per_cycle_elapsed":
+            cycles = _num(m.get("sm__cycles_elapsed.avg"))
+            if cycles is None or base in found:
+                continue
+            v *= cycles
+        found[base] = v
+    keep = [b for b in found if not any(o != b and b.startswith(o + "_") for o in found)]
+    return sum(found[b] for b in keep) if keep else None
+
+
+def _tensor_active(m: Mapping[str, Any]) -> bool:
+    for name in ("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+                 "sm__inst_executed_pipe_tensor.sum"):
+        v = _num(m.get(name))
+        if v:
+            return True
+    return False
+
+
+def flops_from_metrics(m: Mapping[str, Any]) -> float | None:
+    """FLOPs executed: fp32 + fp64 + fp16 (non-tensor, roofline weights) + tensor ops.
+
+    None when no FLOP counter was collected, and also when the tensor pipe was busy but no
+    tensor-op counter exists (an Ampere full-set report): a count without the tensor work would
+    be wrong, not merely incomplete.
+    """
+    total, any_found = 0.0, False
+    for members in _FP_FAMILIES.values():
+        for op, weight in members:
+            c = _count(m, op)
+            if c is not None:
+                total += weight * c
+                any_found = True
+    tensor = _tensor_ops(m)
+    if tensor is not None:
+        return total + tensor
+    if _tensor_active(m) or not any_found:
+        return None
+    return total
+
+
+def _shape(m: Mapping[str, Any], what: str) -> list[int] | None:
+    dims = [_num(m.get(f"launch__{what}_dim_{a}")) for a in "xyz"]
+    return None if any(d is None for d in dims) else [int(d) for d in dims]
+
+
+def row_from_metrics(m: Mapping[str, Any]) -> dict[str, Any]:
+    """Trace columns of one profiled kernel from its metrics (name -> value in base units)."""
+    row: dict[str, Any] = {c: _first(m, names) for c, names in _SIMPLE.items()}
+    for reason, col in zip(STALL_REASONS, STALL_COLUMNS):
+        row[col] = _num(m.get(STALL_METRIC.format(reason)))
+    if row["dram_read"] is None and row["dram_write"] is None:
+        # Only the total was collected (`--metrics dram__bytes.sum`, common in scripts): keep it
+        # as read bytes with 0 written, so read + write is the measured total. The readers warn.
+        total = _num(m.get("dram__bytes.sum"))
+        if total is not None:
+            row["dram_read"], row["dram_write"] = total, 0.0
+    row["flops"] = flops_from_metrics(m)
+    row["grid"] = _shape(m, "grid")
+    row["block"] = _shape(m, "block")
+    static = _num(m.get("launch__shared_mem_per_block_static"))
+    dynamic = _num(m.get("launch__shared_mem_per_block_dynamic"))
+    # static + dynamic is what the program asked for (what torch's profiler reports); the
+    # per-block total also includes the driver's reserved 1 KiB.
+    row["shared_mem"] = static + dynamic if static is not None and dynamic is not None \
+        else _num(m.get("launch__shared_mem_per_block"))
+    return row
+
+
+def peaks_from_metrics(m: Mapping[str, Any]) -> dict[str, float | None]:
+    """Peaks at the clocks ncu measured (roofline sections): bytes/s and FLOP/s."""
+    def rate(per_cycle: str, clock: str, factor: float = 1.0) -> float | None:
+        a, b = _num(m.get(per_cycle)), _num(m.get(clock))
+        return a * b * factor if a is not None and b is not None else None
+
+    sm_clock = "sm__cycles_elapsed.avg.per_second"
+    peaks = {
+        "bw": rate("dram__bytes.sum.peak_sustained", "dram__cycles_elapsed.avg.per_second"),
+        "fp32_flops": rate("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained", sm_clock, 2),
+        "fp64_flops": rate("sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained", sm_clock, 2),
+        "fp16_flops": rate("sm__sass_thread_inst_executed_op_hfma_pred_on.sum.peak_sustained", sm_clock, 4),
+    }
+    for name in m:
+        if name.startswith(_TENSOR_PREFIX) and name.endswith(".sum.peak_sustained"):
+            base = name[len(_TENSOR_PREFIX):].split(".")[0]
+            if base.startswith("int"):
+                continue
+            peaks[f"tensor_{base}_flops"] = rate(name, sm_clock)
+    # `flops` is the dense bf16 tensor peak, the one MFU uses by default.
+    peaks["flops"] = next((peaks[k] for k in ("tensor_bf16_dst_fp32_flops", "tensor_bf16_flops",
+                                              "tensor_fp16_flops") if peaks.get(k)), None)
+    return peaks
+
+
+def _median(values: list[float | None]) -> float | None:
+    vals = sorted(v for v in values if v is not None)
+    return vals[len(vals) // 2] if vals else None
+
+
+def device_meta(metrics: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """meta["device"] from the kernels' device__attribute_* and clock metrics (medians)."""
+    first = metrics[0] if metrics else {}
+    name = first.get("device__attribute_display_name")
+    major = _num(first.get("device__attribute_compute_capability_major"))
+    minor = _num(first.get("device__attribute_compute_capability_minor"))
+    sms = _num(first.get("device__attribute_multiprocessor_count"))
+    khz = _num(first.get("device__attribute_clock_rate"))
+    mem_khz = _num(first.get("device__attribute_memory_clock_rate"))
+    all_peaks = [peaks_from_metrics(m) for m in metrics]
+    keys = sorted({k for p in all_peaks for k in p})
+    return {
+        "name": name if isinstance(name, str) else None,
+        "cc": f"{int(major)}.{int(minor)}" if major is not None and minor is not None else None,
+        "sms": int(sms) if sms is not None else None,
+        "clocks": {
+            "sm_hz": _median([_num(m.get("sm__cycles_elapsed.avg.per_second")) for m in metrics]),
+            "dram_hz": _median([_num(m.get("dram__cycles_elapsed.avg.per_second")) for m in metrics]),
+            "sm_max_hz": khz * 1e3 if khz is not None else None,
+            "mem_max_hz": mem_khz * 1e3 if mem_khz is not None else None,
+        },
+        "peaks": {"ncu": {k: _median([p.get(k) for p in all_peaks]) for k in keys}},
+    }
+
+
+def total_only_warning(metrics: list[Mapping[str, Any]]) -> list[str]:
+    n = sum(1 for m in metrics if _num(m.get("dram__bytes.sum")) is not None
+            and _num(m.get("dram__bytes_read.sum")) is None and _num(m.get("dram__bytes_write.sum")) is None)
+    return [f"{n} kernel(s) have only dram__bytes.sum: the total is stored as dram_read, dram_write 0"] if n else []
+
+
+def finish_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Counter rows as a frame: kind `kernel`, `counters` true, launch order as `id`.
+
+    ncu has no timeline (it serialises and replays kernels), so `start_ns` places the kernels
+    back to back in launch order; the readers say so in the warnings.
+    """
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    frame.insert(0, "id", range(len(frame)))
+    frame["kind"] = "kernel"
+    frame["counters"] = True
+    dur = pd.to_numeric(frame["dur_ns"], errors="coerce")
+    frame["dur_ns"] = dur.round().astype("Int64")
+    frame["start_ns"] = dur.fillna(0).cumsum().shift(fill_value=0).round().astype("int64")
+    for c in ("device", "stream", "registers", "shared_mem"):
+        frame[c] = pd.array(pd.to_numeric(frame[c], errors="coerce").round(), dtype="Int64")
+    return frame
+
+
+# --- joining counters onto a timeline ---------------------------------------------------------
+
+def _base(name: Any) -> str | None:
+    """Short name without template arguments: `gemv<128>` and `gemv<>` are the same kernel."""
+    if not isinstance(name, str) or not name:
+        return None
+    s = short_name(name) or name
+    return s.split("<", 1)[0].strip() or s
+
+
+def join_counters(timeline: pd.DataFrame, counters: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """Put counter rows onto the timeline's kernel rows, matched by NVTX path and launch order.
+
+    Within one path, the k-th kernel the ncu run launched matches the k-th kernel of the timeline
+    (timeline order: `start_ns`, then `id`). The two sequences are aligned on kernel base names
+    (short name without template arguments), which is exactly k-th-to-k-th when both runs
+    launched the same kernels, and skips over an extra kernel on either side instead of shifting
+    everything after it. A pair whose names differ is a mismatch: counted, left unjoined.
+
+    Returns the timeline with counter columns filled and `counters = True` on joined rows, and a
+    report: totals plus, per counter path, {timeline, counters, matched, mismatched,
+    unmatched_counters, unmatched_timeline}.
+    """
+    out = timeline.copy()
+    for col in COUNTER_COLUMNS + LAUNCH_COLUMNS + ("counters",):
+        if col not in out.columns:
+            out[col] = None
+    report: dict[str, Any] = {"matched": 0, "mismatched": 0, "unmatched_counters": 0,
+                              "unmatched_timeline": 0, "paths": {}}
+    if counters is None or counters.empty:
+        return out, report
+    is_kernel = out["kind"].astype(object) == "kernel" if "kind" in out.columns else pd.Series(True, index=out.index)
+    order = [c for c in ("start_ns", "id") if c in out.columns]
+    kernels = out[is_kernel].sort_values(order, kind="stable") if order else out[is_kernel]
+    t_groups = {p: g.index.tolist() for p, g in kernels.groupby(kernels["path"].fillna(""), sort=False)}
+    c_sorted = counters.sort_values("id", kind="stable") if "id" in counters.columns else counters
+    c_groups = {p: g for p, g in c_sorted.groupby(c_sorted["path"].fillna(""), sort=False)}
+
+    pairs: list[tuple[Any, Any]] = []  # (timeline index, counter index)
+    for path, cgroup in c_groups.items():
+        t_idx = t_groups.get(path, [])
+        t_names = [_base(n) for n in out.loc[t_idx, "name"]]
+        c_names = [_base(n) for n in cgroup["name"]]
+        stats = {"timeline": len(t_idx), "counters": len(cgroup), "matched": 0, "mismatched": 0}
+        sm = difflib.SequenceMatcher(None, t_names, c_names, autojunk=False)
+        for tag, i1, i2, j1, j2 in sm.get_opcodes():
+            if tag == "equal":
+                pairs.extend(zip(t_idx[i1:i2], cgroup.index[j1:j2]))
+                stats["matched"] += i2 - i1
+            elif tag == "replace":
+                stats["mismatched"] += min(i2 - i1, j2 - j1)
+        stats["unmatched_counters"] = stats["counters"] - stats["matched"]
+        stats["unmatched_timeline"] = stats["timeline"] - stats["matched"]
+        report["paths"][path] = stats
+        for k in ("matched", "mismatched", "unmatched_counters"):
+            report[k] += stats[k]
+    report["unmatched_timeline"] = int(len(kernels)) - report["matched"]
+
+    if pairs:
+        t_ix = [t for t, _ in pairs]
+        c_ix = [c for _, c in pairs]
+        for col in COUNTER_COLUMNS:
+            if col in counters.columns:
+                out[col] = out[col].astype(object)
+                out.loc[t_ix, col] = counters.loc[c_ix, col].astype(object).to_numpy()
+        for col in LAUNCH_COLUMNS:
+            if col in counters.columns:
+                out[col] = out[col].astype(object)
+                cur = out.loc[t_ix, col]
+                new = counters.loc[c_ix, col].astype(object).to_numpy()
+                missing = cur.map(lambda v: v is None or (isinstance(v, float) and math.isnan(v))).to_numpy()
+                out.loc[[t for t, m in zip(t_ix, missing) if m], col] = pd.Series(
+                    [v for v, m in zip(new, missing) if m], dtype=object).to_numpy()
+        out["counters"] = out["counters"].astype(object)
+        out.loc[t_ix, "counters"] = True
+    return out, report

@@ -1,0 +1,232 @@
+"""Read Nsight Compute CSV: `ncu --csv` with `--page details` (long) or `--page raw` (wide).
+
+Quirks handled (reference/ncu.md §2), all seen in real output or public parsers' fixtures:
+- `==PROF==` lines and the application's own prints before (and among) the CSV rows;
+- header generations: with `"Kernel Time"` (CUDA 11.4-era, a timestamp, ignored), with or without
+  `Block Size`/`Grid Size`/`Device`/`CC`, with `Rule*`/`Estimated Speedup*` columns;
+  columns are found by name, never by position;
+- numbers with thousands separators (`"1,073,741,824"`), European locale (`"2.508.800"`, `"9,00"`);
+- auto-scaled units (`usecond`, `Kbyte`, `Gbyte/second`, `Mhz`...) normalised to bytes, ns, Hz;
+- `n/a` (unsupported metric) -> null;
+- details-page section metrics under display labels (`Duration`, `DRAM Throughput`), mapped to
+  metric names where the label is unambiguous.
+NVTX ranges are not in ncu's CSV: `path` is null (use a `.ncu-rep` for steps).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from collectors.ncu import NcuError, device_meta, finish_rows, row_from_metrics, total_only_warning
+
+_IDENTITY = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time", "Context",
+             "Stream", "Block Size", "Grid Size", "Device", "CC")
+
+# Details-page labels -> (metric name, unit class the value must have). The class check keeps
+# "Memory Throughput" in Gbyte/second (MemoryWorkloadAnalysis) apart from the SOL percentage.
+_LABELS = {
+    "Duration": ("gpu__time_duration.sum", "time"),
+    "DRAM Throughput": ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "%"),
+    "Compute (SM) Throughput": ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "%"),
+    "SM Throughput": ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "%"),
+    "Achieved Occupancy": ("sm__warps_active.avg.pct_of_peak_sustained_active", "%"),
+    "L1/TEX Hit Rate": ("l1tex__t_sector_hit_rate.pct", "%"),
+    "L2 Hit Rate": ("lts__t_sector_hit_rate.pct", "%"),
+    "Registers Per Thread": ("launch__registers_per_thread", None),
+    "Static Shared Memory Per Block": ("launch__shared_mem_per_block_static", "bytes"),
+    "Dynamic Shared Memory Per Block": ("launch__shared_mem_per_block_dynamic", "bytes"),
+    "SM Frequency": ("sm__cycles_elapsed.avg.per_second", "hz"),
+    "DRAM Frequency": ("dram__cycles_elapsed.avg.per_second", "hz"),
+}
+
+_PREFIX = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+           "Ki": 1024.0, "Mi": 1024.0 ** 2, "Gi": 1024.0 ** 3, "Ti": 1024.0 ** 4}
+_TIME_NS = {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9, "ns": 1.0, "us": 1e3,
+            "ms": 1e6, "s": 1e9}
+_UNIT_RE = re.compile(r"^(Ki|Mi|Gi|Ti|K|k|M|G|T)?(byte|hz|inst|cycle|warp|sector|request|thread|"
+                      r"block|register|transaction|wavefront|pass|sample|SM)$", re.IGNORECASE)
+
+
+def unit_factor(unit: str) -> tuple[float, str | None]:
+    """(factor to base units, unit class) for an ncu unit string: bytes, ns, Hz, per second.
+
+    A time in the numerator becomes ns (`usecond` x 1e3); a time in the denominator becomes per
+    second (`Gbyte/second` x 1e9, `cycle/nsecond` x 1e9).
+    """
+    unit = (unit or "").strip()
+    if not unit:
+        return 1.0, None
+    if unit == "%":
+        return 1.0, "%"
+    num, _, den = unit.partition("/")
+    factor, cls = _part(num, numerator=True)
+    if den:
+        d, dcls = _part(den, numerator=False)
+        factor /= d
+        cls = "rate" if dcls == "time" else cls
+    return factor, cls
+
+
+def _part(text: str, numerator: bool) -> tuple[float, str | None]:
+    if text in _TIME_NS:
+        ns = _TIME_NS[text]
+        return (ns, "time") if numerator else (ns / 1e9, "time")
+    m = _UNIT_RE.match(text)
+    if m:
+        prefix = m.group(1) or ""
+        base = m.group(2).lower()
+        scale = _PREFIX.get(prefix, _PREFIX.get(prefix.upper(), 1.0))
+        return scale, {"byte": "bytes", "hz": "hz"}.get(base)
+    return 1.0, None
+
+
+_EN = re.compile(r"^[-+]?\d{1,3}(,\d{3})+(\.\d+)?$")
+# European grouping only when unambiguous: two or more dot groups, or dot groups with a comma
+# decimal. "1.500" stays 1.5 (ncu writes the C/en locale unless told otherwise).
+_EU = re.compile(r"^[-+]?[1-9]\d{0,2}((\.\d{3}){2,}(,\d+)?|(\.\d{3})+,\d+)$")
+_EU_DECIMAL = re.compile(r"^[-+]?\d+,(\d{1,2}|\d{4,})$")
+
+
+def parse_number(text: str) -> float | str | None:
+    """A CSV value: float, None for `n/a`/empty, or the text itself for string metrics."""
+    s = (text or "").strip()
+    if not s or s.lower() in ("n/a", "nan", "-"):
+        return None
+    if _EN.match(s):
+        s = s.replace(",", "")
+    elif _EU.match(s):
+        s = s.replace(".", "").replace(",", ".")
+    elif _EU_DECIMAL.match(s):
+        s = s.replace(",", ".")
+    try:
+        return float(s)
+    except ValueError:
+        return text.strip()
+
+
+def _shape(text: str | None) -> list[int] | None:
+    nums = re.findall(r"\d+", text or "")
+    return [int(n) for n in nums] if len(nums) == 3 else None
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise NcuError(path, f"cannot read: {exc.strerror or exc}") from None
+    if b"\0" in raw[:4096]:
+        raise NcuError(path, "binary file, not ncu CSV", "a .ncu-rep is read with read_ncu_rep")
+    return raw.decode("utf-8", errors="replace").splitlines()
+
+
+def _find_header(lines: list[str], path: Path) -> tuple[int, list[str]]:
+    for i, line in enumerate(lines):
+        if '"ID"' in line and "Kernel Name" in line:
+            fields = next(csv.reader([line]))
+            if "ID" in fields and "Kernel Name" in fields:
+                return i, fields
+    raise NcuError(path, "no ncu CSV header (\"ID\",...,\"Kernel Name\",...) found",
+                   "export with `ncu --csv --page details` or `--page raw`")
+
+
+def read_ncu_csv(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """One row per profiled kernel from an ncu CSV export (details or raw page) and its metadata."""
+    path = Path(path)
+    if not path.is_file():
+        raise NcuError(path, "no such file" if not path.exists() else "not a file")
+    lines = _read_lines(path)
+    start, header = _find_header(lines, path)
+    # Later ==PROF==/==WARNING== lines and app output can be interleaved with the rows.
+    body = [ln for ln in lines[start + 1:] if ln.strip() and not ln.startswith("==")]
+    records = [r for r in csv.reader(io.StringIO("\n".join(body))) if r]
+    bad = sum(1 for r in records if len(r) != len(header))
+    records = [dict(zip(header, r)) for r in records if len(r) == len(header)]
+    if "Metric Name" in header and "Metric Value" in header:
+        kernels, fmt = _details(records), "details"
+    else:
+        kernels, fmt = _raw(records, header, path), "raw"
+    if not kernels:
+        raise NcuError(path, f"ncu CSV ({fmt} page) holds no kernel rows")
+
+    rows, metrics, cc = [], [], None
+    for ident, m in kernels:
+        row = row_from_metrics(m)
+        row["name"] = ident.get("Kernel Name")
+        row["path"] = None
+        if row["grid"] is None:
+            row["grid"] = _shape(ident.get("Grid Size"))
+        if row["block"] is None:
+            row["block"] = _shape(ident.get("Block Size"))
+        if row["device"] is None:
+            row["device"] = parse_number(ident.get("Device", "")) if ident.get("Device") else None
+        if row["stream"] is None and ident.get("Stream"):
+            row["stream"] = parse_number(ident["Stream"])
+        cc = cc or (ident.get("CC") or None)
+        rows.append(row)
+        metrics.append(m)
+    frame = finish_rows(rows)
+    device = device_meta(metrics)
+    if device["cc"] is None and cc:
+        device["cc"] = cc
+    warnings = ["ncu has no timeline: start_ns places the profiled kernels back to back",
+                "ncu CSV carries no NVTX ranges: kernels have no path (use a .ncu-rep for steps)"]
+    warnings += total_only_warning(metrics)
+    if bad:
+        warnings.append(f"{bad} CSV line(s) with the wrong number of fields skipped")
+    meta = {"source": {"tool": "ncu", "version": None, "format": f"csv-{fmt}", "file": str(path)},
+            "device": device, "warnings": warnings, "modeled": False}
+    return frame, meta
+
+
+def _kernel_key(rec: dict[str, str]) -> tuple[str, str]:
+    return rec.get("Process ID", ""), rec.get("ID", "")
+
+
+def _details(records: list[dict[str, str]]) -> list[tuple[dict[str, str], dict[str, Any]]]:
+    """Long format: one row per (kernel, metric); rule rows have no metric name."""
+    kernels: dict[tuple[str, str], tuple[dict[str, str], dict[str, Any]]] = {}
+    for rec in records:
+        key = _kernel_key(rec)
+        if key not in kernels:
+            kernels[key] = ({k: rec.get(k, "") for k in _IDENTITY if k in rec}, {})
+        name = (rec.get("Metric Name") or "").strip()
+        if not name:
+            continue
+        value = parse_number(rec.get("Metric Value", ""))
+        factor, cls = unit_factor(rec.get("Metric Unit", ""))
+        if isinstance(value, float):
+            value *= factor
+        m = kernels[key][1]
+        if name in _LABELS:
+            metric, want = _LABELS[name]
+            if want is None or want == cls:
+                m.setdefault(metric, value)
+            continue
+        m[name] = value
+    return list(kernels.values())
+
+
+def _raw(records: list[dict[str, str]], header: list[str], path: Path):
+    """Wide format: one column per metric, and a units row (empty ID) right after the header."""
+    units: dict[str, str] = {}
+    if records and not records[0].get("ID", "").strip():
+        units = records.pop(0)
+    kernels = []
+    for rec in records:
+        ident = {k: rec[k] for k in _IDENTITY if k in rec}
+        m: dict[str, Any] = {}
+        for col in header:
+            if col in _IDENTITY or col not in rec:
+                continue
+            value = parse_number(rec[col])
+            if isinstance(value, float):
+                value *= unit_factor(units.get(col, ""))[0]
+            m[col] = value
+        kernels.append((ident, m))
+    return kernels

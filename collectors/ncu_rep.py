@@ -1,0 +1,132 @@
+"""Read an Nsight Compute report (`.ncu-rep`) through NVIDIA's `ncu_report` package.
+
+`ncu_report` (PyPI `ncu-report`, the `rooftop[ncu]` extra) reads reports without a GPU. It is
+imported only when a report is read. Quirks handled (ncu-report 2026.3.1, see reference/ncu.md §3):
+a garbage file loads as a report with 0 ranges instead of raising; a metric the report did not
+collect is `None`; a failed collection is NaN. Both become null here, never 0.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from collectors.ncu import NcuError, device_meta, finish_rows, row_from_metrics, total_only_warning
+
+INSTALL_HINT = "pip install 'rooftop[ncu]'"
+DEFAULT_DOMAIN = "<default domain>"
+
+# Metrics fetched from each kernel (a full-set report holds ~1,200; reading them all is slow).
+_WANTED = {
+    "gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct",
+    "launch__registers_per_thread", "launch__device_id", "launch__stream_id",
+    "launch__shared_mem_per_block", "launch__shared_mem_per_block_static",
+    "launch__shared_mem_per_block_dynamic",
+    "sm__cycles_elapsed.avg", "smsp__cycles_elapsed.avg",
+    "sm__cycles_elapsed.avg.per_second", "dram__cycles_elapsed.avg.per_second",
+    "dram__bytes.sum.peak_sustained",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed", "sm__inst_executed_pipe_tensor.sum",
+    "device__attribute_display_name", "device__attribute_compute_capability_major",
+    "device__attribute_compute_capability_minor", "device__attribute_multiprocessor_count",
+    "device__attribute_clock_rate", "device__attribute_memory_clock_rate",
+    "profiler__replayer_passes",
+}
+_WANTED_PREFIXES = (
+    "launch__grid_dim_", "launch__block_dim_",
+    "smsp__average_warps_issue_stalled_", "sm__ops_path_tensor_src_",
+    "smsp__sass_thread_inst_executed_op_", "sm__sass_thread_inst_executed_op_",
+)
+
+
+def _load_module():
+    try:
+        import ncu_report  # noqa: PLC0415 - optional extra, imported only to read a report
+    except ImportError:
+        return None
+    return ncu_report
+
+
+def nvtx_path(action: Any) -> str | None:
+    """The NVTX push/pop stack of a kernel, outermost first, joined by `/`.
+
+    The default domain's stack comes first, then each named domain's stack in the report's
+    order, without a domain prefix: a Recorder that pushes `decode`, `step=3`, `layer=0` (in any
+    domain) gives `decode/step=3/layer=0`, the same path the torch profiler timeline carries.
+    Start/end ranges are not part of a stack and are ignored.
+    """
+    state = action.nvtx_state()
+    if state is None:
+        return None
+    domains = [state.domain_by_id(d) for d in state.domains()]
+    domains.sort(key=lambda dom: dom.name() != DEFAULT_DOMAIN)  # stable: default first
+    parts = [str(r) for dom in domains for r in dom.push_pop_ranges()]
+    return "/".join(parts) if parts else None
+
+
+def _metrics(action: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in action.metric_names():
+        if name in _WANTED or name.startswith(_WANTED_PREFIXES):
+            metric = action.metric_by_name(name)
+            if metric is not None:
+                out[name] = metric.value()
+    return out
+
+
+def read_ncu_rep(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """One row per profiled kernel (trace columns, `counters` true) and the metadata document."""
+    path = Path(path)
+    if not path.is_file():
+        raise NcuError(path, "no such file" if not path.exists() else "not a file")
+    ncu_report = _load_module()
+    if ncu_report is None:
+        raise NcuError(path, "reading .ncu-rep needs NVIDIA's ncu-report package", INSTALL_HINT)
+    try:
+        ctx = ncu_report.load_report(str(path))
+        n_ranges = ctx.num_ranges()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise NcuError(path, f"cannot load Nsight Compute report: {exc}") from None
+    if n_ranges == 0:
+        raise NcuError(path, "not an Nsight Compute report or empty (0 ranges)")
+
+    rows: list[dict[str, Any]] = []
+    metrics: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    skipped = 0
+    kernel_type = ncu_report.IAction.WorkloadType_KERNEL
+    for r in range(n_ranges):
+        rng = ctx.range_by_idx(r)
+        for i in range(rng.num_actions()):
+            action = rng.action_by_idx(i)
+            if action.workload_type() != kernel_type:
+                skipped += 1  # range/graph replay results have no per-kernel meaning here
+                continue
+            m = _metrics(action)
+            row = row_from_metrics(m)
+            row["name"] = action.name(ncu_report.IAction.NameBase_DEMANGLED) or action.name()
+            row["path"] = nvtx_path(action)
+            row["passes"] = m.get("profiler__replayer_passes")
+            rows.append(row)
+            metrics.append(m)
+    if not rows:
+        raise NcuError(path, "the report holds no kernel results", "profile with the default --replay-mode kernel")
+    if skipped:
+        warnings.append(f"{skipped} non-kernel result(s) (range or graph replay) skipped")
+    warnings.append("ncu has no timeline: start_ns places the profiled kernels back to back")
+    warnings += total_only_warning(metrics)
+    frame = finish_rows(rows)
+    meta = {
+        "source": {"tool": "ncu", "version": None, "reader": f"ncu_report {ctx.get_version()}",
+                   "file": str(path)},
+        "device": device_meta(metrics),
+        "warnings": warnings,
+        "modeled": False,
+    }
+    return frame, meta
