@@ -269,6 +269,7 @@ def write_trace(path: str | os.PathLike, events: pd.DataFrame | pa.Table | Itera
     os.close(fd)
     try:
         pq.write_table(table, tmp, compression="zstd", use_dictionary=True)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a trace is a normal file
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -277,6 +278,12 @@ def write_trace(path: str | os.PathLike, events: pd.DataFrame | pa.Table | Itera
             pass
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def check_writable(path: str | os.PathLike) -> None:

@@ -233,3 +233,10 @@ def test_compare(tmp_path, trace):
     assert g.loc["new_kernel", "status"] == "only in B"
     p = d.phases.set_index("phase")
     assert p.loc["decode", "span_ns_a"] == 500 and p.loc["decode", "span_ns_b"] == 100
+
+
+def test_kv_append_named_flash_is_not_attention(tmp_path):
+    rows = [k("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16>(...)", 0, 100, "decode/step=0/layer=0/attn"),
+            k("void (anonymous namespace)::softmax_warp_forward<float>(...)", 100, 100, "decode/step=0/layer=0/attn")]
+    v = analyze(build(tmp_path, rows)).attention
+    assert [x.verdict for x in v] == ["materialized"] and v[0].fused_kernels == 0

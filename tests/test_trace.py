@@ -143,3 +143,13 @@ def test_check_writable(tmp_path):
 
 def test_schema_has_all_stall_reasons():
     assert sum(1 for n in SCHEMA.names if n.startswith("stall_")) == 19
+
+
+def test_written_file_honours_umask(tmp_path):
+    import os
+    old = os.umask(0o022)
+    try:
+        p = write_trace(tmp_path / "t.parquet", ROWS, {})
+    finally:
+        os.umask(old)
+    assert (p.stat().st_mode & 0o777) == 0o644

@@ -21,6 +21,9 @@ FUSED_RE = re.compile(
     r"flash|fmha|cutlassF|efficient_attention|sdpa.*fprop|fprop.*sdpa|paged_attention|xformers|"
     r"FlashAttn|mha_fwd|fused_attention|flashinfer|_flash_attention_for_cpu|attention_kernel",
     re.IGNORECASE)
+# Names that match FUSED_RE but are not attention itself: vLLM's KV-cache append is
+# `reshape_and_cache_flash_kernel`; FlashInfer/vLLM also ship flash-named copy and rotary helpers.
+NOT_ATTENTION_RE = re.compile(r"reshape_and_cache|copy_blocks|swap_blocks|rotary|rope", re.IGNORECASE)
 SOFTMAX_RE = re.compile(r"softmax", re.IGNORECASE)
 ATTN_BMM_OPS = ("aten::bmm", "aten::baddbmm", "aten::_softmax", "aten::softmax")
 RATIO_MATERIALIZED = 3.0  # measured / minimum above this: the scores went through HBM
@@ -45,7 +48,7 @@ def attention_rows(rows: pd.DataFrame) -> pd.DataFrame:
     op = rows["op"].astype(object).fillna("").astype(str)
     mask = (rows["category"] == "attention") | name.str.contains(FUSED_RE) | name.str.contains(SOFTMAX_RE) \
         | op.isin(ATTN_BMM_OPS) | op.str.contains("scaled_dot_product", regex=False)
-    return rows[mask]
+    return rows[mask & ~name.str.contains(NOT_ATTENTION_RE)]
 
 
 def min_attention_bytes(meta: dict) -> pd.Series:
