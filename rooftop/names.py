@@ -20,7 +20,7 @@ _CATEGORY_RULES: list[tuple[str, str]] = [
              r"wgmma|sm\d\d_xmma|ampere_.*(?:h|s)\d+|splitk|nvjet|dot_?product|\blinear\b"),
     ("norm", r"norm"),
     ("memory", r"memcpy|memset|copy_?kernel|\bcopy_|aten::copy_|aten::cat|aten::index|cat_?array|"
-               r"gather|scatter|embedding|aten::to\b|aten::contiguous|aten::clone|fill"),
+               r"gather|scatter|embedding|aten::to\b|aten::contiguous|aten::clone|\bfill"),
     ("reduction", r"reduce|\bsum\b|\bmean\b|argmax|topk|sort|\bmax\b|\bmin\b|cumsum"),
     ("elementwise", r"elementwise|vectorized|unrolled|pointwise|silu|gelu|relu|\bmul\b|\badd\b|rope|"
                     r"rotary|act_and_mul|aten::(?:mul|add|sub|div|neg|exp|rsqrt|pow|sigmoid|tanh|where|"

@@ -74,9 +74,9 @@ def add_rates(out: pd.DataFrame, peak_flops=None, peak_bw=None) -> pd.DataFrame:
         out["bound"] = np.where(latency, "latency", bound)
         out["bound"] = out["bound"].astype(object).where(out["bound"].notna(), None)
     else:
+        # Without peaks no bound can be judged (latency-bound also means "far under the roofs").
         out["pct_of_roof"] = np.nan
-        out["bound"] = np.where(out["mean_ns"] < LATENCY_NS, "latency", None)
-        out["bound"] = out["bound"].astype(object)
+        out["bound"] = pd.Series([None] * len(out), index=out.index, dtype=object)
     return out
 
 

@@ -1,0 +1,177 @@
+"""`rooftop collect`: run the built-in Llama-style workload under the Recorder.
+
+A warm-up (untraced), then a prefill and N decode steps, each in its own step range, written to
+one trace. On a GPU the trace holds kernels; on CPU it holds ops, so the whole path runs anywhere.
+torch is imported inside `run` only: building the argument parser stays cheap.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from rooftop.models import PRESETS, preset
+from rooftop.trace import TraceError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--preset", default="tiny", choices=sorted(PRESETS), help="model shapes (default tiny)")
+    parser.add_argument("--batch", type=int, default=1, help="sequences per step (default 1)")
+    parser.add_argument("--prompt-len", type=int, default=128, help="prompt tokens per sequence (default 128)")
+    parser.add_argument("--gen-len", type=int, default=8, help="decode steps (default 8)")
+    parser.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default=None,
+                        help="default bf16 on cuda, fp32 on cpu")
+    parser.add_argument("--attn", choices=("flash", "efficient", "cudnn", "math", "auto"), default="auto",
+                        help="SDPA backend (default auto)")
+    parser.add_argument("--cuda-graphs", action=argparse.BooleanOptionalAction, default=False,
+                        help="replay decode steps from a CUDA graph (default off)")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default cuda if available")
+    parser.add_argument("--seed", type=int, default=0, help="random weights and tokens (default 0)")
+    parser.add_argument("--warmup", type=int, default=1, help="untraced warm-up runs (default 1)")
+    parser.add_argument("--counters", action="store_true",
+                        help="also collect Nsight Compute counters for a few steps (needs ncu)")
+    parser.add_argument("--counter-steps", default=None,
+                        help="steps to profile with ncu, e.g. 'prefill,decode:0-2'")
+    parser.add_argument("-o", "--output", default="run.parquet", help="trace file to write")
+    # The re-run under ncu (collectors/ncu_run.py): NVTX ranges only, no profiler, no trace.
+    parser.add_argument("--counters-child", action="store_true", help=argparse.SUPPRESS)
+
+
+class Progress:
+    """A one-line progress bar on stderr; on a non-TTY only the final line is printed."""
+
+    def __init__(self, total: int, stream=None):
+        self.total, self.done = max(total, 1), 0
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.t0 = time.perf_counter()
+
+    def advance(self, label: str, n: int = 1) -> None:
+        self.done = min(self.total, self.done + n)
+        if self.tty:
+            width = 24
+            filled = int(width * self.done / self.total)
+            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {label:<24}")
+            self.stream.flush()
+
+    def finish(self, message: str) -> None:
+        if self.tty:
+            self.stream.write("\r" + " " * 60 + "\r")
+        self.stream.write(f"{message} ({time.perf_counter() - self.t0:.1f} s)\n")
+        self.stream.flush()
+
+
+def _resolve(args, torch) -> tuple[str, str]:
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("rooftop collect: --device cuda but torch sees no CUDA GPU (use --device cpu)")
+    dtype = args.dtype or ("bf16" if device == "cuda" else "fp32")
+    if device == "cpu" and args.cuda_graphs:
+        raise SystemExit("rooftop collect: --cuda-graphs needs --device cuda")
+    if device == "cpu" and args.attn in ("efficient", "cudnn"):
+        raise SystemExit(f"rooftop collect: --attn {args.attn} needs a CUDA GPU (use auto, flash or math on cpu)")
+    return device, dtype
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from .calibrate import load_cached
+    from .record import Recorder, device_meta
+    from .workloads.llama import Llama, GraphedDecode, attention_backend
+
+    try:
+        cfg = preset(args.preset)
+    except KeyError as exc:
+        print(f"rooftop collect: {exc.args[0]}", file=sys.stderr)
+        return 2
+    if min(args.batch, args.prompt_len) < 1 or args.gen_len < 0:
+        print("rooftop collect: --batch and --prompt-len must be >= 1, --gen-len >= 0", file=sys.stderr)
+        return 2
+    try:
+        device, dtype = _resolve(args, torch)
+    except SystemExit as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    B, S, N = args.batch, args.prompt_len, args.gen_len
+    workload = {"batch": B, "prompt_len": S, "gen_len": N, "attn": args.attn, "cuda_graphs": bool(args.cuda_graphs),
+                "dtype": dtype, "device": device, "seed": args.seed, "preset": args.preset}
+    dev = device_meta(device)
+    cal = load_cached(dev["name"])
+    if cal:
+        dev["peaks"] = {"measured": {"flops": cal.get("flops"), "bw": cal.get("bw"), "dtype": cal.get("dtype", "bf16")}}
+        dev["calibration"] = cal
+    meta = {"device": dev, "source": {"tool": "rooftop collect", "command": " ".join(sys.argv)}}
+
+    progress = Progress(args.warmup + 1 + N + 1)
+    try:
+        child = bool(getattr(args, "counters_child", False))
+        rec = Recorder(args.output, model=cfg, workload=workload, meta=meta, device=device, profile=not child)
+        model = Llama(cfg, batch=B, max_len=S + N, dtype=dtype, device=device, attn=args.attn, seed=args.seed)
+        gen = torch.Generator(device="cpu").manual_seed(args.seed)
+        prompt = torch.randint(0, cfg.vocab, (B, S), generator=gen).to(device)
+        with attention_backend(args.attn):
+            for _ in range(args.warmup):
+                _generate(model, prompt, min(N, 2), None, None)
+                progress.advance("warm-up")
+            graphed = GraphedDecode(model) if args.cuda_graphs else None
+            with rec:
+                _generate(model, prompt, N, rec, graphed, progress)
+        progress.advance("write")
+    except TraceError as exc:
+        print(f"rooftop collect: {exc}", file=sys.stderr)
+        return 2
+    if child:
+        progress.finish(f"ran {cfg.name} for ncu: prefill {B}x{S} + {N} decode steps")
+        return 0
+    progress.finish(f"wrote {args.output}: {cfg.name}, prefill {B}x{S} + {N} decode steps on {dev['name']}")
+    if args.counters:
+        return _counters(args)
+    return 0
+
+
+def _generate(model, prompt, n: int, rec, graphed, progress: Progress | None = None) -> None:
+    """A prefill and `n` greedy decode steps, each in its step range when recording."""
+    import contextlib
+
+    import torch
+
+    B, S = prompt.shape
+
+    def step(phase, i, context, new_tokens):
+        if rec is None:
+            return contextlib.nullcontext()
+        return rec.step(phase, i, batch=B, context=context, new_tokens=new_tokens)
+
+    # Greedy sampling is part of the step that produced the logits, so no op falls between steps.
+    with step("prefill", 0, S, S):
+        tokens = torch.argmax(model.prefill(prompt, rec)[:, -1], dim=-1, keepdim=True)
+    if progress:
+        progress.advance("prefill")
+    with rec.phase("decode") if rec is not None else contextlib.nullcontext():
+        for i in range(n):
+            with step("decode", i, S + i + 1, 1):
+                if graphed is not None:
+                    logits = graphed.step(tokens, S + i)
+                else:
+                    logits = model.decode(tokens, S + i, rec)
+                tokens = torch.argmax(logits[:, -1], dim=-1, keepdim=True)
+            if progress:
+                progress.advance(f"decode {i + 1}")
+    if model.cos.is_cuda:
+        torch.cuda.synchronize()
+
+
+def _counters(args) -> int:
+    """Hand over to the ncu collector (collectors/ncu.py); the timeline trace is kept either way."""
+    try:
+        from . import ncu
+    except ImportError as exc:
+        print(f"rooftop collect: hardware counters unavailable ({exc}); the timeline trace "
+              f"{args.output} is complete without them", file=sys.stderr)
+        return 0
+    run_counters = getattr(ncu, "run_counters", None)
+    if run_counters is None:
+        print("rooftop collect: collectors.ncu has no run_counters(); counters skipped", file=sys.stderr)
+        return 0
+    return int(run_counters(args, args.output) or 0)
