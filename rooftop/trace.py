@@ -446,12 +446,21 @@ def load_trace(path: str | os.PathLike) -> Trace:
     if path.is_dir():
         return _load_dir(path)
     table, meta = _read_file(path)
+    return trace_from_table(table, meta, path)
+
+
+def trace_from_table(table: pa.Table, meta: dict[str, Any], path: str | os.PathLike | None = None) -> Trace:
+    """A `Trace` from an in-memory table (a file just read, or an import converted on the fly):
+    validated, untimed rows dropped with a warning, optional columns added as nulls."""
     warnings = validate(table, path)
     table, dropped = _drop_untimed(table, path)
-    table = _conform_loaded(table)
-    warnings += dropped
-    trace = Trace(_to_frame(table), meta, str(path), warnings + list(meta.get("warnings") or []))
-    return trace
+    rank = table.column("rank") if "rank" in table.column_names else None
+    events = _to_frame(_conform_loaded(table))
+    if rank is not None:
+        events["rank"] = rank.to_pandas().astype("Int32")
+    meta = {**meta, "format": meta.get("format", FORMAT_VERSION)}
+    return Trace(events, meta, str(path) if path is not None else None,
+                 warnings + dropped + list(meta.get("warnings") or []))
 
 
 def _load_dir(path: Path) -> Trace:

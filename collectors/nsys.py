@@ -1,0 +1,222 @@
+"""Import an Nsight Systems SQLite export (`nsys export --type sqlite`).
+
+Kernels, memcpy and memset come from the CUPTI activity tables; each is attributed to the NVTX
+push/pop ranges open on the thread that launched it, found through the runtime call with the same
+correlation id (what nsys's `nvtx_gpu_proj_*` reports do). For CUDA graphs the correlation goes to
+`cudaGraphLaunch`, so every node kernel of a replay inherits the ranges around the replay call.
+The schema drifts between nsys versions: tables are created lazily (any may be absent), columns come
+and go, text may not be UTF-8. The input file is opened read-only and never modified.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rooftop.redact import redact, redact_names
+from rooftop.trace import TraceError
+
+from .kineto import nest_intervals
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+PUSH_POP, START_END = 59, 60  # NVTX eventType (NvtxPushPopRange, NvtxStartEndRange)
+# CUpti_ActivityMemcpyKind
+COPY_KINDS = {0: "unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
+              8: "DtoD", 9: "HtoH", 10: "PtoP"}
+
+
+class NsysError(TraceError):
+    """An Nsight Systems export could not be read."""
+
+
+def _text(v) -> str | None:
+    if v is None:
+        return None
+    return v.decode("utf-8", errors="replace") if isinstance(v, bytes) else str(v)
+
+
+class _Db:
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            with open(path, "rb") as fh:
+                magic = fh.read(16)
+        except OSError as exc:
+            raise NsysError(path, f"cannot read: {exc.strerror or exc}") from None
+        if magic != SQLITE_MAGIC:
+            raise NsysError(path, "not an SQLite file", "export the report with `nsys export --type sqlite`")
+        try:
+            self.con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            # nsys writes user/host names in the local code page: decode ourselves, with replacement
+            self.con.text_factory = bytes
+            self.tables = {_text(r[0]) for r in self.con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        except sqlite3.Error as exc:
+            raise NsysError(path, f"unreadable SQLite database: {exc}") from None
+
+    def columns(self, table: str) -> set[str]:
+        return {_text(r[1]) for r in self.con.execute(f"PRAGMA table_info([{table}])")}
+
+    def select(self, table: str, cols: list[str], where: str = "") -> pd.DataFrame:
+        """The named columns of a table, NULL for the ones this schema version lacks; empty if absent."""
+        if table not in self.tables:
+            return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+        have = self.columns(table)
+        sel = ", ".join(f"[{c}]" if c in have else f"NULL AS [{c}]" for c in cols)
+        try:
+            cur = self.con.execute(f"SELECT {sel} FROM [{table}] {where}")
+            return pd.DataFrame(cur.fetchall(), columns=cols)
+        except sqlite3.Error as exc:
+            raise NsysError(self.path, f"cannot read table {table}: {exc}") from None
+
+
+def _ints(s: pd.Series) -> pd.Series:
+    return pd.to_numeric(s, errors="coerce").astype("Int64")
+
+
+def _shape(frame: pd.DataFrame, cols: tuple[str, str, str]) -> list:
+    vals = frame[list(cols)].to_numpy(dtype=object)
+    return [None if any(v is None for v in row) else [int(v) for v in row] for row in vals]
+
+
+def read_nsys(path: str | os.PathLike, progress=None) -> tuple[pd.DataFrame, dict]:
+    """Read an nsys SQLite export -> (rows for `rooftop.trace.to_table`, metadata document)."""
+    db = _Db(Path(path))
+    try:
+        return _read(db, progress)
+    except sqlite3.Error as exc:  # a damaged or half-written export
+        raise NsysError(db.path, f"unreadable SQLite database: {exc}") from None
+    finally:
+        db.con.close()
+
+
+def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
+    known = {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+             "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"}
+    if not db.tables & known:
+        raise NsysError(db.path, "SQLite file without CUPTI or NVTX tables: not an Nsight Systems export",
+                        "was the report captured with `--trace cuda,nvtx`?")
+    strings = {int(i): _text(v) for i, v in db.con.execute("SELECT id, value FROM StringIds")} \
+        if "StringIds" in db.tables else {}
+    warnings: list[str] = []
+    k = db.select("CUPTI_ACTIVITY_KIND_KERNEL", [
+        "start", "end", "deviceId", "streamId", "correlationId", "demangledName", "shortName",
+        "registersPerThread", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
+        "staticSharedMemory", "dynamicSharedMemory", "graphNodeId", "graphId"])
+    name_id = k["demangledName"].where(k["demangledName"].notna(), k["shortName"])
+    kernels = pd.DataFrame({
+        "kind": "kernel", "name": [strings.get(int(i)) if i is not None else None for i in name_id],
+        "start": k["start"], "end": k["end"], "device": k["deviceId"], "stream": k["streamId"],
+        "correlation": k["correlationId"], "grid": _shape(k, ("gridX", "gridY", "gridZ")),
+        "block": _shape(k, ("blockX", "blockY", "blockZ")), "registers": k["registersPerThread"],
+        # JSON (Kineto) only has the sum of static and dynamic shared memory; keep the same meaning
+        "shared_mem": pd.to_numeric(k["staticSharedMemory"]) + pd.to_numeric(k["dynamicSharedMemory"]),
+    })
+    graphs = bool(k["graphNodeId"].notna().any() or k["graphId"].notna().any())
+    if progress:
+        progress(1, 4)
+    m = db.select("CUPTI_ACTIVITY_KIND_MEMCPY", ["start", "end", "deviceId", "streamId", "correlationId",
+                                                 "bytes", "copyKind"])
+    copies = pd.DataFrame({
+        "kind": "memcpy", "name": [f"[CUDA memcpy {COPY_KINDS.get(c, c)}]" for c in m["copyKind"]],
+        "start": m["start"], "end": m["end"], "device": m["deviceId"], "stream": m["streamId"],
+        "correlation": m["correlationId"], "model_bytes": pd.to_numeric(m["bytes"], errors="coerce")})
+    s = db.select("CUPTI_ACTIVITY_KIND_MEMSET", ["start", "end", "deviceId", "streamId", "correlationId", "bytes"])
+    sets = pd.DataFrame({
+        "kind": "memset", "name": "[CUDA memset]", "start": s["start"], "end": s["end"], "device": s["deviceId"],
+        "stream": s["streamId"], "correlation": s["correlationId"],
+        "model_bytes": pd.to_numeric(s["bytes"], errors="coerce")})
+    gpu = pd.concat([f for f in (kernels, copies, sets) if len(f)], ignore_index=True) \
+        if len(kernels) + len(copies) + len(sets) else kernels
+    if progress:
+        progress(2, 4)
+    # launching thread and time: the runtime call with the same correlation id
+    rt = db.select("CUPTI_ACTIVITY_KIND_RUNTIME", ["correlationId", "globalTid", "start"])
+    rt = rt.dropna(subset=["correlationId"]).drop_duplicates("correlationId")
+    launch = gpu[["correlation"]].merge(rt, how="left", left_on="correlation", right_on="correlationId")
+    # NVTX: text inline (unregistered strings) or through StringIds (registered)
+    nv = db.select("NVTX_EVENTS", ["start", "end", "eventType", "text", "textId", "globalTid"],
+                   f"WHERE eventType IN ({PUSH_POP}, {START_END})")
+    nv["name"] = [_text(t) if t is not None else strings.get(int(i)) if i is not None else None
+                  for t, i in zip(nv["text"], nv["textId"])]
+    unclosed = nv["end"].isna()
+    if unclosed.any():
+        warnings.append(f"{int(unclosed.sum())} NVTX range(s) never closed: treated as open to the end")
+    nv["end"] = nv["end"].where(~unclosed, np.iinfo(np.int64).max // 2)
+    pp = nv[nv["eventType"] == PUSH_POP].reset_index(drop=True)
+    se = nv[nv["eventType"] == START_END].reset_index(drop=True)
+    i64 = lambda c: pd.to_numeric(c, errors="coerce").fillna(-1).astype(np.int64).to_numpy()  # noqa: E731
+    has = launch["globalTid"].notna().to_numpy()
+    q = np.flatnonzero(has)
+    _, qpath, ppath = nest_intervals(i64(pp["globalTid"]), i64(pp["start"]), i64(pp["end"]),
+                                     pp["name"].tolist(), i64(launch["globalTid"])[q], i64(launch["start"])[q])
+    path = [None] * len(gpu)
+    for j, p in zip(q.tolist(), qpath):
+        path[j] = p
+    gpu["path"] = path
+    if progress:
+        progress(3, 4)
+    ranges = pd.DataFrame({"kind": "range", "name": pd.concat([pp["name"], se["name"]], ignore_index=True),
+                           "start": pd.concat([pp["start"], se["start"]], ignore_index=True),
+                           "end": pd.concat([pp["end"], se["end"]], ignore_index=True),
+                           # start/end ranges may cross threads and overlap: flat, not nested
+                           "path": ppath + se["name"].tolist()})
+    rows = pd.concat([f for f in (gpu, ranges) if len(f)], ignore_index=True) if len(gpu) + len(ranges) else gpu
+    starts = pd.to_numeric(rows["start"], errors="coerce")
+    origin = int(starts.min()) if len(rows) and starts.notna().any() else 0
+    rows["start_ns"] = _ints(rows["start"]) - origin
+    rows["dur_ns"] = _ints(rows["end"]) - _ints(rows["start"])
+    rows.loc[rows["kind"] == "range", "dur_ns"] = rows["dur_ns"].where(~rows["end"].eq(np.iinfo(np.int64).max // 2))
+    rows = rows.drop(columns=["start", "end"]).sort_values("start_ns", kind="stable").reset_index(drop=True)
+    rows["id"] = np.arange(len(rows), dtype=np.int64)
+    for col in ("name", "path"):
+        rows[col] = redact_names(rows[col].tolist())
+    if progress:
+        progress(4, 4)
+    return rows, redact(_meta(db, origin, gpu, graphs, warnings))
+
+
+def _gpu_rows(db: _Db) -> list[dict]:
+    out = []
+    for table in ("TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU"):
+        if table in db.tables:
+            cur = db.con.execute(f"SELECT * FROM [{table}]")
+            cols = [d[0] for d in cur.description]
+            out += [{c: (_text(v) if isinstance(v, bytes) else v) for c, v in zip(cols, r)} for r in cur]
+    return out
+
+
+def _device_meta(db: _Db, dev: int | None) -> dict:
+    """TARGET_INFO_GPU (2022+, full details) or the older TARGET_INFO_GPU + TARGET_INFO_CUDA_GPU."""
+    rows = _gpu_rows(db)
+    ids = ("id", "deviceId", "cuDevice", "cudaId")
+    match = [r for r in rows if dev is not None and any(r.get(k) == dev for k in ids)] or rows
+    pick = lambda *keys: next((r[k] for r in match for k in keys if r.get(k) not in (None, 0, "")), None)  # noqa: E731
+    major, minor = pick("computeMajor", "computeCapabilityMajor"), pick("computeMinor", "computeCapabilityMinor")
+    return {"index": dev, "name": pick("name"),
+            "cc": f"{major}.{minor or 0}" if major is not None else None,
+            "sms": pick("smCount", "numMultiprocessors"),
+            "memory_bytes": pick("totalMemory", "totalGlobalMemory"),
+            "memory_bandwidth": pick("memoryBandwidth", "globalMemoryBandwidth"),
+            "clocks": {"sm_hz": pick("clockRate", "coreClockRate")}}
+
+
+def _meta(db: _Db, origin: int, gpu: pd.DataFrame, graphs: bool, warnings: list[str]) -> dict:
+    kern = gpu[gpu["kind"] == "kernel"]["device"].dropna() if len(gpu) else pd.Series(dtype=object)
+    dev = int(kern.mode().iloc[0]) if len(kern) else None
+    info = {}
+    for table in ("EXPORT_META_DATA", "META_DATA_EXPORT"):
+        if table in db.tables:
+            info.update({_text(k): _text(v) for k, v in db.con.execute(f"SELECT name, value FROM [{table}]")})
+    epoch = None
+    if "TARGET_INFO_SESSION_START_TIME" in db.tables and "utcEpochNs" in db.columns("TARGET_INFO_SESSION_START_TIME"):
+        row = db.con.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
+        epoch = int(row[0]) if row and row[0] is not None else None
+    # only what rooftop needs: user names, hosts and local paths in EXPORT_META_DATA stay behind
+    source = {"tool": "nsys", "importer": "rooftop.collectors.nsys", "file": db.path.name,
+              "version": info.get("EXPORT_PRODUCT_VERSION"), "schema": info.get("EXPORT_SCHEMA_VERSION")}
+    return {"source": source, "device": _device_meta(db, dev),
+            "origin_ns": epoch + origin if epoch is not None else None,
+            "workload": {"cuda_graphs": graphs}, "steps": [], "modeled": False, "warnings": warnings}

@@ -1,0 +1,146 @@
+"""Format detection from content, `import_any`/`load_any`, and `rooftop import`."""
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+
+from collectors import importers
+from collectors.importers import UnknownFormatError, default_output, detect, import_any, load_any
+from rooftop.trace import TraceError, load_trace, write_trace
+
+KINETO = "facebookresearch__HolisticTraceAnalysis__tests__data__triton_example__triton_example.json.gz"
+RANK0 = "facebookresearch__HolisticTraceAnalysis__tests__data__trace_filter__sampled_rank-0.json.gz"
+RANK1 = "facebookresearch__HolisticTraceAnalysis__tests__data__trace_filter__sampled_rank-1.json.gz"
+NSYS = "extra-p__extrap__tests__data__nsight__concurrent_example__concurrent.s1__profile1.sqlite"
+EXPECTED = {
+    "traces/" + KINETO: "kineto", "traces/" + RANK0: "kineto", "traces/" + RANK1: "kineto",
+    "traces/facebookresearch__HolisticTraceAnalysis__tests__data__nccl_parser_config__nccl_data.json.gz": "kineto",
+    "traces/" + NSYS: "nsys-sqlite",
+    "ncu/panjd123__cutlass__report.ncu-rep": "ncu-rep",
+    "ncu/AveryClapp__ESMM-Research__profile.ncu-rep": "ncu-rep",
+    "ncu/AveryClapp__ESMM-Research__metrics.csv": "ncu-csv",
+}
+
+
+def test_every_fixture_is_listed(fixtures_dir):
+    files = {p.relative_to(fixtures_dir).as_posix() for p in fixtures_dir.glob("*/*") if p.suffix != ".md"}
+    assert files == set(EXPECTED)
+
+
+@pytest.mark.parametrize("rel", sorted(EXPECTED))
+def test_detect_fixture_and_wrong_extension_copy(fixtures_dir, tmp_path, rel):
+    src = fixtures_dir / rel
+    assert detect(src) == EXPECTED[rel]
+    for name in ("renamed.txt", "trace.parquet", "no_extension"):
+        copy = tmp_path / name
+        shutil.copyfile(src, copy)
+        assert detect(copy) == EXPECTED[rel], name
+
+
+def test_detect_plain_json_rooftop_dirs_and_unknown(fixtures_dir, tmp_path):
+    plain = tmp_path / "k.bin"
+    plain.write_bytes(gzip.decompress((fixtures_dir / "traces" / KINETO).read_bytes()))
+    assert detect(plain) == "kineto"
+    rows, meta = import_any(plain)
+    out = write_trace(tmp_path / "run.data", rows, meta)
+    assert detect(out) == "rooftop"
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    for n in (RANK0, RANK1):
+        shutil.copyfile(fixtures_dir / "traces" / n, ranks / n.split("__")[-1])
+    assert detect(ranks) == "kineto-dir"
+    (tmp_path / "nothing").mkdir()
+    assert detect(tmp_path / "nothing") == "unknown"
+    for content in (b"", b"hello world", b'{"a": 1}', b"\x1f\x8b garbage"):
+        (tmp_path / "u").write_bytes(content)
+        assert detect(tmp_path / "u") == "unknown"
+    csv = tmp_path / "noise.log"
+    csv.write_text("==PROF== Connected to process 1\n==PROF== Disconnected\n")
+    assert detect(csv) == "ncu-csv"
+
+
+def test_nsys_rep_and_unknown_are_one_line_errors(tmp_path):
+    rep = tmp_path / "run.nsys-rep"
+    rep.write_bytes(b"\x00\x01binary")
+    with pytest.raises(UnknownFormatError, match="nsys export --type sqlite") as info:
+        load_any(rep)
+    assert "\n" not in str(info.value)
+    junk = tmp_path / "junk.json"
+    junk.write_text("not a trace")
+    with pytest.raises(TraceError, match="unrecognised"):
+        import_any(junk)
+    with pytest.raises(TraceError, match="no such file"):
+        load_any(tmp_path / "missing.json")
+
+
+def test_load_any_converts_in_memory(fixtures_dir):
+    for name, kernels in ((RANK0, 1154), (NSYS, 12)):
+        trace = load_any(fixtures_dir / "traces" / name)
+        assert trace.path == str(fixtures_dir / "traces" / name)
+        assert int((trace.events["kind"] == "kernel").sum()) == kernels
+        assert trace.meta["format"] == 1 and not trace.modeled
+        assert len(trace.timed()) >= kernels
+
+
+def test_load_any_kineto_dir_has_ranks(fixtures_dir, tmp_path):
+    for n in (RANK0, RANK1):
+        shutil.copyfile(fixtures_dir / "traces" / n, tmp_path / n.split("__")[-1])
+    trace = load_any(tmp_path)
+    assert trace.ranks == [0, 1]
+    assert [r["rank"] for r in trace.meta["ranks"]] == [0, 1]
+
+
+def _args(src, output=None):
+    p = argparse.ArgumentParser()
+    importers.add_arguments(p)
+    return p.parse_args([str(src)] + (["-o", str(output)] if output else []))
+
+
+def test_cli_run_default_output_and_roundtrip(fixtures_dir, tmp_path, capsys):
+    src = tmp_path / "my.pt.trace.json.gz"
+    shutil.copyfile(fixtures_dir / "traces" / RANK0, src)
+    assert importers.run(_args(src)) == 0
+    out = tmp_path / "my.rooftop.parquet"
+    assert capsys.readouterr().out.strip() == str(out)
+    direct, _ = import_any(src)
+    trace = load_trace(out)
+    assert len(trace.events) == len(direct)
+    assert int(trace.events["dur_ns"].sum()) == int(direct["dur_ns"].sum())
+    assert trace.meta["source"]["tool"] == "kineto"
+    sq = tmp_path / "p.sqlite"
+    shutil.copyfile(fixtures_dir / "traces" / NSYS, sq)
+    assert importers.run(_args(sq, tmp_path / "o" / "n.parquet")) == 0
+    assert len(load_trace(tmp_path / "o" / "n.parquet").events) == 135
+
+
+def test_cli_run_dir_writes_rank_files(fixtures_dir, tmp_path):
+    src = tmp_path / "job"
+    src.mkdir()
+    for n in (RANK0, RANK1):
+        shutil.copyfile(fixtures_dir / "traces" / n, src / n.split("__")[-1])
+    assert importers.run(_args(src)) == 0
+    assert default_output(src, "kineto-dir") == tmp_path / "job.rooftop"
+    assert load_trace(tmp_path / "job.rooftop").ranks == [0, 1]
+
+
+def test_progress_line_only_for_large_inputs():
+    buf = io.StringIO()
+    bar = importers._ProgressLine("big.json", stream=buf, min_bytes=100)
+    bar(10, 50)
+    assert buf.getvalue() == ""
+    bar(50, 200)
+    bar.done()
+    assert buf.getvalue() == "\rimporting big.json:  25% (0/0 MB)\n"
+
+
+@pytest.mark.parametrize("rel", ["ncu/AveryClapp__ESMM-Research__metrics.csv", "ncu/panjd123__cutlass__report.ncu-rep"])
+def test_ncu_formats_dispatch_to_ncu_module(fixtures_dir, rel):
+    if rel.endswith(".ncu-rep"):
+        pytest.importorskip("ncu_report")
+    trace = load_any(fixtures_dir / rel)
+    assert int((trace.events["kind"] == "kernel").sum()) == (9 if rel.endswith(".csv") else 3)

@@ -1,0 +1,264 @@
+"""Kineto importer against the real HTA traces, checked by an independent plain-`json` reader."""
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+import collectors.kineto as kineto
+from collectors.kineto import KinetoError, import_dir, read_kineto
+from rooftop.redact import REDACTED
+from rooftop.trace import load_trace, to_table
+
+PREFIX = "facebookresearch__HolisticTraceAnalysis__tests__data__"
+FILES = ["nccl_parser_config__nccl_data.json.gz", "trace_filter__sampled_rank-0.json.gz",
+         "trace_filter__sampled_rank-1.json.gz", "triton_example__triton_example.json.gz"]
+KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+
+
+def _ns(v) -> int:
+    return int(Decimal(str(v)) * 1000)
+
+
+def _plain(path: Path) -> dict:
+    with gzip.open(path, "rt") as fh:
+        return json.load(fh, parse_float=Decimal)  # exact decimals, never a double
+
+
+@pytest.fixture(params=FILES, ids=lambda f: f.split("__")[-1])
+def fixture(request, fixtures_dir):
+    return fixtures_dir / "traces" / (PREFIX + request.param)
+
+
+def test_counts_durations_and_args_match_plain_reader(fixture):
+    doc = _plain(fixture)
+    x = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    rows, meta = read_kineto(fixture)
+    for cat, kind in KINDS.items():
+        want = [e for e in x if e.get("cat") == cat]
+        got = rows[rows["kind"] == kind]
+        assert len(got) == len(want), kind
+        assert int(got["dur_ns"].sum()) == sum(_ns(e["dur"]) for e in want), kind
+    kern = [e for e in x if e["cat"] == "kernel"]
+    got = rows[rows["kind"] == "kernel"]
+    # start offsets between kernels are exact (decimal µs -> int ns)
+    t0 = min(_ns(e["ts"]) for e in kern)
+    want_args = sorted((_ns(e["ts"]) - t0, e["args"]["correlation"], tuple(e["args"]["grid"]),
+                        tuple(e["args"]["block"]), e["args"]["registers per thread"], e["args"]["shared memory"])
+                       for e in kern)
+    s0 = int(got["start_ns"].min())
+    got_args = sorted((int(r.start_ns) - s0, int(r.correlation), tuple(r.grid), tuple(r.block), int(r.registers),
+                       int(r.shared_mem)) for r in got.itertuples())
+    assert got_args == want_args
+    # device name from deviceProperties, for the device the kernels ran on
+    devs = Counter(e["args"]["device"] for e in kern).most_common(1)[0][0]
+    props = {p["id"]: p["name"] for p in doc.get("deviceProperties", [])}
+    assert meta["device"]["name"] == props.get(devs)
+    assert meta["device"]["index"] == devs
+    assert meta["rank"] == doc.get("distributedInfo", {}).get("rank")
+    assert (rows[rows["kind"] == "range"]["name"].tolist() ==
+            [e["name"] for e in sorted((e for e in x if e["cat"] == "user_annotation"), key=lambda e: _ns(e["ts"]))])
+
+
+def _spans(events) -> dict:
+    """(pid, tid) -> [(start_ns, end_ns, name)], sorted outermost first."""
+    out: dict = {}
+    for a in events:
+        t = _ns(a["ts"])
+        out.setdefault((a["pid"], a["tid"]), []).append((t, t + _ns(a["dur"]), a["name"]))
+    return {k: sorted(v, key=lambda s: (s[0], -s[1])) for k, v in out.items()}
+
+
+def _around(spans, key, t):
+    """Names of the spans on `key` containing t, outermost first."""
+    return "/".join(n for s, e, n in spans.get(key, ()) if s <= t < e) or None
+
+
+def test_paths_and_ops_match_plain_join(fixture):
+    """kernel -> runtime (correlation) -> cpu_op (External id, else the innermost cpu_op around the
+    launch on its thread); path = user_annotations around the launch, else gpu_user_annotations."""
+    doc = _plain(fixture)
+    x = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    rt = {e["args"]["correlation"]: e for e in x if e["cat"] in ("cuda_runtime", "cuda_driver")}
+    cpu_ops = [e for e in x if e["cat"] == "cpu_op"]
+    ops = {e["args"]["External id"]: e["name"] for e in cpu_ops}
+    cpu_ops = _spans(cpu_ops)
+    ann = _spans(e for e in x if e["cat"] == "user_annotation")
+    gann = _spans(e for e in x if e["cat"] == "gpu_user_annotation")
+    rows, _ = read_kineto(fixture)
+    got = rows[rows["kind"] == "kernel"].set_index("correlation")
+    by_source = Counter()
+    for k in (e for e in x if e["cat"] == "kernel"):
+        r = rt[k["args"]["correlation"]]
+        op = ops.get(r["args"].get("External id"))
+        if op is None:
+            inner = _around(cpu_ops, (r["pid"], r["tid"]), _ns(r["ts"]))
+            op = inner.split("/")[-1] if inner else None
+        row = got.loc[k["args"]["correlation"]]
+        assert row["op"] == op
+        path = _around(ann, (r["pid"], r["tid"]), _ns(r["ts"]))
+        by_source["cpu" if path else "gpu"] += 1
+        path = path or _around(gann, (k["pid"], k["tid"]), _ns(k["ts"]))
+        assert row["path"] == path
+    if "nccl" in fixture.name:
+        assert by_source == {"cpu": 939, "gpu": 1761}
+        assert int((rows["path"] == "nccl:all_reduce").sum()) == 30
+
+
+def test_timestamps_origin_and_steps(fixtures_dir):
+    path = fixtures_dir / "traces" / (PREFIX + FILES[0])
+    doc = _plain(path)
+    rows, meta = read_kineto(path)
+    firsts = [_ns(e["ts"]) for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") in
+              ("kernel", "gpu_memcpy", "gpu_memset", "cpu_op", "cuda_runtime", "cuda_driver", "user_annotation",
+               "gpu_user_annotation")]
+    assert meta["origin_ns"] == doc["baseTimeNanoseconds"] + min(firsts)
+    assert [s["index"] for s in meta["steps"]] == [4, 5, 6]
+    table = to_table(rows)
+    steps = table.column("step").to_pylist()
+    assert {s for s, k in zip(steps, table.column("kind").to_pylist()) if k == "kernel"} >= {4, 5, 6}
+
+
+def _write(path: Path, doc: dict, gz: bool = False) -> Path:
+    data = json.dumps(doc, indent=1).encode()
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+def _synthetic() -> dict:
+    """A vLLM-style step: an mm launched inside annotations, a second kernel without External id on
+    the runtime call (found by containment), a copy, and a kernel only under a GPU annotation."""
+    ev = [
+        {"ph": "X", "cat": "user_annotation", "name": "execute_context_1(128)_generation_0(0)", "pid": 1, "tid": 1,
+         "ts": 1000.000, "dur": 100.0},
+        {"ph": "X", "cat": "user_annotation", "name": "layer=0", "pid": 1, "tid": 1, "ts": 1001.5, "dur": 50.0},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1002.0, "dur": 10.0,
+         "args": {"External id": 7, "Input Dims": [[128, 256], [256, 512]], "Input type": ["c10::BFloat16"] * 2}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1003.0,
+         "dur": 2.0, "args": {"correlation": 11, "External id": 7}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1006.0,
+         "dur": 2.0, "args": {"correlation": 12}},
+        {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16", "pid": 0, "tid": 7, "ts": 1234567.891,
+         "dur": 3.0, "args": {"device": 0, "stream": 7, "correlation": 11, "grid": [4, 2, 1], "block": [128, 1, 1],
+                              "registers per thread": 168, "shared memory": 1024}},
+        {"ph": "X", "cat": "kernel", "name": "splitk_reduce", "pid": 0, "tid": 7, "ts": 1234571.0, "dur": 1.0,
+         "args": {"device": 0, "stream": 7, "correlation": 12, "grid": [1, 1, 1], "block": [32, 1, 1]}},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD", "pid": 0, "tid": 7, "ts": 1234580.5, "dur": 0.25,
+         "args": {"device": 0, "stream": 7, "correlation": 99, "bytes": 4096}},
+        {"ph": "X", "cat": "gpu_user_annotation", "name": "graph_replay", "pid": 0, "tid": 7, "ts": 1234580.0,
+         "dur": 5.0},
+        {"ph": "X", "cat": "python_function", "name": "ignored", "pid": 1, "tid": 1, "ts": 999.0, "dur": 1.0},
+    ]
+    return {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9,
+                                                       "computeMinor": 0, "numSms": 132}],
+            "traceEvents": ev, "baseTimeNanoseconds": 1700000000000000000}
+
+
+def test_synthetic_exact_joins_and_cost_split(tmp_path):
+    rows, meta = read_kineto(_write(tmp_path / "t.json", _synthetic()))
+    k = rows[rows["kind"] == "kernel"].set_index("name")
+    # 1234567.891 µs -> ...891 ns exactly; origin is the first kept event (ts 1000 µs)
+    assert int(k.loc["sm90_xmma_gemm_bf16", "start_ns"]) == 1234567891 - 1000000
+    assert meta["origin_ns"] == 1700000000000000000 + 1000000
+    assert k.loc["sm90_xmma_gemm_bf16", "path"] == "execute_context_1(128)_generation_0(0)/layer=0"
+    assert k.loc["splitk_reduce", "op"] == "aten::mm"  # runtime without External id: by containment
+    flops = 2 * 128 * 256 * 512
+    assert k["model_flops"].sum() == pytest.approx(flops)
+    assert k.loc["sm90_xmma_gemm_bf16", "model_flops"] == pytest.approx(flops * 3 / 4)
+    assert k.loc["sm90_xmma_gemm_bf16", "model_bytes"] == pytest.approx((128 * 256 + 256 * 512 + 128 * 512) * 2 * 3 / 4)
+    copy = rows[rows["kind"] == "memcpy"].iloc[0]
+    assert copy["path"] == "graph_replay" and copy["model_bytes"] == 4096 and int(copy["dur_ns"]) == 250
+    t = to_table(rows).to_pandas()
+    kern = t[t["kind"] == "kernel"]
+    assert set(kern["phase"]) == {"prefill"} and set(kern["layer"]) == {0}
+    assert meta["device"] == {"index": 0, "name": "NVIDIA H100 80GB HBM3", "cc": "9.0", "sms": 132,
+                              "memory_bytes": None}
+    ranges = rows[rows["kind"] == "range"]
+    assert ranges["path"].tolist() == ["execute_context_1(128)_generation_0(0)",
+                                       "execute_context_1(128)_generation_0(0)/layer=0"]
+
+
+def test_tiny_chunks_give_same_rows(tmp_path, fixtures_dir, monkeypatch):
+    path = fixtures_dir / "traces" / (PREFIX + FILES[1])
+    full, _ = read_kineto(path)
+    monkeypatch.setattr(kineto, "CHUNK", 997)  # odd size: boundaries inside tokens and UTF-8 sequences
+    seen = []
+    small, _ = read_kineto(path, progress=lambda d, t: seen.append((d, t)))
+    assert full.equals(small)
+    assert seen[-1][0] == seen[-1][1] == path.stat().st_size and len(seen) > 10
+
+
+def test_compact_and_pretty_and_plain_json_agree(tmp_path):
+    doc = _synthetic()
+    a, _ = read_kineto(_write(tmp_path / "a.json", doc))
+    (tmp_path / "b.json").write_text(json.dumps(doc, separators=(",", ":")))
+    b, _ = read_kineto(tmp_path / "b.json")
+    c, _ = read_kineto(_write(tmp_path / "c.pt.trace.json.gz", doc, gz=True))
+    assert a.equals(b) and a.equals(c)
+
+
+@pytest.fixture(scope="module")
+def nccl_text(fixtures_dir):
+    text = gzip.open(fixtures_dir / "traces" / (PREFIX + FILES[0])).read()
+    return text, gzip.compress(text, compresslevel=1)
+
+
+@pytest.mark.parametrize("frac", [0.3, 0.55, 0.999])
+def test_truncated_file_loads_prefix_with_warning(tmp_path, nccl_text, frac):
+    text, packed = nccl_text
+    cut = int(len(text) * frac)
+    for gz in (False, True):
+        p = tmp_path / f"cut{int(gz)}.json"
+        p.write_bytes(packed[: int(len(packed) * frac)] if gz else text[:cut])
+        rows, meta = read_kineto(p)
+        assert any("truncated" in w for w in meta["warnings"])
+        n = int((rows["kind"] == "kernel").sum())
+        # what survives the cut, read independently (zlib keeps every byte it could inflate)
+        prefix = zlib.decompressobj(31).decompress(p.read_bytes()) if gz else text[:cut]
+        # every kernel event that is complete before the cut is kept, at most one is lost mid-event
+        assert prefix.count(b'"cat": "kernel"') - 1 <= n <= prefix.count(b'"cat": "kernel"')
+
+
+def test_cut_inside_header_is_an_error(tmp_path, nccl_text):
+    p = tmp_path / "head.json"
+    p.write_bytes(nccl_text[0][:3000])  # inside deviceProperties: no event at all
+    with pytest.raises(KinetoError, match="not a readable Kineto trace"):
+        read_kineto(p)
+
+
+@pytest.mark.parametrize("content", [b"", b"garbage\x00\xff", b"{}", b"[1, 2, 3]", b'{"traceEvents": 5}',
+                                     b'{"schemaVersion": 1, "devicePro', gzip.compress(b"not json")[:10]])
+def test_garbage_is_one_line_kineto_error(tmp_path, content):
+    p = tmp_path / "bad.json"
+    p.write_bytes(content)
+    with pytest.raises(KinetoError) as info:
+        read_kineto(p)
+    assert "\n" not in str(info.value) and str(p) in str(info.value)
+
+
+def test_secrets_in_names_and_meta_are_redacted(tmp_path):
+    doc = _synthetic()
+    token = "hf_" + "Q" * 34
+    doc["traceEvents"][1]["name"] = f"--token {token}"
+    doc["cupti_version"] = f"HF_TOKEN={token}"
+    rows, meta = read_kineto(_write(tmp_path / "s.json", doc))
+    assert token not in repr(meta) and token not in "".join(rows["path"].dropna())
+    assert REDACTED in "".join(rows["path"].dropna())
+
+
+def test_import_dir_writes_one_file_per_rank(tmp_path, fixtures_dir):
+    src = tmp_path / "ranks"
+    src.mkdir()
+    for name in FILES[1:3]:
+        (src / name.split("__")[-1]).write_bytes((fixtures_dir / "traces" / (PREFIX + name)).read_bytes())
+    written = import_dir(src, tmp_path / "out")
+    assert sorted(p.relative_to(tmp_path / "out").as_posix() for p in written) == \
+        ["rank=0/trace.parquet", "rank=1/trace.parquet"]
+    trace = load_trace(tmp_path / "out")
+    assert trace.ranks == [0, 1]
+    assert int((trace.events["kind"] == "kernel").sum()) == 1154 + 1104
