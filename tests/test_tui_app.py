@@ -1,0 +1,248 @@
+"""The app shell and the Overview/Steps screens, driven with Pilot on small traces built here."""
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from textual.app import App
+
+from tui.app import PlaceholderScreen, RooftopApp, RooftopCommands, run_app
+from tui.screens.help import HelpScreen
+from tui.screens.kernels import KernelsScreen
+from tui.screens.overview import OverviewScreen
+from tui.screens.steps import StepScreen, StepsScreen
+from tui.widgets.breadcrumb import Breadcrumb
+
+from tui_helpers import bad_file, second_trace, small_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def drive(paths, keys=(), size=(100, 40), check=None, setup=None, steps=None):
+    """Open the app on `paths`, wait for loading, press `keys`, then run `check(app)` inside.
+
+    `steps` = [(keys, check), ...] runs several checks in one session (each app start costs ~1 s).
+    """
+    steps = steps if steps is not None else [(keys, check)]
+
+    async def main():
+        app = RooftopApp([str(p) for p in paths])
+        results = []
+        async with app.run_test(size=size) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            if setup:
+                setup(app)
+            for step_keys, step_check in steps:
+                for k in step_keys:
+                    await pilot.press(k)
+                    await pilot.pause()
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                results.append(step_check(app) if step_check else app)
+        return results
+    results = asyncio.run(main())
+    return results if len(steps) > 1 else results[0]
+
+
+def text_of(widget) -> str:
+    content = widget.render()
+    return getattr(content, "plain", None) or str(content)
+
+
+def crumbs(app) -> str:
+    return app.screen.query_one(Breadcrumb).plain
+
+
+def test_overview_shows_identity_phases_sources_findings(tmp_path):
+    def check(app):
+        s = app.screen
+        assert isinstance(s, OverviewScreen)
+        ident = text_of(s.query_one("#identity"))
+        assert "tiny" in ident and "NVIDIA H100 80GB HBM3" in ident and "batch 1" in ident and "rooftop-test" in ident
+        phases = s.query_one("#phases")
+        table = phases.table
+        cells = [str(c) for col in table.columns for c in col._cells]
+        assert "prefill" in cells and "decode" in cells and "memory" in cells and "compute" in cells
+        assert "1.7%" in cells  # decode MFU, computed by the analysis from the trace
+        src = text_of(s.query_one("#sources"))
+        assert src.startswith("bytes: model (no counters) · peaks: datasheet")
+        assert "989 TFLOP/s bf16, 3.35 TB/s" in src
+        findings = text_of(s.query_one("#findings"))
+        assert "decode" in findings and len(findings.splitlines()) == len(app.analyses[0].findings)
+        plot = s.query_one("#step-curve")
+        assert list(plot.series["step"]) == [0, 1, 2, 3]  # the decode steps, in order
+        assert not s.query("#modeled-badge")
+        assert crumbs(app) == "tiny ▸ Overview"
+    drive([small_trace(tmp_path)], check=check)
+
+
+def test_modeled_trace_is_badged_on_every_screen(tmp_path):
+    def check(app):
+        assert text_of(app.screen.query_one("#modeled-badge")) == "MODELED (analytic, not measured)"
+        assert "MODELED (analytic, not measured)" in app.screen.query_one(Breadcrumb).render().plain
+    got = drive([small_trace(tmp_path, modeled=True)], steps=[
+        ([], check), (["3"], lambda app: "MODELED" in app.screen.query_one(Breadcrumb).render().plain)])
+    assert got[1]
+
+
+def test_number_keys_switch_screens_and_compare_needs_two(tmp_path):
+    p = small_trace(tmp_path)
+    kind = lambda app: (type(app.screen).__name__, app.current_mode)  # noqa: E731
+
+    def one(app):  # one trace: 6 explains instead of switching
+        assert any("Compare needs two traces" in n.message for n in app._notifications)
+        return kind(app)
+    got = drive([p], steps=[(["2"], kind), (["3"], kind), (["1"], kind), (["4"], kind), (["5"], kind), (["6"], one)])
+    assert got[:3] == [("StepsScreen", "steps"), ("KernelsScreen", "kernels"), ("OverviewScreen", "overview")]
+    assert got[3][1] == "roofline" and got[3][0] in ("RooflineScreen", "PlaceholderScreen")
+    assert got[4][1] == "stalls" and got[4][0] in ("StallsScreen", "PlaceholderScreen")
+    assert got[5] == got[4]
+    two = drive([p, second_trace(tmp_path)], ["6"], check=lambda app: (app.current_mode, len(app.analyses)))
+    assert two == ("compare", 2)
+
+
+def test_steps_table_drill_down_tree_and_back(tmp_path):
+    def check(app):
+        s = app.screen
+        assert isinstance(s, StepScreen) and (s.phase, s.step) == ("decode", 0)
+        tree = s.query_one("#range-tree")
+        labels = []
+        def walk(node):
+            labels.append(node.label.plain)
+            for c in node.children:
+                walk(c)
+        walk(tree.root)
+        assert labels[0] == "decode step 0"
+        assert any(l.startswith("attn") for l in labels) and any(l.startswith("layer=1") for l in labels)
+        kernels = s.query_one("#step-kernels")
+        # The cursor sits on the third node (down twice from the root): kernels under that range only.
+        node = tree.cursor_node
+        expect = app.analyses[0].kernels(phase="decode", step=0, path_prefix=node.data)
+        assert len(kernels.view) == len(expect) > 0
+        assert crumbs(app).startswith("tiny ▸ Steps ▸ decode step 0")
+
+    def steps(app):
+        table = app.screen.query_one("#steps-table")
+        assert list(table.view["phase"]) == ["prefill"] + ["decode"] * 4
+        assert list(table.view["step"]) == [0, 0, 1, 2, 3]
+    kind = lambda app: type(app.screen)  # noqa: E731
+    got = drive([small_trace(tmp_path)], steps=[
+        (["2"], steps), (["down", "enter", "down", "down"], check), (["escape"], kind),
+        (["enter"], kind), (["backspace"], kind), (["escape"], kind)])
+    assert got[2:] == [StepsScreen, StepScreen, StepsScreen, StepsScreen]  # Esc on a top screen stays
+
+
+def test_step_kernels_follow_the_selected_range(tmp_path):
+    def check(app):
+        s = app.screen
+        tree = s.query_one("#range-tree")
+        path = tree.cursor_node.data
+        assert path is not None and path.endswith("attn")
+        view = s.query_one("#step-kernels").view
+        assert set(view["short_name"]) == {"flash_fwd_kernel<>", view["short_name"].iloc[0]}
+        assert len(view) == 2  # the QKV GEMM and the flash kernel
+        assert crumbs(app).endswith("▸ layer=0/attn")
+    # root, decode, step=0, layer=0, attn
+    drive([small_trace(tmp_path)], ["2", "down", "enter", "down", "down", "down", "down"], check=check)
+
+
+def test_bad_file_alone_exits_2_with_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(RooftopApp, "run", lambda self, **kw: App.run(self, headless=True))
+    code = run_app([str(bad_file(tmp_path))])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and err[0].startswith("rooftop: error: ") and "bad.parquet" in err[0]
+
+
+def test_bad_file_beside_a_good_one_is_a_notification(tmp_path):
+    def check(app):
+        assert isinstance(app.screen, OverviewScreen) and len(app.analyses) == 1
+        msgs = [n.message for n in app._notifications]
+        assert any("bad.parquet" in m for m in msgs)
+    drive([small_trace(tmp_path), bad_file(tmp_path)], check=check)
+
+
+def test_help_lists_every_key_from_bindings_and_follows_remaps(tmp_path):
+    def check(app):
+        assert isinstance(app.screen, HelpScreen)
+        from tui.screens.help import binding_rows
+        rows = binding_rows(app, app.screen.under)
+        described = {d: k for _, k, d in rows}
+        for d in ("Filter", "Sort", "Reverse", "Next match", "Prev match", "Raw/grouped", "By category",
+                  "Back", "Overview", "Steps", "Kernels", "Roofline", "Stalls", "Help", "Export CSV", "Quit"):
+            assert d in described, d
+        assert described["Sort"] == "o"  # remapped through the keymap
+    drive([small_trace(tmp_path)], ["3", "question_mark"], check=check,
+          setup=lambda app: app.set_keymap({"kernels.sort": "o"}))
+    assert drive([small_trace(tmp_path)], ["question_mark", "escape"], check=lambda a: type(a.screen)) is OverviewScreen
+
+
+def test_every_binding_has_an_id():
+    from tui.screens.kernels import FilterInput
+    for cls in (RooftopApp, KernelsScreen, StepsScreen, HelpScreen, FilterInput, OverviewScreen):
+        for b in cls.BINDINGS:
+            assert b.id, (cls.__name__, b.key)
+
+
+def test_export_writes_the_current_table(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    def check(app):
+        files = sorted(tmp_path.glob("rooftop-kernels-*.csv"))
+        assert len(files) == 2  # two exports in the same second do not overwrite each other
+        frame = pd.read_csv(files[0])
+        groups = app.analyses[0].groups()
+        assert len(frame) == len(groups) and "time µs" in frame.columns
+        assert frame["time µs"].iloc[0] == pytest.approx(groups["time_ns"].max() / 1e3, abs=0.1)
+        assert any("Wrote" in n.message for n in app._notifications)
+    drive([small_trace(tmp_path / "t")], ["3", "e", "e"], check=check)
+
+
+def test_palette_has_screens_and_actions(tmp_path):
+    def check(app):
+        names = [name for name, _, _ in RooftopCommands(app.screen)._commands()]
+        assert "Go to Kernels (3)" in names and "Export table to CSV (e)" in names
+        assert not any("Compare" in n for n in names)
+        return type(app.screen)
+    assert drive([small_trace(tmp_path)], ["ctrl+p", *"kernels", "enter"], check=check) is KernelsScreen
+
+
+def test_placeholder_when_a_colleague_screen_is_missing(tmp_path, monkeypatch):
+    import tui.app as appmod
+    real = appmod.importlib.import_module
+
+    def fake(name, *a):
+        if name == "tui.screens.roofline":
+            raise ModuleNotFoundError(name=name)
+        return real(name, *a)
+    monkeypatch.setattr(appmod.importlib, "import_module", fake)
+    def check(app):
+        assert isinstance(app.screen, PlaceholderScreen)
+        assert "not available" in text_of(app.screen.query_one("#placeholder"))
+        assert crumbs(app) == "tiny ▸ Roofline"
+    drive([small_trace(tmp_path)], ["4"], check=check)
+
+
+def test_opening_a_trace_never_imports_torch(tmp_path):
+    p = small_trace(tmp_path, counters=True)
+    code = f"""
+import asyncio, sys
+from tui.app import RooftopApp
+async def main():
+    app = RooftopApp([{str(p)!r}])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete(); await pilot.pause()
+        for k in "2345":
+            await pilot.press(k); await pilot.pause()
+        assert app.analyses, "trace did not load"
+asyncio.run(main())
+assert 'torch' not in sys.modules, 'torch was imported'
+print('ok')
+"""
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "ok"

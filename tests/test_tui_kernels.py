@@ -1,0 +1,165 @@
+"""Kernels screen (group/raw/category, sort, filter, search), kernel detail, and literal names."""
+from __future__ import annotations
+
+import pandas as pd
+
+from tui.screens.detail import NO_COUNTERS, KernelDetailScreen
+from tui.widgets.breadcrumb import Breadcrumb
+from tui.widgets.table import Col, display_table, matches
+from tui.widgets.text import safe_text, sanitize, sanitize_series
+
+from test_tui_app import drive, text_of
+from tui_helpers import WEIRD_NAMES, small_trace
+
+
+def table(app):
+    return app.screen.query_one("#kernels-table")
+
+
+def status(app):
+    return text_of(app.screen.query_one("#kernels-status"))
+
+
+def test_group_raw_category_and_sort_keys(tmp_path):
+    def grouped(app):
+        t = table(app)
+        g = app.analyses[0].groups()
+        assert len(t.view) == len(g) == 3
+        assert t.view["key"].iloc[0] == g.sort_values("time_ns", ascending=False)["key"].iloc[0]
+        assert status(app).startswith("grouped by name · 3 rows · sort: time µs ▼")
+        return list(t.view["time_ns"])
+
+    def raw(app):
+        assert len(table(app).view) == 50  # 5 steps × 2 layers × 5 kernels
+        assert "raw launches" in status(app)
+        assert list(table(app).view["dur_ns"]) == sorted(table(app).view["dur_ns"], reverse=True)
+
+    def category(app):
+        assert sorted(table(app).view["key"]) == ["attention", "elementwise", "gemm"]
+        assert "grouped by category" in status(app)
+
+    def sorted_by_category(app):  # s from "time" moves to the next column; text sorts ascending
+        t = table(app)
+        assert t.sort_key == "time_share" and t.sort_desc
+        return list(t.view["time_share"])
+
+    def reversed_(app):
+        return list(table(app).view["time_share"])
+
+    got = drive([small_trace(tmp_path)], steps=[
+        (["3"], grouped), (["g"], raw), (["g", "c"], category), (["c", "s"], sorted_by_category), (["S"], reversed_)])
+    assert got[0] == sorted(got[0], reverse=True)
+    assert got[3] == sorted(got[3], reverse=True) and got[4] == sorted(got[4])
+
+
+def test_filter_regex_bad_regex_and_next_match(tmp_path):
+    def flt(app):
+        assert sorted(table(app).view["key"]) == ["flash_fwd_kernel<>", "vectorized_elementwise_kernel<>"]
+        assert "2 of 8 rows" in status(app) and "filter: /flash|elementwise/" in status(app)
+
+    def bad(app):  # "[bold" is not a regex: taken literally
+        assert list(table(app).view["key"]) == ["[bold]boldk[/]"]
+
+    def cleared(app):
+        assert len(table(app).view) == 8 and "filter" not in status(app)
+        return table(app).table.cursor_row
+
+    def jumped(app):
+        t = table(app)
+        return t.view["key"].iloc[t.table.cursor_row]
+
+    got = drive([small_trace(tmp_path, weird_names=True)], steps=[
+        (["3", "slash", *"flash|elementwise", "enter"], flt),
+        (["slash", "ctrl+a", "ctrl+k", *"[bold", "enter"], bad),
+        (["slash", "escape"], cleared),
+        (["n"], jumped), (["n"], jumped), (["N"], jumped)])
+    assert got[2] == 0
+    # The last pattern was "[bold": one match, so n and N both land on it.
+    assert got[3:] == ["[bold]boldk[/]"] * 3
+
+
+def test_kernel_detail_with_counters_shows_stalls_and_meanings(tmp_path):
+    def check(app):
+        s = app.screen
+        assert isinstance(s, KernelDetailScreen)
+        key = s.key
+        rows = [r[0] for r in app.analyses[0].kernel_detail(key)]
+        assert "launches" in rows and "total time" in rows
+        bars = text_of(s.query_one("#detail-stalls"))
+        assert bars.splitlines()[0].startswith("long_scoreboard") and "█" in bars
+        assert "long_scoreboard: waiting on" in bars
+        assert "Roofline" in [text_of(w) for w in s.query(".section-title")]
+        assert "AI" in text_of(s.query_one("#detail-roofline")) or s.query_one("#detail-roofline")
+        assert app.screen.query_one(Breadcrumb).plain == f"tiny ▸ Kernels ▸ {key}"
+    drive([small_trace(tmp_path, counters=True)], ["3", "enter"], check=check)
+
+
+def test_kernel_detail_without_counters_says_how_to_collect(tmp_path):
+    def check(app):
+        assert text_of(app.screen.query_one("#detail-stalls")) == NO_COUNTERS
+        assert "rooftop collect --counters" in NO_COUNTERS
+    drive([small_trace(tmp_path)], ["3", "enter"], check=check)
+
+
+def test_weird_names_are_shown_literally(tmp_path):
+    def check(app):
+        t = table(app).table
+        shown = {t.get_row_at(i)[0] for i in range(t.row_count)}
+        for name in WEIRD_NAMES:
+            assert sanitize(name) in shown
+        assert "esck\\x1b[31mred" in shown and "bellk\\x07ding" in shown
+        assert not any("\x1b" in s or "\x07" in s for s in shown)
+        svg = app.export_screenshot()
+        assert "\x1b" not in svg and "boldk[/]" in svg.replace("&#160;", " ")
+
+    def detail(app):
+        crumb = app.screen.query_one(Breadcrumb).render().plain
+        assert crumb.endswith("▸ [bold]boldk[/]")
+    drive([small_trace(tmp_path, weird_names=True)], size=(140, 40), steps=[
+        (["3"], check), (["slash", *"boldk", "enter", "enter"], detail)])
+
+
+def test_safe_text_and_sanitize():
+    assert sanitize("a\x1b[31mb\x07\x9b") == "a\\x1b[31mb\\x07\\x9b"
+    assert safe_text("[bold]x[/]").plain == "[bold]x[/]" and not safe_text("[bold]x[/]").spans
+    assert sanitize(None) == "—"
+    out = sanitize_series(pd.Series(["a\n", None, "a\n", "b"]))
+    assert out.tolist() == ["a\\x0a", None, "a\\x0a", "b"]
+
+
+def test_display_table_units_and_matches():
+    frame = pd.DataFrame({"n": ["x", "y"], "t": [1500, None], "f": [0.25, 0.5]})
+    tbl = display_table(frame, [Col("n", "name", "text"), Col("t", "time µs", "ns"), Col("f", "share %", "pct")])
+    assert tbl.column_names == ["name", "time µs", "share %"]
+    assert tbl.column("time µs").to_pylist() == [1.5, None]  # unknown stays null, never 0
+    assert tbl.column("share %").to_pylist() == [25.0, 50.0]
+    assert matches(pd.Series(["ab(", "cd", None]), "b(").tolist() == [True, False, False]
+
+
+def test_a_million_raw_launches_mount(tmp_path):
+    import asyncio
+    import time
+
+    from textual.app import App
+
+    from tui.widgets.table import FrameTable
+
+    n = 1_000_000
+    frame = pd.DataFrame({"short_name": pd.Categorical.from_codes(pd.Series(range(n)) % 7, [f"k{i}" for i in range(7)]),
+                          "dur_ns": pd.Series(range(n), dtype="int64")})
+    cols = [Col("short_name", "kernel", "text"), Col("dur_ns", "time µs", "ns")]
+
+    class One(App):
+        def compose(self):
+            yield FrameTable(cols, frame, sort=("dur_ns", True), id="big")
+
+    async def main():
+        app = One()
+        async with app.run_test(size=(80, 24)) as pilot:
+            t0 = time.perf_counter()
+            await pilot.pause()
+            big = app.query_one("#big")
+            assert big.table.row_count == n and big.table.get_row_at(0)[1] == round((n - 1) / 1e3, 1)
+            await pilot.press("end")
+            return time.perf_counter() - t0
+    assert asyncio.run(main()) < 10

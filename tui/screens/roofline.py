@@ -1,0 +1,187 @@
+"""Screen 4: the roofline. One point per kernel group; the keyboard walks them, biggest time first."""
+from __future__ import annotations
+
+import pandas as pd
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import Static
+
+from rooftop.format import fmt_ns, fmt_pct, fmt_rate
+from tui.widgets.breadcrumb import RooftopScreen
+from tui.widgets.roofline_plot import BIG, MID, SELECTED, SMALL, RooflinePlot, printable, ridge
+from tui.widgets.text import safe_text
+
+PHASE_FILTERS = (None, "prefill", "decode")
+
+
+def name_text(name) -> Text:
+    """A name from a trace as literal text: never markup, never terminal control."""
+    return safe_text(name)
+
+
+def peaks_text(analysis, ceilings: dict) -> Text:
+    """Where the roofs come from, and their values: the UI always says which peaks it uses."""
+    source = ceilings.get("source")
+    if ceilings.get("bw") is None and ceilings.get("flops") is None:
+        reason = getattr(analysis.peaks, "reason", None) or "unknown GPU"
+        return Text(f"No roofs: {reason}")
+    gpu = getattr(analysis.peaks, "gpu", None)
+    device = getattr(gpu, "name", None) or analysis.identity.get("device") or "unknown GPU"
+    where = f"measured calibration ({device})" if source == "measured" else f"datasheet {device}"
+    t = Text("Roofs: ", style="bold")
+    t.append(where)
+    t.append(f" — HBM {fmt_rate(ceilings.get('bw'))} · bf16 {fmt_rate(ceilings.get('flops'), 'FLOP/s')}")
+    if ceilings.get("fp32") is not None:
+        t.append(f" · fp32 {fmt_rate(ceilings.get('fp32'), 'FLOP/s')}")
+    r = ridge(ceilings)
+    if r is not None:
+        t.append(f" · ridge {r:.0f} FLOP/B")
+    return t
+
+
+class RooflineScreen(RooftopScreen):
+    """Log-log roofline of the kernel groups, coloured by phase; Enter opens the selected group."""
+
+    DEFAULT_CSS = """
+    RooflineScreen { layout: vertical; }
+    RooflineScreen #roofline-title { height: 1; text-style: bold; }
+    RooflineScreen #roofline-legend { height: auto; max-height: 3; color: $foreground-muted; }
+    RooflineScreen #roofline-info { height: auto; max-height: 2; background: $boost; }
+    """
+
+    BINDINGS = [
+        Binding("j,down", "next", "Next", id="roofline.next"),
+        Binding("k,up", "previous", "Prev", id="roofline.previous"),
+        Binding("enter", "open", "Open", id="roofline.open"),
+        Binding("m", "toggle_peaks", "Datasheet/measured", id="roofline.peaks"),
+        Binding("p", "cycle_phase", "Phase", id="roofline.phase"),
+    ]
+
+    class Ready(Message):
+        """Roofline data computed off the UI thread."""
+
+        def __init__(self, analysis, phase: str | None, points: pd.DataFrame, ceilings: dict) -> None:
+            super().__init__()
+            self.analysis, self.phase, self.points, self.ceilings = analysis, phase, points, ceilings
+
+    BREADCRUMB = "Roofline"
+    EXPORT_NAME = "roofline"
+
+    def __init__(self, analysis, crumbs: list[str] | None = None) -> None:
+        super().__init__(analysis, crumbs)
+        self._all = pd.DataFrame()
+        self._ceilings: dict = {}
+        self._phase: str | None = None
+
+    def compose_body(self) -> ComposeResult:
+        yield Static(id="roofline-title")
+        yield RooflinePlot(id="roofline-plot")
+        yield Static(id="roofline-legend")
+        yield Static(Text("Computing the roofline…"), id="roofline-info")
+
+    def on_mount(self) -> None:
+        self._update_title()
+        self._compute(self.analysis)
+
+    @property
+    def plot(self) -> RooflinePlot:
+        return self.query_one(RooflinePlot)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="roofline")
+    def _compute(self, analysis, phase: str | None = None) -> None:
+        points = analysis.roofline(by="short_name", phase=phase)
+        self.post_message(self.Ready(analysis, phase, points, dict(analysis.ceilings)))
+
+    @on(Ready)
+    def _ready(self, message: Ready) -> None:
+        self.analysis, self._phase = message.analysis, message.phase
+        self._all, self._ceilings = message.points, message.ceilings
+        self.plot.set_data(self._all, self._ceilings, 0)
+        self.query_one("#roofline-legend", Static).update(self._legend())
+        self._update_title()
+        self._update_info()
+
+    def _update_title(self) -> None:
+        nxt = PHASE_FILTERS[(PHASE_FILTERS.index(self._phase) + 1) % len(PHASE_FILTERS)]
+        t = Text(f"Kernel groups, phase: {self._phase or 'all'}  (p: {nxt or 'all'})   ")
+        t.append_text(name_text(self.analysis.identity.get("label") or self.analysis.trace.label))
+        self.query_one("#roofline-title", Static).update(t)
+
+    def _legend(self) -> Text:
+        t = peaks_text(self.analysis, self._ceilings)
+        t.append("\n")
+        plot = self.plot
+        for ph in ("prefill", "decode", "other"):
+            t.append(f"{BIG} {ph}  ", style=plot.get_component_rich_style(f"roofline--{ph}", partial=True))
+        t.append(f"({BIG} {MID} {SMALL} by time, {SELECTED} selected)   ")
+        other = "datasheet" if self._ceilings.get("source") == "measured" else "measured"
+        t.append(f"m: {other} roofs", style="italic")
+        return t
+
+    def _update_info(self) -> None:
+        plot = self.plot
+        info = self.query_one("#roofline-info", Static)
+        i = plot.selected
+        if i is None:
+            where = f" in phase {self._phase} (p: next phase)" if self._phase else ""
+            info.update(Text(f"No kernel group with known FLOPs and bytes to place on the roofline{where}."))
+            return
+        row = plot.points.iloc[i]
+        t = Text(f"[{i + 1}/{len(plot.points)}] ")
+        name = name_text(row["key"])
+        name.stylize("bold")
+        t.append_text(name)
+        t.append(f"  {printable(row.get('phase') or '—')}  AI {row['ai']:.3g} FLOP/B"
+                 f"  {fmt_rate(row['achieved_flops'], 'FLOP/s')}  {fmt_rate(row.get('achieved_bw'))}"
+                 f"  {fmt_pct(row.get('pct_of_roof'))} of roof  {_bound(row.get('bound'))}"
+                 f"  time {fmt_ns(row.get('time_ns'))}")
+        info.update(t)
+
+    def selected_key(self) -> str | None:
+        i = self.plot.selected
+        return None if i is None else str(self.plot.points["key"].iloc[i])
+
+    def action_next(self) -> None:
+        self._move(+1)
+
+    def action_previous(self) -> None:
+        self._move(-1)
+
+    def _move(self, step: int) -> None:
+        plot = self.plot
+        if plot.selected is None:
+            return
+        plot.select((plot.selected + step) % len(plot.points))
+        self._update_info()
+
+    def action_cycle_phase(self) -> None:
+        self._compute(self.analysis, PHASE_FILTERS[(PHASE_FILTERS.index(self._phase) + 1) % len(PHASE_FILTERS)])
+
+    def action_toggle_peaks(self) -> None:
+        want = "datasheet" if self._ceilings.get("source") == "measured" else "measured"
+        try:
+            other = self.analysis.with_peaks(source=want)
+        except ValueError as exc:
+            hint = "run `rooftop calibrate` on the GPU, then collect again" if want == "measured" else ""
+            self.notify(f"No {want} ceilings for this trace: {exc}" + (f" ({hint})" if hint else ""),
+                        severity="warning", title="Roofline")
+            return
+        self._compute(other, self._phase)
+
+    def action_open(self) -> None:
+        key = self.selected_key()
+        if key is None:
+            return
+        from tui.screens.detail import KernelDetailScreen
+
+        self.drill(KernelDetailScreen(self.analysis, key, "short_name", self.crumbs + [key]))
+
+    def export_frame(self) -> pd.DataFrame:
+        return self.plot.points
+
+
+def _bound(bound) -> str:
+    return f"{bound}-bound" if isinstance(bound, str) and bound else "bound unknown"

@@ -1,0 +1,121 @@
+"""Screen 5: warp stall breakdowns per phase or per category, and the kernels behind the top reasons."""
+from __future__ import annotations
+
+import pandas as pd
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widgets import Static
+
+from rooftop.analysis.stalls import STALL_MEANING
+from rooftop.format import fmt_ns, fmt_pct
+from tui.widgets.breadcrumb import RooftopScreen
+from tui.widgets.stall_bars import StallBars
+from tui.widgets.text import safe_text
+
+GROUPINGS = ("phase", "category")
+TOP_REASONS = 3
+
+NO_COUNTERS = (
+    "No hardware counters in this trace. Collect them with: rooftop collect --counters ...\n"
+    "(it re-runs a few steps under Nsight Compute), or import an existing report: rooftop import run.ncu-rep\n"
+    "Warp stall reasons come from Nsight Compute's WarpStateStats section; timelines alone do not have them."
+)
+
+
+def top_reasons(stalls: pd.DataFrame, n: int = TOP_REASONS) -> list[str]:
+    """The reasons with the largest share in any group; `selected` is issuing, not stalling."""
+    best = stalls.drop(columns=["selected"], errors="ignore").max(axis=0)
+    best = best[best > 0].sort_values(ascending=False, kind="stable")
+    return [str(r) for r in best.index[:n]]
+
+
+class StallsScreen(RooftopScreen):
+    """Duration-weighted warp stall shares, as bars with what each reason means."""
+
+    DEFAULT_CSS = """
+    StallsScreen { layout: vertical; }
+    StallsScreen #stalls-title { height: 1; text-style: bold; }
+    StallsScreen #stalls-body { height: 1fr; }
+    StallsScreen .stalls-group { text-style: bold; color: $accent; margin-top: 1; }
+    StallsScreen .stalls-section { text-style: bold; margin-top: 1; }
+    StallsScreen .stalls-kernels { height: auto; }
+    StallsScreen #stalls-none { color: $warning; padding: 1 2; }
+    """
+
+    BINDINGS = [
+        Binding("c", "toggle_grouping", "Phase/category", id="stalls.grouping"),
+    ]
+
+    class Ready(Message):
+        def __init__(self, by: str, stalls: pd.DataFrame | None, tops: dict[str, pd.DataFrame]) -> None:
+            super().__init__()
+            self.by, self.stalls, self.tops = by, stalls, tops
+
+    BREADCRUMB = "Stalls"
+    EXPORT_NAME = "stalls"
+
+    def __init__(self, analysis, crumbs: list[str] | None = None) -> None:
+        super().__init__(analysis, crumbs)
+        self.by = "phase"
+        self.stalls: pd.DataFrame | None = None
+
+    def compose_body(self) -> ComposeResult:
+        yield Static(id="stalls-title")
+        yield VerticalScroll(Static(Text("Computing stall breakdown…")), id="stalls-body")
+
+    def on_mount(self) -> None:
+        self._update_title()
+        self._compute(self.by)
+
+    def _update_title(self) -> None:
+        t = Text("Warp stalls  ", style="bold")
+        t.append_text(safe_text(self.analysis.identity.get("label") or self.analysis.trace.label))
+        other = GROUPINGS[(GROUPINGS.index(self.by) + 1) % len(GROUPINGS)]
+        t.append(f"   by {self.by}  (c: by {other})", style="")
+        self.query_one("#stalls-title", Static).update(t)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="stalls")
+    def _compute(self, by: str) -> None:
+        stalls = self.analysis.stalls(by=by)
+        tops = {} if stalls is None else {r: self.analysis.stall_top_kernels(r, n=5) for r in top_reasons(stalls)}
+        self.post_message(self.Ready(by, stalls, tops))
+
+    @on(Ready)
+    async def _ready(self, message: Ready) -> None:
+        self.by, self.stalls = message.by, message.stalls
+        self._update_title()
+        body = self.query_one("#stalls-body", VerticalScroll)
+        await body.remove_children()
+        if message.stalls is None:
+            await body.mount(Static(Text(NO_COUNTERS), id="stalls-none"))
+            return
+        widgets = []
+        for group, row in message.stalls.iterrows():
+            widgets.append(Static(safe_text(group), classes="stalls-group"))
+            widgets.append(StallBars(row, top=8, classes="stalls-bars"))
+        if message.tops:
+            widgets.append(Static(Text("Kernels behind the top reasons"), classes="stalls-section"))
+            for reason, kernels in message.tops.items():
+                widgets.append(Static(_kernels_text(reason, kernels), classes="stalls-kernels"))
+        await body.mount_all(widgets)
+
+    def export_frame(self) -> pd.DataFrame | None:
+        return None if self.stalls is None else self.stalls.reset_index()
+
+    def action_toggle_grouping(self) -> None:
+        self._compute(GROUPINGS[(GROUPINGS.index(self.by) + 1) % len(GROUPINGS)])
+
+
+def _kernels_text(reason: str, kernels: pd.DataFrame) -> Text:
+    t = Text()
+    t.append(reason, style="bold")
+    t.append(f" — {STALL_MEANING.get(reason, '')}", style="italic")
+    for _, k in kernels.iterrows():
+        t.append("\n  ")
+        t.append(f"{fmt_ns(k.get('time_ns')):>10}  {fmt_pct(k.get('share')):>6} of its cycles  ")
+        t.append_text(safe_text(k.get("short_name")))
+    return t

@@ -1,0 +1,90 @@
+"""Where you are (`llama3-8b ▸ Steps ▸ decode step 12 ▸ layer=3/attn`), and the screen base that shows it.
+
+Every rooftop screen is a `RooftopScreen`: constructed with the Analysis (or two), a breadcrumb on
+top, the footer with its keys below, `Esc`/`Backspace` to go back up a drill-down.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from .text import sanitize
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SEPARATOR = " ▸ "
+MODELED = "MODELED (analytic, not measured)"
+
+
+class Breadcrumb(Static):
+    COMPONENT_CLASSES = {"breadcrumb--modeled", "breadcrumb--here"}
+
+    def __init__(self, crumbs: list[str], modeled: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.crumbs = crumbs
+        self.modeled = modeled
+
+    @property
+    def plain(self) -> str:
+        return SEPARATOR.join(sanitize(c) for c in self.crumbs)
+
+    def render(self) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if self.modeled:
+            text.append(f" {MODELED} ", self.get_component_rich_style("breadcrumb--modeled"))
+            text.append(" ")
+        for i, crumb in enumerate(self.crumbs):
+            if i:
+                text.append(SEPARATOR)
+            last = i == len(self.crumbs) - 1
+            text.append(sanitize(crumb), self.get_component_rich_style("breadcrumb--here") if last else "")
+        return text
+
+
+class RooftopScreen(Screen):
+    """Base of every screen: breadcrumb + body + footer; `BREADCRUMB` names a top-level screen."""
+
+    BREADCRUMB = ""
+    EXPORT_NAME = "table"
+    BINDINGS = [Binding("escape,backspace", "back", "Back", id="nav.back")]
+
+    def __init__(self, analysis: Any, crumbs: list[str] | None = None) -> None:
+        super().__init__()
+        self.analysis = analysis
+        self.crumbs = crumbs or [trace_title(analysis), self.BREADCRUMB]
+
+    def compose(self) -> ComposeResult:
+        yield Breadcrumb(self.crumbs, modeled=bool(getattr(self.analysis.trace, "modeled", False)), id="breadcrumb")
+        yield from self.compose_body()
+        yield Footer(compact=True)
+
+    def compose_body(self) -> ComposeResult:
+        yield from ()
+
+    def action_back(self) -> None:
+        # The base screen of a mode has nothing under it to go back to.
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+
+    def drill(self, screen: "RooftopScreen") -> None:
+        self.app.push_screen(screen)
+
+    def export_frame(self) -> "pd.DataFrame | None":
+        """What `e` writes to CSV: the focused table as shown (filtered, sorted), else the first."""
+        from .table import FrameTable
+
+        tables = list(self.query(FrameTable))
+        chosen = next((t for t in tables if self.focused is not None and self.focused in t.walk_children()),
+                      tables[0] if tables else None)
+        return chosen.shown_frame() if chosen is not None else None
+
+
+def trace_title(analysis: Any) -> str:
+    ident = getattr(analysis, "identity", None) or {}
+    return str(ident.get("model") or ident.get("label") or analysis.trace.label)

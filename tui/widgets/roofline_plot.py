@@ -1,0 +1,262 @@
+"""A log-log roofline drawn with plotext on linear axes.
+
+plotext 5.3's log scales rewrite the figure's data in place on `build()`, so the second build (any
+resize) raises `math domain error` (reference/tui.md §5.3). We therefore take log10 ourselves, keep
+the axes linear, label the decades ourselves, and rebuild the figure from stored data on every render.
+The maths (ranges, roof curves, tick labels) are plain functions so they can be tested without an app.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from rich.text import Text
+from textual_plotext import PlotextPlot
+
+_SI = {-3: "0.001", -2: "0.01", -1: "0.1", 0: "1", 1: "10", 2: "100"}
+_PREFIXES = ((15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"))
+
+# Markers by time rank: the kernels that cost the most are drawn biggest, and last (on top).
+BIG, MID, SMALL, SELECTED = "●", "•", "∘", "◉"
+PHASES = ("prefill", "decode", "other")
+
+
+def decade_label(exp: int) -> str:
+    """10**exp as a short SI label: 0.1, 1, 10, 100, 1k, 10k, ..., 1G, 10G, 100T, 1P."""
+    if exp in _SI:
+        return _SI[exp]
+    for base, prefix in _PREFIXES:
+        if exp >= base:
+            return f"{10 ** (exp - base)}{prefix}"
+    return f"1e{exp}"
+
+
+def decade_ticks(lo: float, hi: float) -> tuple[list[int], list[str]]:
+    """Integer log10 positions covering [lo, hi] (already in log10) and their labels."""
+    exps = list(range(math.ceil(lo - 1e-9), math.floor(hi + 1e-9) + 1))
+    return exps, [decade_label(e) for e in exps]
+
+
+def ridge(ceilings: dict) -> float | None:
+    """Peak FLOP/s over peak bytes/s (FLOP/byte): left of it memory-bound, right compute-bound."""
+    bw, flops = ceilings.get("bw"), ceilings.get("flops")
+    if not _positive(bw) or not _positive(flops):
+        return None
+    return flops / bw
+
+
+def _positive(v) -> bool:
+    return v is not None and isinstance(v, (int, float, np.floating, np.integer)) and math.isfinite(v) and v > 0
+
+
+def plottable(points: pd.DataFrame) -> pd.DataFrame:
+    """Rows that can sit on log axes (AI and FLOP/s > 0), biggest time first; index 0..n-1.
+
+    Zero or unknown values have no place on a log axis (and crash plotext), so they are dropped here;
+    the tables still list them.
+    """
+    if points is None or points.empty:
+        return pd.DataFrame(columns=["key", "phase", "ai", "achieved_flops", "time_ns"])
+    ai = pd.to_numeric(points["ai"], errors="coerce")
+    fl = pd.to_numeric(points["achieved_flops"], errors="coerce")
+    keep = points[(ai > 0) & (fl > 0) & np.isfinite(ai) & np.isfinite(fl)]
+    order = pd.to_numeric(keep["time_ns"], errors="coerce").fillna(0)
+    return keep.assign(_t=order).sort_values("_t", ascending=False, kind="stable").drop(columns="_t").reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """The figure in log10 space: axis ranges and the roof curves."""
+
+    x: tuple[float, float]
+    y: tuple[float, float]
+    roof_x: np.ndarray           # log10 AI samples
+    roof: np.ndarray | None      # log10 min(bf16 peak, bw·AI)
+    fp32: np.ndarray | None      # log10 min(fp32 peak, bw·AI)
+    ridge: float | None          # log10 of the ridge AI
+
+
+def frame_for(points: pd.DataFrame, ceilings: dict, samples: int = 200) -> Frame:
+    """Axis ranges that hold every point, the ridge, and a decade of roof on either side of it."""
+    bw, peak, fp32 = ceilings.get("bw"), ceilings.get("flops"), ceilings.get("fp32")
+    r = ridge(ceilings)
+    xs = list(np.log10(points["ai"].astype(float))) if len(points) else []
+    ys = list(np.log10(points["achieved_flops"].astype(float))) if len(points) else []
+    if r is not None:
+        xs += [math.log10(r) - 1.5, math.log10(r) + 1]
+    if _positive(peak):
+        ys.append(math.log10(peak))
+    if not xs:
+        xs = [-1.0, 3.0]
+    x0, x1 = math.floor(min(xs)), math.ceil(max(xs))
+    if x1 - x0 < 2:
+        x0, x1 = x0 - 1, x1 + 1
+    roof_x = np.linspace(x0, x1, samples)
+    roof = fp = None
+    if _positive(bw):
+        mem = math.log10(bw) + roof_x
+        roof = np.minimum(math.log10(peak), mem) if _positive(peak) else mem
+        fp = np.minimum(math.log10(fp32), mem) if _positive(fp32) else None
+        ys.append(float(mem[0]))
+    if not ys:
+        ys = [9.0, 15.0]
+    # y is not snapped to decades: room for the labels above the roof, no empty decade.
+    y0, y1 = min(ys) - 0.3, max(ys) + 0.45
+    if y1 - y0 < 2:
+        y0, y1 = y0 - 1, y1 + 1
+    if roof is not None:
+        # The slope starts below the frame when bandwidth is low; clip so it doesn't draw off-canvas.
+        roof = np.maximum(roof, y0)
+        fp = np.maximum(fp, y0) if fp is not None else None
+    return Frame((x0, x1), (y0, y1), roof_x, roof, fp, math.log10(r) if r is not None else None)
+
+
+def marker_for(time_ns: float, biggest: float) -> str:
+    if not biggest or not math.isfinite(time_ns):
+        return SMALL
+    share = time_ns / biggest
+    return BIG if share >= 0.3 else MID if share >= 0.05 else SMALL
+
+
+def printable(name: str) -> str:
+    """Drop control characters: plotext output is parsed as ANSI, so a name must never carry escapes."""
+    return "".join(ch for ch in str(name) if ch.isprintable())
+
+
+class RooflinePlot(PlotextPlot):
+    """x = arithmetic intensity (FLOP/byte), y = achieved FLOP/s; HBM and compute roofs; one point per group.
+
+    `points` needs columns key, phase, ai, achieved_flops, time_ns (as `Analysis.roofline()` returns);
+    `ceilings` is `Analysis.ceilings`. Points are ordered by time, biggest first; `select(i)` uses that order.
+    """
+
+    DEFAULT_CSS = """
+    RooflinePlot { width: 1fr; height: 1fr; min-height: 8; }
+    RooflinePlot > .roofline--roof { color: $foreground; }
+    RooflinePlot > .roofline--fp32 { color: $foreground-muted; }
+    RooflinePlot > .roofline--ridge { color: $foreground-muted; }
+    RooflinePlot > .roofline--prefill { color: $warning; }
+    RooflinePlot > .roofline--decode { color: $primary-lighten-2; }
+    RooflinePlot > .roofline--other { color: $foreground-muted; }
+    RooflinePlot > .roofline--selected { color: $error; }
+    """
+    COMPONENT_CLASSES = {
+        "roofline--roof", "roofline--fp32", "roofline--ridge", "roofline--prefill",
+        "roofline--decode", "roofline--other", "roofline--selected",
+    }
+
+    def __init__(self, points: pd.DataFrame | None = None, ceilings: dict | None = None,
+                 selected: int | None = None, compact: bool = False, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.compact = compact
+        self.set_data(points, ceilings, selected)
+
+    @classmethod
+    def for_kernel(cls, analysis, key: str, by: str = "short_name", **kwargs) -> "RooflinePlot":
+        """The mini roofline of the kernel-detail screen: this group's point under the trace's roofs."""
+        pts = analysis.roofline(by=by)
+        pts = pts[pts["key"] == key]
+        return cls(pts, analysis.ceilings, selected=0, compact=True, **kwargs)
+
+    @property
+    def points(self) -> pd.DataFrame:
+        """The plotted points, biggest time first (the order `select` counts in)."""
+        return self._points
+
+    @property
+    def selected(self) -> int | None:
+        return self._selected
+
+    def set_data(self, points: pd.DataFrame | None, ceilings: dict | None, selected: int | None = None) -> None:
+        self._points = plottable(points)
+        self._ceilings = dict(ceilings or {})
+        self._selected = None
+        self.select(selected)
+
+    def select(self, index: int | None) -> None:
+        n = len(self._points)
+        self._selected = None if index is None or n == 0 else max(0, min(int(index), n - 1))
+        self.refresh()
+
+    def _colour(self, name: str):
+        # Colours come from the stylesheet (component classes), never from Python literals.
+        style = self.get_component_rich_style(f"roofline--{name}", partial=True)
+        if style.color is None:
+            return None
+        return tuple(style.color.get_truecolor())
+
+    def render(self):
+        self._draw()
+        return super().render()
+
+    def _draw(self) -> None:
+        p = self.plt
+        p.clear_figure()
+        # Set the theme before drawing: plotext gives text labels the canvas colour current at draw time.
+        p.theme(self._get_plotext_theme_name(self.app.theme))
+        pts = self._points
+        fr = frame_for(pts, self._ceilings, samples=max(60, 2 * max(self.size.width, 1)))
+        self._xrange = fr.x
+        p.xlim(*fr.x)
+        p.ylim(*fr.y)
+        p.xticks(*decade_ticks(*fr.x))
+        p.yticks(*decade_ticks(*fr.y))
+        if not self.compact:
+            p.xlabel("arithmetic intensity (FLOP/byte)")
+            p.ylabel("FLOP/s")
+        if fr.roof is not None:
+            if fr.fp32 is not None:
+                p.plot(fr.roof_x, fr.fp32, marker="braille", color=self._colour("fp32"))
+            p.plot(fr.roof_x, fr.roof, marker="braille", color=self._colour("roof"))
+        if fr.ridge is not None and fr.roof is not None:
+            p.vline(fr.ridge, color=self._colour("ridge"))
+            if not self.compact:
+                self._label_roofs(fr)
+        self._draw_points(pts)
+
+    def _label_roofs(self, fr: Frame) -> None:
+        from rooftop.format import fmt_rate
+
+        p, c = self.plt, self._ceilings
+        span = fr.x[1] - fr.x[0]
+        top = float(fr.roof[-1])
+        p.text(f"bf16 {fmt_rate(c.get('flops'), 'FLOP/s')}", fr.x[1] - 0.02 * span, top + 0.2,
+               color=self._colour("roof"), alignment="right")
+        if fr.fp32 is not None and _positive(c.get("fp32")):
+            p.text(f"fp32 {fmt_rate(c.get('fp32'), 'FLOP/s')}", fr.x[1] - 0.02 * span, float(fr.fp32[-1]) - 0.25,
+                   color=self._colour("fp32"), alignment="right")
+        # The memory roof's label sits on the slope, a third of the way to the ridge.
+        lx = fr.x[0] + 0.25 * (fr.ridge - fr.x[0])
+        ly = math.log10(c["bw"]) + lx + 0.3
+        if fr.y[0] < ly < fr.y[1]:
+            p.text(f"HBM {fmt_rate(c.get('bw'))}", lx, ly, color=self._colour("roof"), alignment="right")
+        p.text(f"ridge {10 ** fr.ridge:.0f}", fr.ridge, fr.y[0] + 0.1 * (fr.y[1] - fr.y[0]),
+               color=self._colour("ridge"), alignment="left")
+
+    def _draw_points(self, pts: pd.DataFrame) -> None:
+        if pts.empty:
+            return
+        p = self.plt
+        lx = np.log10(pts["ai"].astype(float).to_numpy())
+        ly = np.log10(pts["achieved_flops"].astype(float).to_numpy())
+        times = pd.to_numeric(pts["time_ns"], errors="coerce").fillna(0).to_numpy(dtype=float)
+        biggest = float(times.max()) if len(times) else 0.0
+        # "decode+" is mostly decode with some other phase: coloured by its dominant phase.
+        ph = pts["phase"].astype(object).where(pts["phase"].notna(), "other").astype(str).str.rstrip("+")
+        phase = ph.where(ph.isin(PHASES[:2]), "other").to_numpy()
+        # Smallest first so the most expensive groups are drawn last, on top.
+        for marker in (SMALL, MID, BIG):
+            for ph in PHASES:
+                sel = [i for i in range(len(pts)) if phase[i] == ph and marker_for(times[i], biggest) == marker]
+                if sel:
+                    p.scatter(lx[sel], ly[sel], marker=marker, color=self._colour(ph))
+        i = self._selected
+        if i is not None:
+            p.scatter([lx[i]], [ly[i]], marker=SELECTED, color=self._colour("selected"))
+            if not self.compact:
+                name = printable(pts["key"].iloc[i])[:28]
+                # Start two cells right of the marker so the label never covers it.
+                dx = 2 * (self._xrange[1] - self._xrange[0]) / max(self.size.width - 8, 10)
+                p.text(name, lx[i] + dx, ly[i], color=self._colour("selected"), alignment="left")

@@ -1,0 +1,223 @@
+"""Arrow-backed tables (textual-fastdatatable): a frame, a column spec, sort, filter, search.
+
+The stock DataTable freezes for seconds on 100k rows; fastdatatable with an Arrow backend mounts a
+million in a fraction of a second (reference/tui.md, section 4). Cells keep their numeric types (so a
+sort is numeric and a million rows never pass through Python formatting); units live in the headers.
+Text cells are sanitized and rendered without markup: names from traces are data.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual_fastdatatable import ArrowBackend, DataTable
+
+from .text import sanitize_series
+
+
+@dataclass(frozen=True)
+class Col:
+    """One displayed column: `key` in the frame, `label` with its unit, how to show the values."""
+
+    key: str
+    label: str
+    kind: str = "num"  # text | int | num | ns (shown in µs) | pct (0..1 shown as %)
+    digits: int = 1
+
+
+def _numeric(values: pd.Series) -> pd.Series:
+    return pd.to_numeric(values, errors="coerce").astype("float64")
+
+
+def display_table(frame: pd.DataFrame, cols: list[Col]) -> pa.Table:
+    """The frame's columns as display values (still typed), named by their labels."""
+    arrays = []
+    for c in cols:
+        s = frame[c.key] if c.key in frame.columns else pd.Series([None] * len(frame), index=frame.index)
+        if c.kind == "text":
+            arrays.append(pa.array(sanitize_series(s.astype(object)), type=pa.string()))
+        elif c.kind == "int":
+            arrays.append(pa.array(_numeric(s).round().astype("Int64"), type=pa.int64(), from_pandas=True))
+        else:
+            scale = {"ns": 1e-3, "pct": 100.0}.get(c.kind, 1.0)
+            arrays.append(pa.array((_numeric(s) * scale).round(c.digits), type=pa.float64(), from_pandas=True))
+    return pa.Table.from_arrays(arrays, names=[c.label for c in cols])
+
+
+def compile_pattern(pattern: str) -> re.Pattern:
+    """A case-insensitive regex; a bad regex falls back to a literal substring."""
+    try:
+        return re.compile(pattern, re.IGNORECASE)
+    except re.error:
+        return re.compile(re.escape(pattern), re.IGNORECASE)
+
+
+def matches(values: pd.Series, pattern: str) -> np.ndarray:
+    rx = compile_pattern(pattern)
+    codes, uniques = pd.factorize(values.astype(object), use_na_sentinel=True)
+    hit = np.array([bool(rx.search(str(u))) for u in uniques] + [False])
+    return hit[codes]
+
+
+class FrameTable(Vertical):
+    """A DataFrame shown through fastdatatable, with keyboard sort, regex filter and n/N search.
+
+    The frame is the state; the table widget is rebuilt from it on every change (fastdatatable's
+    Arrow backend is immutable and mounting is cheap).
+    """
+
+    DEFAULT_CSS = "FrameTable { height: 1fr; } FrameTable > DataTable { height: 1fr; }"
+
+    class _RowMessage(Message):
+        def __init__(self, table: "FrameTable", row: pd.Series) -> None:
+            super().__init__()
+            self.table = table
+            self.row = row  # the frame's row: all columns, not only the shown ones
+
+        @property
+        def control(self) -> "FrameTable":
+            return self.table
+
+    class Selected(_RowMessage):
+        """Enter on a row."""
+
+    class Highlighted(_RowMessage):
+        """The cursor moved onto a row."""
+
+    def __init__(self, cols: list[Col], frame: pd.DataFrame | None = None, *, search_key: str | None = None,
+                 sort: tuple[str, bool] | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.cols = cols
+        self.search_key = search_key or next((c.key for c in cols if c.kind == "text"), cols[0].key)
+        self.sort_key, self.sort_desc = sort if sort else (None, False)
+        self.filter: str | None = None
+        self.pattern: str | None = None  # last search pattern: n/N jump between its matches
+        self.source = frame if frame is not None else pd.DataFrame(columns=[c.key for c in cols])
+        self.view = self.source
+        self._serial = 0
+
+    def compose(self) -> ComposeResult:
+        self.view = self._derive()
+        yield self._make_table()
+
+    # --- state -> view ------------------------------------------------------------------------
+    def _derive(self) -> pd.DataFrame:
+        view = self.source
+        if self.filter and len(view):
+            view = view[matches(view[self.search_key], self.filter)]
+        if self.sort_key and self.sort_key in view.columns and len(view):
+            view = view.sort_values(self.sort_key, ascending=not self.sort_desc, na_position="last", kind="stable")
+        return view.reset_index(drop=True)
+
+    def _labels(self) -> list[str]:
+        arrow = " ▼" if self.sort_desc else " ▲"
+        return [c.label + (arrow if c.key == self.sort_key else "") for c in self.cols]
+
+    def _make_table(self) -> DataTable:
+        self._serial += 1
+        table = display_table(self.view, self.cols)
+        # Long kernel names must not push every number off an 80-column screen.
+        widest = max(16, min(60, self.app.size.width - 48))
+        return DataTable(backend=ArrowBackend(table), column_labels=self._labels(), cursor_type="row",
+                         render_markup=False, null_rep="—", show_row_labels=False, zebra_stripes=True,
+                         max_column_content_width=widest, id=f"{self.id or 'frame'}-table-{self._serial}")
+
+    @property
+    def table(self) -> DataTable | None:
+        return next(iter(self.query(DataTable)), None)
+
+    async def refresh_view(self, keep_cursor: bool = False) -> None:
+        old = self.table
+        row = old.cursor_row if old is not None and keep_cursor else 0
+        self.view = self._derive()
+        if old is not None:
+            await old.remove()
+        new = self._make_table()
+        await self.mount(new)
+        if len(self.view):
+            new.move_cursor(row=min(row, len(self.view) - 1))
+
+    async def set_frame(self, frame: pd.DataFrame, cols: list[Col] | None = None, search_key: str | None = None) -> None:
+        self.source = frame
+        if cols is not None:
+            self.cols = cols
+            if self.sort_key not in {c.key for c in cols}:
+                self.sort_key = None
+        if search_key:
+            self.search_key = search_key
+        await self.refresh_view()
+
+    async def cycle_sort(self) -> str:
+        """Next column becomes the sort column (numbers descending first: biggest on top)."""
+        keys = [c.key for c in self.cols]
+        i = keys.index(self.sort_key) + 1 if self.sort_key in keys else 0
+        col = self.cols[i % len(keys)]
+        self.sort_key, self.sort_desc = col.key, col.kind != "text"
+        await self.refresh_view()
+        return col.label
+
+    async def reverse_sort(self) -> None:
+        if self.sort_key is None:
+            self.sort_key = self.cols[0].key
+        self.sort_desc = not self.sort_desc
+        await self.refresh_view(keep_cursor=False)
+
+    async def set_filter(self, pattern: str | None) -> None:
+        self.filter = pattern or None
+        if pattern:
+            self.pattern = pattern
+        await self.refresh_view()
+
+    def jump(self, forward: bool = True) -> bool:
+        """Move the cursor to the next/previous row matching the last pattern (wrapping)."""
+        table = self.table
+        if not self.pattern or table is None or not len(self.view):
+            return False
+        hits = np.flatnonzero(matches(self.view[self.search_key], self.pattern))
+        if not len(hits):
+            return False
+        cur = table.cursor_row
+        if forward:
+            after = hits[hits > cur]
+            target = after[0] if len(after) else hits[0]
+        else:
+            before = hits[hits < cur]
+            target = before[-1] if len(before) else hits[-1]
+        table.move_cursor(row=int(target))
+        return True
+
+    def current(self) -> pd.Series | None:
+        table = self.table
+        if table is None or not len(self.view):
+            return None
+        return self.view.iloc[min(table.cursor_row, len(self.view) - 1)]
+
+    def status(self) -> str:
+        parts = [f"{len(self.view):,} of {len(self.source):,} rows" if self.filter else f"{len(self.view):,} rows"]
+        label = next((c.label for c in self.cols if c.key == self.sort_key), None)
+        if label:
+            parts.append(f"sort: {label} {'▼' if self.sort_desc else '▲'}")
+        if self.filter:
+            parts.append(f"filter: /{self.filter}/")
+        return " · ".join(parts)
+
+    def shown_frame(self) -> pd.DataFrame:
+        """The rows as shown (filtered, sorted), with the shown columns under their labels."""
+        return display_table(self.view, self.cols).to_pandas()
+
+    # --- events -------------------------------------------------------------------------------
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if 0 <= event.cursor_row < len(self.view):
+            self.post_message(self.Selected(self, self.view.iloc[event.cursor_row]))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        if 0 <= event.cursor_row < len(self.view):
+            self.post_message(self.Highlighted(self, self.view.iloc[event.cursor_row]))
