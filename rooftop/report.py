@@ -11,7 +11,8 @@ from .format import fmt_bytes, fmt_ns, fmt_num, fmt_pct, fmt_rate
 
 PHASE_KEYS = ("phase", "steps", "kernels", "span_ns", "busy_ns", "idle_ns", "idle_frac", "flops", "bytes",
               "bytes_source", "bytes_coverage", "flops_source", "tflops", "tbps", "mfu", "mbu", "model_mbu",
-              "tokens", "tokens_per_s", "ai", "bound")
+              "tokens", "tokens_per_s", "ai", "bound", "mbu_datasheet", "mbu_measured", "mfu_datasheet",
+              "mfu_measured")
 STEP_KEYS = ("rank", "phase", "step", "kernels", "start_ns", "span_ns", "busy_ns", "idle_ns", "idle_frac", "flops",
              "bytes", "bytes_source", "tflops", "tbps", "mfu", "mbu", "model_mbu", "batch", "new_tokens", "context",
              "tokens_per_s", "bound")
@@ -125,6 +126,10 @@ def report_text(a: Analysis, top: int = 10) -> str:
                          fmt_pct(r.model_mbu), str(r.bound or "—"), str(r.bytes_source or "—")])
         lines.append(_table(["phase", "steps", "kernels", "time", "gaps", "tok/s", "TFLOP/s", "TB/s", "MFU", "MBU",
                              "modelMBU", "bound", "bytes"], rows, right=set(range(1, 11))))
+        if p.measured_bw and p.datasheet_bw:
+            for r in ph.itertuples():
+                lines.append(f"  {r.phase}: MBU {fmt_pct(r.mbu_datasheet)} of datasheet, {fmt_pct(r.mbu_measured)} of measured;"
+                             f" MFU {fmt_pct(r.mfu_datasheet)} of datasheet, {fmt_pct(r.mfu_measured)} of measured")
         lines.append("")
     g = a.groups("short_name").head(top)
     if not g.empty:

@@ -240,3 +240,17 @@ def test_kv_append_named_flash_is_not_attention(tmp_path):
             k("void (anonymous namespace)::softmax_warp_forward<float>(...)", 100, 100, "decode/step=0/layer=0/attn")]
     v = analyze(build(tmp_path, rows)).attention
     assert [x.verdict for x in v] == ["materialized"] and v[0].fused_kernels == 0
+
+
+def test_percent_of_datasheet_and_of_measured(tmp_path):
+    # 1.675e9 B in 1 ms = 1.675 TB/s: 50% of the 3.35 TB/s datasheet, 62.5% of a measured 2.68 TB/s
+    rows = [k("gemv", 0, 1_000_000, "decode/step=0", model_bytes=1.675e9, model_flops=1e9)]
+    dev = {"name": "NVIDIA H100 80GB HBM3", "peaks": {"measured": {"bw": 2.68e12, "flops": 800e12, "dtype": "bf16"}}}
+    a = analyze(build(tmp_path, rows, device=dev))
+    d = a.phases.set_index("phase").loc["decode"]
+    assert a.peaks.source == "measured"
+    assert d["mbu"] == pytest.approx(0.625)
+    assert d["mbu_datasheet"] == pytest.approx(0.5) and d["mbu_measured"] == pytest.approx(0.625)
+    assert d["mfu_datasheet"] == pytest.approx(1e12 / H100_FLOPS) and d["mfu_measured"] == pytest.approx(1e12 / 800e12)
+    ds = a.with_peaks("datasheet")
+    assert ds.phases.set_index("phase").loc["decode", "mbu"] == pytest.approx(0.5)

@@ -65,7 +65,8 @@ class Analysis:
     @cached_property
     def phases(self) -> pd.DataFrame:
         p = self.peaks
-        return metrics.phase_table(self.timed, self.steps, self.trace.meta, p.flops, p.bw, self.ridge)
+        out = metrics.phase_table(self.timed, self.steps, self.trace.meta, p.flops, p.bw, self.ridge)
+        return metrics.both_utilizations(out, p)
 
     @cached_property
     def rank_steps(self) -> pd.DataFrame | None:

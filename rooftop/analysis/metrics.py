@@ -241,3 +241,18 @@ def dtype_of(meta: dict) -> str:
 
 def elem_bytes(meta: dict) -> int:
     return dtype_bytes(dtype_of(meta))
+
+
+def both_utilizations(phases: pd.DataFrame, peaks) -> pd.DataFrame:
+    """MBU and MFU against the datasheet and against the measured (calibrated) ceilings, side by
+    side: "% of datasheet" says how far from the spec, "% of measured" how far from what this GPU
+    can really do. A column is null where that ceiling is unknown."""
+    if phases.empty:
+        return phases
+    span_s = phases["span_ns"].astype("float64").where(phases["span_ns"] > 0) / 1e9
+    bw = phases["bytes"].astype("float64") / span_s
+    fl = phases["flops"].astype("float64") / span_s
+    for name, value, peak in (("mbu_datasheet", bw, peaks.datasheet_bw), ("mbu_measured", bw, peaks.measured_bw),
+                              ("mfu_datasheet", fl, peaks.datasheet_flops), ("mfu_measured", fl, peaks.measured_flops)):
+        phases[name] = value / peak if peak else np.nan
+    return phases
