@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import csv
-import os
 from pathlib import Path
 
 import pytest
@@ -13,13 +12,8 @@ from rooftop.trace import to_table
 
 
 @pytest.fixture
-def ncu_fixtures() -> Path:
-    root = Path(os.environ.get("ROOFTOP_FIXTURES") or Path(__file__).resolve().parents[1].parent / "shared" / "fixtures")
-    if not (root / "ncu").is_dir():
-        if os.environ.get("ROOFTOP_REQUIRE_FIXTURES") == "1":
-            pytest.fail(f"fixtures required but absent: {root}")
-        pytest.skip(f"fixtures folder absent: {root}")
-    return root
+def ncu_fixtures(fixtures_dir) -> Path:
+    return fixtures_dir  # tests/conftest.py: skips when absent, fails under ROOFTOP_REQUIRE_FIXTURES=1
 
 
 def write(tmp_path, text, name="k.csv"):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -16,13 +15,8 @@ A10G = "ncu/AveryClapp__ESMM-Research__profile.ncu-rep"
 
 
 @pytest.fixture
-def ncu_fixtures() -> Path:
-    root = Path(os.environ.get("ROOFTOP_FIXTURES") or Path(__file__).resolve().parents[1].parent / "shared" / "fixtures")
-    if not (root / "ncu").is_dir():
-        if os.environ.get("ROOFTOP_REQUIRE_FIXTURES") == "1":
-            pytest.fail(f"fixtures required but absent: {root}")
-        pytest.skip(f"fixtures folder absent: {root}")
-    return root
+def ncu_fixtures(fixtures_dir) -> Path:
+    return fixtures_dir  # tests/conftest.py: skips when absent, fails under ROOFTOP_REQUIRE_FIXTURES=1
 
 
 @pytest.fixture

@@ -1,7 +1,6 @@
 """`rooftop collect --counters`: the ncu command, and every failure path with a fake `ncu`."""
 from __future__ import annotations
 
-import os
 import sys
 import types
 from pathlib import Path
@@ -122,14 +121,9 @@ def test_replay_failure(trace, tmp_path, capsys):
     assert trace.read_bytes() == before
 
 
-def test_success_joins_the_report(trace, tmp_path, capsys):
+def test_success_joins_the_report(trace, tmp_path, capsys, fixtures_dir):
     pytest.importorskip("ncu_report")
-    root = Path(os.environ.get("ROOFTOP_FIXTURES") or Path(__file__).resolve().parents[1].parent / "shared" / "fixtures")
-    rep = root / "ncu" / "panjd123__cutlass__report.ncu-rep"
-    if not rep.is_file():
-        if os.environ.get("ROOFTOP_REQUIRE_FIXTURES") == "1":
-            pytest.fail(f"fixture required but absent: {rep}")
-        pytest.skip(f"fixture absent: {rep}")
+    rep = fixtures_dir / "ncu" / "panjd123__cutlass__report.ncu-rep"
     # The fake ncu "profiles" by copying the real report to wherever --export points.
     ncu = fake_ncu(tmp_path, 'while [ "$#" -gt 0 ]; do if [ "$1" = "--export" ]; then out="$2"; fi; shift; done\n'
                    f'cp "{rep}" "$out"\necho "==PROF== Disconnected"')

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..models import ModelConfig
-from .metrics import NO_PHASE, dtype_of, elem_bytes, labelled, step_meta
+from .metrics import elem_bytes, labelled, step_meta
 
 # Kernel (or CPU op) names of fused attention implementations (reference/roofline.md 3.4).
 FUSED_RE = re.compile(
