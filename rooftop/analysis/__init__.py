@@ -55,7 +55,9 @@ class Analysis:
     # --- tables ---------------------------------------------------------------------------------
     @cached_property
     def timed(self) -> pd.DataFrame:
-        return self.trace.timed()
+        """The timed rows (kernels, or ops on a CPU run), prepared once: phase label, end time,
+        best-known bytes/FLOPs and their sources (see `metrics.prepare`)."""
+        return metrics.prepare(self.trace.timed())
 
     @cached_property
     def steps(self) -> pd.DataFrame:
@@ -80,14 +82,14 @@ class Analysis:
     def groups(self, by: str = "short_name", phase: str | None = None) -> pd.DataFrame:
         key = (by, phase)
         if key not in self._groups:
-            rows = self.timed if phase is None else metrics.labelled(self.timed).query("phase == @phase")
+            rows = self.timed if phase is None else self.timed[self.timed["phase"] == phase]
             self._groups[key] = groups.kernel_groups(rows, by, self.peaks.flops, self.peaks.bw)
         return self._groups[key]
 
     def kernels(self, phase=None, step=None, path_prefix=None, key=None, by="short_name") -> pd.DataFrame:
         rows = self.timed
         if phase is not None:
-            rows = rows[metrics.labelled(rows)["phase"] == phase]
+            rows = rows[rows["phase"] == phase]
         if step is not None:
             rows = rows[rows["step"] == step]
         if path_prefix:
@@ -109,11 +111,10 @@ class Analysis:
         return not stalls.with_counters(self.timed).empty
 
     def stalls(self, by: str = "phase") -> pd.DataFrame | None:
-        rows = metrics.labelled(self.timed)
-        return stalls.stall_shares(rows, by)
+        return stalls.stall_shares(self.timed, by)
 
     def stall_top_kernels(self, reason: str, n: int = 5, phase: str | None = None) -> pd.DataFrame:
-        rows = metrics.labelled(self.timed)
+        rows = self.timed
         if phase is not None:
             rows = rows[rows["phase"] == phase]
         return stalls.top_kernels(rows, reason, n)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .metrics import NO_PHASE, _combine_sources, work_columns
+from .metrics import _sum_known, prepare, source_labels
 
 LATENCY_NS = 5_000
 LATENCY_ROOF_FRAC = 0.10
@@ -23,29 +23,28 @@ def kernel_groups(timed: pd.DataFrame, by: str = "short_name", peak_flops=None, 
             "bytes_source", "ai", "tflops", "tbps", "pct_of_roof", "bound"]
     if timed.empty:
         return pd.DataFrame(columns=cols)
-    work = work_columns(timed)
-    rows = pd.concat([timed[[by, "category", "phase", "dur_ns"]].rename(columns={by: "key"})
-                      if by != "category" else timed[["category", "phase", "dur_ns"]].assign(key=timed["category"]),
-                      work], axis=1)
-    rows["key"] = rows["key"].astype(object).where(rows["key"].notna(), "(unnamed)")
-    rows["phase"] = rows["phase"].astype(object).where(rows["phase"].notna(), NO_PHASE)
+    timed = prepare(timed)
+    key = timed[by]
+    rows = pd.DataFrame({"key": key.astype(object).where(key.notna(), "(unnamed)") if key.isna().any() else key,
+                         "category": timed["category"], "phase": timed["phase"], "dur_ns": timed["dur_ns"]})
     g = rows.groupby("key", sort=False)
-    out = pd.DataFrame({
-        "count": g.size(),
-        "time_ns": g["dur_ns"].sum(),
-        "flops": g["work_flops"].sum(min_count=1),
-        "bytes": g["bytes"].sum(min_count=1),
-    })
+    gid = g.ngroup().to_numpy()
+    out = g.size().to_frame("count")
+    n = len(out)
+    out["time_ns"] = np.bincount(gid, weights=timed["dur_ns"].to_numpy(), minlength=n)
+    out["flops"] = _sum_known(timed["work_flops"].to_numpy(), gid, n)
+    out["bytes"] = _sum_known(timed["bytes"].to_numpy(), gid, n)
     # Dominant category and phase of each group, by time.
     for col in ("category", "phase"):
-        t = rows.groupby(["key", col], sort=False)["dur_ns"].sum().reset_index()
-        t = t.sort_values("dur_ns", ascending=False).drop_duplicates("key").set_index("key")[col]
-        n = rows.groupby("key", sort=False)[col].nunique()
-        val = t.reindex(out.index)
-        if col == "phase":
-            val = val.where(n.reindex(out.index) <= 1, val + "+")  # "decode+": mostly decode, some other
+        by_col = pd.DataFrame({"gid": gid, col: rows[col].to_numpy(), "dur_ns": rows["dur_ns"].to_numpy()})
+        t = by_col.groupby(["gid", col], sort=False, dropna=False)["dur_ns"].sum().reset_index()
+        distinct = t.groupby("gid")[col].size().reindex(range(n)).to_numpy()
+        top = t.sort_values("dur_ns", ascending=False, kind="stable").drop_duplicates("gid").set_index("gid")[col]
+        val = top.reindex(range(n)).to_numpy(dtype=object)
+        if col == "phase":  # "decode+": mostly decode, also in another phase
+            val = np.where(distinct > 1, np.array([f"{v}+" for v in val], dtype=object), val)
         out[col] = val
-    out["bytes_source"] = _combine_sources(rows["bytes_src"], ["key"], rows)
+    out["bytes_source"] = source_labels(timed["bytes_src"].to_numpy(), gid, n)
     total = out["time_ns"].sum()
     out["time_share"] = out["time_ns"] / total if total else np.nan
     out["mean_ns"] = out["time_ns"] / out["count"]

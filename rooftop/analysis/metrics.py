@@ -19,65 +19,109 @@ from ..models import ModelConfig, dtype_bytes
 NO_PHASE = "run"  # label for timed rows that no phase range encloses (e.g. imported traces)
 
 
+SRC_NAMES = np.array([None, "model", "measured"], dtype=object)  # codes 0, 1, 2
+
+
 def work_columns(rows: pd.DataFrame) -> pd.DataFrame:
     """Per-row best-known bytes and FLOPs, and where each came from.
 
-    Returns columns `bytes`, `bytes_src` ("measured"/"model"/None), `work_flops`, `flops_src`.
+    Returns columns `bytes`, `bytes_src` and `work_flops`, `flops_src`, where a source is a small
+    integer code (0 unknown, 1 model, 2 measured; `SRC_NAMES` maps it): a million short strings
+    would cost more than the arithmetic.
     """
-    measured_b = rows["dram_read"].astype("float64") + rows["dram_write"].astype("float64")
-    has_counters = rows["counters"].fillna(False).astype(bool).to_numpy() if "counters" in rows else np.zeros(len(rows), bool)
-    mb = measured_b.where(has_counters)
-    model_b = rows["model_bytes"].astype("float64")
-    bytes_ = mb.where(mb.notna(), model_b)
-    bsrc = np.where(mb.notna(), "measured", np.where(model_b.notna(), "model", None))
-    mf = rows["flops"].astype("float64").where(has_counters)
-    model_f = rows["model_flops"].astype("float64")
-    flops = mf.where(mf.notna(), model_f)
-    fsrc = np.where(mf.notna(), "measured", np.where(model_f.notna(), "model", None))
-    return pd.DataFrame({"bytes": bytes_, "bytes_src": bsrc, "work_flops": flops, "flops_src": fsrc},
-                        index=rows.index)
+    has_counters = rows["counters"].fillna(False).to_numpy(dtype=bool) if "counters" in rows else np.zeros(len(rows), bool)
+    out = {}
+    for name, measured, model in (("bytes", _f(rows["dram_read"]) + _f(rows["dram_write"]), _f(rows["model_bytes"])),
+                                  ("work_flops", _f(rows["flops"]), _f(rows["model_flops"]))):
+        m = np.where(has_counters, measured, np.nan)
+        use_m = ~np.isnan(m)
+        out[name] = np.where(use_m, m, model)
+        out["bytes_src" if name == "bytes" else "flops_src"] = \
+            np.where(use_m, 2, np.where(np.isnan(model), 0, 1)).astype(np.int8)
+    return pd.DataFrame(out, index=rows.index)
 
 
-def _combine_sources(src: pd.Series, keys: list[pd.Series] | list[str], frame: pd.DataFrame) -> pd.Series:
+def _f(col: pd.Series) -> np.ndarray:
+    return col.to_numpy(dtype="float64", na_value=np.nan)
+
+
+def prepare(timed: pd.DataFrame) -> pd.DataFrame:
+    """Timed rows ready for aggregation: phase label, end time, work columns. Idempotent."""
+    if "_prepared" in timed.columns:
+        return timed
+    rows = labelled(timed)
+    work = work_columns(rows)
+    rows = pd.concat([rows, work], axis=1)
+    rows["end_ns"] = rows["start_ns"] + rows["dur_ns"]
+    rows["_prepared"] = True
+    return rows
+
+
+def source_labels(codes: np.ndarray, gid: np.ndarray, n: int) -> np.ndarray:
     """Per group: "measured" if all known rows are measured, "model" if all are model, else "mixed"."""
-    s = pd.DataFrame({"m": (src == "measured").astype(int), "o": (src == "model").astype(int)}, index=frame.index)
-    g = s.groupby([frame[k] for k in keys], dropna=False, sort=False).sum()
-    out = np.where((g["m"] > 0) & (g["o"] > 0), "mixed",
-                   np.where(g["m"] > 0, "measured", np.where(g["o"] > 0, "model", None)))
-    return pd.Series(out, index=g.index)
+    m = np.bincount(gid, weights=(codes == 2), minlength=n) > 0
+    o = np.bincount(gid, weights=(codes == 1), minlength=n) > 0
+    return np.where(m & o, "mixed", np.where(m, "measured", np.where(o, "model", None))).astype(object)
+
+
+def _combine_sources(src: pd.Series, keys: list[str], frame: pd.DataFrame) -> pd.Series:
+    g = frame.groupby(keys, dropna=False, sort=False)
+    gid = g.ngroup().to_numpy()
+    index = g.size().index
+    return pd.Series(source_labels(np.asarray(src), gid, len(index)), index=index)
+
+
+def _busy(gid: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
+    """Union of [start, end) intervals per group: sort by (group, start), running max of ends."""
+    order = np.lexsort((start, gid))
+    g, s, e = gid[order], start[order].astype("float64"), end[order].astype("float64")
+    run_end = pd.Series(e).groupby(g).cummax().to_numpy()
+    prev = np.empty_like(run_end)
+    prev[0] = -np.inf
+    prev[1:] = run_end[:-1]
+    prev[np.r_[True, g[1:] != g[:-1]]] = -np.inf  # first interval of each group
+    contrib = np.clip(e - np.maximum(s, prev), 0, None)
+    return np.bincount(g, weights=contrib, minlength=n)
 
 
 def busy_ns(frame: pd.DataFrame, keys: list[str]) -> pd.Series:
-    """Union of [start, end) intervals per group (vectorised sweep: sort, running max of ends)."""
-    d = frame[keys + ["start_ns", "end_ns"]].sort_values(keys + ["start_ns"], kind="stable")
-    grp = [d[k] for k in keys]
-    running_end = d.groupby(grp, dropna=False, sort=False)["end_ns"].cummax()
-    prev_end = running_end.groupby(grp, dropna=False, sort=False).shift(1)
-    start = d["start_ns"].astype("float64")
-    lo = np.where(prev_end.isna(), start, np.maximum(start, prev_end.astype("float64")))
-    contrib = np.clip(d["end_ns"].astype("float64").to_numpy() - lo, 0, None)
-    return pd.Series(contrib, index=d.index).groupby(grp, dropna=False, sort=False).sum()
+    g = frame.groupby(keys, dropna=False, sort=False)
+    gid = g.ngroup().to_numpy()
+    index = g.size().index
+    end = (frame["start_ns"] + frame["dur_ns"]).to_numpy()
+    return pd.Series(_busy(gid, frame["start_ns"].to_numpy(), end, len(index)), index=index)
+
+
+def _sum_known(values: np.ndarray, gid: np.ndarray, n: int) -> np.ndarray:
+    """Group sums where unknown (NaN) values are skipped, and a group with none known is NaN."""
+    known = ~np.isnan(values)
+    total = np.bincount(gid, weights=np.where(known, values, 0.0), minlength=n)
+    count = np.bincount(gid, weights=known, minlength=n)
+    return np.where(count > 0, total, np.nan)
 
 
 def _group_stats(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    rows = rows.assign(end_ns=rows["start_ns"] + rows["dur_ns"])
-    work = work_columns(rows)
-    rows = pd.concat([rows, work], axis=1)
+    rows = prepare(rows)
     g = rows.groupby(keys, dropna=False, sort=False)
-    out = pd.DataFrame({
-        "kernels": g.size(),
-        "start_ns": g["start_ns"].min(),
-        "end_ns": g["end_ns"].max(),
-        "kernel_ns": g["dur_ns"].sum(),
-        "flops": g["work_flops"].sum(min_count=1),
-        "bytes": g["bytes"].sum(min_count=1),
-    })
-    out["busy_ns"] = busy_ns(rows, keys)
-    out["bytes_source"] = _combine_sources(rows["bytes_src"], keys, rows)
-    out["flops_source"] = _combine_sources(rows["flops_src"], keys, rows)
+    gid = g.ngroup().to_numpy()
+    out = g.size().to_frame("kernels")
+    n = len(out)
+    start, end, dur = rows["start_ns"].to_numpy(), rows["end_ns"].to_numpy(), rows["dur_ns"].to_numpy()
+    starts = np.full(n, np.iinfo(np.int64).max)
+    np.minimum.at(starts, gid, start)
+    ends = np.full(n, np.iinfo(np.int64).min)
+    np.maximum.at(ends, gid, end)
+    out["start_ns"], out["end_ns"] = starts, ends
+    out["kernel_ns"] = np.bincount(gid, weights=dur, minlength=n)
+    b = rows["bytes"].to_numpy()
+    out["flops"] = _sum_known(rows["work_flops"].to_numpy(), gid, n)
+    out["bytes"] = _sum_known(b, gid, n)
+    out["busy_ns"] = _busy(gid, start, end, n)
+    out["bytes_source"] = source_labels(rows["bytes_src"].to_numpy(), gid, n)
+    out["flops_source"] = source_labels(rows["flops_src"].to_numpy(), gid, n)
     # Share of kernel time whose bytes are known: model bytes cover GEMM/attention, not norms.
-    known = rows["dur_ns"].where(rows["bytes"].notna(), 0)
-    out["bytes_coverage"] = known.groupby([rows[k] for k in keys], dropna=False, sort=False).sum() / out["kernel_ns"].where(out["kernel_ns"] > 0)
+    known = np.bincount(gid, weights=np.where(np.isnan(b), 0, dur), minlength=n)
+    out["bytes_coverage"] = known / out["kernel_ns"].where(out["kernel_ns"] > 0)
     out["span_ns"] = out["end_ns"] - out["start_ns"]
     out["idle_ns"] = (out["span_ns"] - out["busy_ns"]).clip(lower=0)
     out["idle_frac"] = out["idle_ns"] / out["span_ns"].where(out["span_ns"] > 0)
@@ -119,13 +163,15 @@ def step_meta(meta: dict) -> pd.DataFrame:
 
 def labelled(timed: pd.DataFrame) -> pd.DataFrame:
     """Timed rows with a phase label (NO_PHASE where no phase range encloses them)."""
+    if "_prepared" in timed.columns or not timed["phase"].isna().any():
+        return timed
     phase = timed["phase"].astype(object).where(timed["phase"].notna(), NO_PHASE)
     return timed.assign(phase=phase)
 
 
 def step_table(timed: pd.DataFrame, meta: dict, peak_flops=None, peak_bw=None, ridge=None) -> pd.DataFrame:
     """One row per (rank,) phase, step. Rows without a step number are left out."""
-    rows = labelled(timed)
+    rows = prepare(timed)
     rows = rows[rows["step"].notna()]
     keys = (["rank"] if "rank" in rows.columns and rows["rank"].notna().any() else []) + ["phase", "step"]
     if rows.empty:
@@ -161,15 +207,14 @@ def phase_table(timed: pd.DataFrame, steps: pd.DataFrame, meta: dict, peak_flops
                 ridge=None) -> pd.DataFrame:
     """One row per phase. Span and busy are summed over the phase's steps (time between steps —
     sampling, host work — is not the phase's); a phase without step numbers is one step."""
-    rows = labelled(timed)
+    rows = prepare(timed)
     if rows.empty:
         return pd.DataFrame(columns=["phase", "steps", "kernels", "span_ns", "busy_ns", "mbu", "mfu"])
-    rows = rows.assign(_step=rows["step"].astype("float64").fillna(-1))
+    rows = rows.assign(_step=rows["step"].to_numpy(dtype="float64", na_value=-1.0))
     if "rank" in rows.columns and rows["rank"].notna().any():
         # Multi-rank: the phase table is rank 0's (or the lowest rank's); per-rank tables are separate.
         rows = rows[rows["rank"] == rows["rank"].min()]
     per_step = _group_stats(rows, ["phase", "_step"]).reset_index()
-    work = work_columns(rows)
     g = per_step.groupby("phase", sort=False)
     out = pd.DataFrame({
         "steps": g.size(),
@@ -181,10 +226,9 @@ def phase_table(timed: pd.DataFrame, steps: pd.DataFrame, meta: dict, peak_flops
         "bytes": g["bytes"].sum(min_count=1),
         "first_ns": g["start_ns"].min(),
     })
-    src = pd.concat([rows[["phase"]], work], axis=1)
-    out["bytes_source"] = _combine_sources(src["bytes_src"], ["phase"], src)
-    out["flops_source"] = _combine_sources(src["flops_src"], ["phase"], src)
-    known = rows["dur_ns"].where(work["bytes"].notna(), 0).groupby(rows["phase"], sort=False).sum()
+    out["bytes_source"] = _combine_sources(rows["bytes_src"], ["phase"], rows).reindex(out.index)
+    out["flops_source"] = _combine_sources(rows["flops_src"], ["phase"], rows).reindex(out.index)
+    known = rows["dur_ns"].where(rows["bytes"].notna(), 0).groupby(rows["phase"], sort=False).sum()
     out["bytes_coverage"] = known / out["kernel_ns"].where(out["kernel_ns"] > 0)
     out["idle_ns"] = (out["span_ns"] - out["busy_ns"]).clip(lower=0)
     out["idle_frac"] = out["idle_ns"] / out["span_ns"].where(out["span_ns"] > 0)
