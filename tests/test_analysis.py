@@ -254,3 +254,12 @@ def test_percent_of_datasheet_and_of_measured(tmp_path):
     assert d["mfu_datasheet"] == pytest.approx(1e12 / H100_FLOPS) and d["mfu_measured"] == pytest.approx(1e12 / 800e12)
     ds = a.with_peaks("datasheet")
     assert ds.phases.set_index("phase").loc["decode", "mbu"] == pytest.approx(0.5)
+
+
+def test_classifier_softmax_is_not_attention(tmp_path):
+    # a CNN's loss softmax and a sampler's softmax over the vocabulary are not attention
+    rows = [k("void cunn_SoftMaxForward<4, float>(...)", 0, 100, "ProfilerStep#3", op="aten::_softmax"),
+            k("void (anonymous namespace)::softmax_warp_forward<float>(...)", 100, 100, "decode/step=0/sample",
+              op="aten::_softmax"),
+            k("void at::native::log_softmax_forward<float>(...)", 200, 100, "ProfilerStep#3", op="aten::_log_softmax")]
+    assert analyze(build(tmp_path, rows)).attention == []

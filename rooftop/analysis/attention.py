@@ -25,7 +25,6 @@ FUSED_RE = re.compile(
 # `reshape_and_cache_flash_kernel`; FlashInfer/vLLM also ship flash-named copy and rotary helpers.
 NOT_ATTENTION_RE = re.compile(r"reshape_and_cache|copy_blocks|swap_blocks|rotary|rope", re.IGNORECASE)
 SOFTMAX_RE = re.compile(r"softmax", re.IGNORECASE)
-ATTN_BMM_OPS = ("aten::bmm", "aten::baddbmm", "aten::_softmax", "aten::softmax")
 RATIO_MATERIALIZED = 3.0  # measured / minimum above this: the scores went through HBM
 
 
@@ -43,11 +42,24 @@ class Verdict:
     bytes_source: str | None
 
 
+# A softmax is attention evidence only inside attention: a classifier's (log_)softmax or a
+# sampler's softmax over the vocabulary is not. "Inside" = an attention range on the path, an
+# SDPA op, or batched GEMMs (QK^T, PV) in the same phase.
+ATTN_PATH_RE = re.compile(r"(?:^|/)[^/]*(?:attn|attention|sdpa|mha)[^/]*(?:/|$)", re.IGNORECASE)
+NOT_SOFTMAX_RE = re.compile(r"log_?softmax|cross_?entropy|nll_loss", re.IGNORECASE)
+
+
 def attention_rows(rows: pd.DataFrame) -> pd.DataFrame:
     name = rows["name"].astype(str)
     op = rows["op"].astype(object).fillna("").astype(str)
-    mask = (rows["category"] == "attention") | name.str.contains(FUSED_RE) | name.str.contains(SOFTMAX_RE) \
-        | op.isin(ATTN_BMM_OPS) | op.str.contains("scaled_dot_product", regex=False)
+    path = rows["path"].astype(object).fillna("").astype(str)
+    sdpa = op.str.contains("scaled_dot_product", regex=False)
+    bmm = op.isin(("aten::bmm", "aten::baddbmm"))
+    in_attention = path.str.contains(ATTN_PATH_RE) | sdpa
+    soft = name.str.contains(SOFTMAX_RE) & ~name.str.contains(NOT_SOFTMAX_RE) & ~op.str.contains(NOT_SOFTMAX_RE)
+    soft &= in_attention | bool(bmm.any())
+    mask = name.str.contains(FUSED_RE) | soft | sdpa | (bmm & in_attention) | \
+        ((rows["category"] == "attention") & ~name.str.contains(SOFTMAX_RE))
     return rows[mask & ~name.str.contains(NOT_ATTENTION_RE)]
 
 
@@ -77,7 +89,7 @@ def verdicts(timed: pd.DataFrame, meta: dict, modeled: bool = False) -> list[Ver
             continue
         names = att["name"].astype(str) + " " + att["op"].astype(object).fillna("").astype(str)
         fused = int(names.str.contains(FUSED_RE).sum())
-        soft = int(names.str.contains(SOFTMAX_RE).sum())
+        soft = int(att["name"].astype(str).str.contains(SOFTMAX_RE).sum())
         counted = att["counters"].fillna(False).astype(bool)
         if counted.all():
             attn_bytes = float((att["dram_read"] + att["dram_write"]).sum())
