@@ -74,7 +74,7 @@ def phase_findings(phases: pd.DataFrame, peaks, meta: dict, verdicts: list[Verdi
                                    f"{fmt_ns(row['idle_ns'])} of {fmt_ns(row['span_ns'])} the GPU waits between kernels; "
                                    "capture the decode step in a CUDA graph (torch.compile mode='reduce-overhead' or --cuda-graphs)."))
             else:
-                what = f"each {ph} step" if ph in ("prefill", "decode") else f"the {ph}'s steps"
+                what = f"each {ph} step" if ph in ("prefill", "decode") else f"the {ph}"
                 out.append(Finding(f"{ph}-gaps", "warn" if idle >= GAPS_BOUND else "info",
                                    f"{fmt_pct(idle, 0)} of {what} is launch gaps (GPU idle between kernels)",
                                    f"{fmt_ns(row['idle_ns'])} idle of {fmt_ns(row['span_ns'])} span"))
