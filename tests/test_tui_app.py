@@ -40,7 +40,8 @@ def drive(paths, keys=(), size=(100, 40), check=None, setup=None, steps=None):
             for step_keys, step_check in steps:
                 for k in step_keys:
                     await pilot.press(k)
-                    await pilot.pause()
+                    if len(k) > 1 or not k.isalnum():  # text typed into a box needs no settling
+                        await pilot.pause()
                 await app.workers.wait_for_complete()
                 await pilot.pause()
                 results.append(step_check(app) if step_check else app)
@@ -246,3 +247,47 @@ print('ok')
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "ok"
+
+
+def test_key_line_at_80_columns_keeps_what_matters(tmp_path):
+    """Footer of Textual cut `e E…` at 80 columns: the key line keeps help and quit, and this screen's keys."""
+    def line(app):
+        bar = app.screen.query_one("#keybar")
+        text = bar.render().plain
+        assert len(text) <= 80 and text.rstrip().endswith("q Quit") and "? Help" in text
+        return text
+    got = drive([small_trace(tmp_path)], size=(80, 24), steps=[([], line), (["3"], line), (["enter"], line)])
+    assert "1-5 screens" in got[0] and "e Export CSV" in got[0] and "Back" not in got[0]  # nothing to go back to
+    assert got[1].startswith(" g Raw/grouped  c By category  s Sort  / Filter")
+    assert got[2].startswith(" esc ⌫ Back")  # a drill-down can go back
+
+
+def test_mixed_phase_groups_read_in_words():
+    from tui.widgets.phase import phase_label, phase_labels
+
+    assert phase_label("prefill+", ["prefill", "decode"]) == "prefill (+decode)"
+    assert phase_label("decode+", ["prefill", "decode"]) == "decode (+prefill)"
+    assert phase_label("decode+", ["prefill", "decode", "warmup"]) == "decode (+other)"
+    assert phase_label("decode") == "decode" and phase_label(None) is None
+    out = phase_labels(pd.Series(["decode+", None, "prefill"], dtype=object))
+    assert out.tolist()[0] == "decode (+prefill)" and out.isna().tolist() == [False, True, False]
+
+
+def test_trace_without_peaks_opens_with_unknowns_and_the_reason(tmp_path):
+    """A CPU capture has no roofs: bound and MBU are unknown (—), and the sources line says why."""
+    from rooftop.trace import write_trace
+
+    import tui_helpers as th
+    meta = th._meta(modeled=False)
+    meta["device"] = {"name": "cpu"}
+    path = tmp_path / "cpu.parquet"
+    write_trace(path, th._events(counters=False, weird_names=False), meta)
+
+    def check(app):
+        s = app.screen
+        assert isinstance(s, OverviewScreen)
+        rows = [[str(c) for c in col._cells] for col in s.query_one("#phases").table.columns]
+        mbu, bound = rows[6], rows[7]
+        assert mbu == ["—", "—"] and bound == ["—", "—"]
+        assert "peaks: unknown (" in text_of(s.query_one("#sources"))
+    drive([path], size=(80, 24), check=check)

@@ -163,3 +163,39 @@ def test_a_million_raw_launches_mount(tmp_path):
             await pilot.press("end")
             return time.perf_counter() - t0
     assert asyncio.run(main()) < 10
+
+
+def _burst(app, keys) -> None:
+    """Send key events back to back, with no idle in between (tmux send-keys, a paste)."""
+    from textual import events
+
+    chars = {"slash": "/", "enter": "\r"}
+    for key in keys:
+        event = events.Key(key, chars.get(key, key if len(key) == 1 else None))
+        event.set_sender(app)
+        app._driver.send_message(event)
+
+
+def test_keys_typed_right_after_slash_reach_the_filter(tmp_path):
+    """`/bold` + Enter in one burst filters (it used to go to the table and open the first kernel)."""
+    async def main():
+        from tui.app import RooftopApp
+        app = RooftopApp([str(small_trace(tmp_path, weird_names=True))])
+        async with app.run_test(size=(100, 30)) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.press("3")
+            await pilot.pause()
+            _burst(app, ["slash", *"boldk", "enter"])
+            await pilot.pause()
+            await pilot.pause()
+            screen = app.screen
+            assert type(screen).__name__ == "KernelsScreen"  # Enter did not open a kernel
+            assert list(screen.query_one("#kernels-table").view["key"]) == ["[bold]boldk[/]"]
+            assert "filter: /boldk/" in text_of(screen.query_one("#kernels-status"))
+            # Focus is back on the table at once: the next burst's Enter opens the one match.
+            _burst(app, ["enter"])
+            await pilot.pause()
+            await pilot.pause()
+            assert isinstance(app.screen, KernelDetailScreen) and app.screen.key == "[bold]boldk[/]"
+    import asyncio
+    asyncio.run(main())

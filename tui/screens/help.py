@@ -9,6 +9,13 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+# What the screens' words mean (not keys, but asked as often).
+NOTES = [
+    ("prefill (+decode)", "a kernel group that ran mostly in prefill, and also in decode"),
+    ("MODELED", "times, FLOPs and bytes come from the analytic model, not a measurement"),
+    ("—", "unknown (never shown as 0): the trace lacks what the number needs"),
+]
+
 NAVIGATION = [
     ("↑ ↓ PgUp PgDn Home End", "move in tables and trees"),
     ("Tab / Shift+Tab", "move between panes"),
@@ -55,6 +62,9 @@ class HelpScreen(ModalScreen):
         table.add_row(Text("— navigation —", "italic"), "")
         for keys, what in NAVIGATION:
             table.add_row(Text(keys), Text(what))
+        table.add_row(Text("— reading the screens —", "italic"), "")
+        for word, what in NOTES:
+            table.add_row(Text(word), Text(what))
         with VerticalScroll(id="help-body"):
             yield Static("rooftop keys (Esc closes)", classes="section-title")
             yield Static(table, id="help-keys")

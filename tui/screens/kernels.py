@@ -12,17 +12,19 @@ from textual.binding import Binding
 from textual.widgets import Input, Static
 
 from ..widgets.breadcrumb import RooftopScreen
+from ..widgets.phase import phase_labels, trace_phases
 from ..widgets.table import Col, FrameTable
 
+# Time first after the name: at 80 columns the right-hand columns scroll off, the time must not.
 GROUP_COLS = [
-    Col("key", "kernel", "text"), Col("category", "category", "text"), Col("phase", "phase", "text"),
-    Col("count", "launches", "int"), Col("time_ns", "time µs", "ns"), Col("time_share", "time %", "pct"),
-    Col("mean_ns", "mean µs", "ns", 2), Col("tflops", "TFLOP/s", "num", 2), Col("tbps", "TB/s", "num", 2),
-    Col("ai", "AI FLOP/B", "num", 1), Col("pct_of_roof", "% roof", "pct"), Col("bound", "bound", "text"),
+    Col("key", "kernel", "text"), Col("time_ns", "time µs", "ns"), Col("time_share", "time %", "pct"),
+    Col("count", "launches", "int"), Col("mean_ns", "mean µs", "ns", 2), Col("tflops", "TFLOP/s", "num", 2),
+    Col("tbps", "TB/s", "num", 2), Col("ai", "AI FLOP/B", "num", 1), Col("pct_of_roof", "% roof", "pct"),
+    Col("bound", "bound", "text"), Col("phase", "phase", "text"), Col("category", "category", "text"),
 ]
 RAW_COLS = [
-    Col("short_name", "kernel", "text"), Col("phase", "phase", "text"), Col("step", "step", "int"),
-    Col("layer", "layer", "int"), Col("dur_ns", "time µs", "ns", 2), Col("start_ns", "start µs", "ns"),
+    Col("short_name", "kernel", "text"), Col("dur_ns", "time µs", "ns", 2), Col("phase", "phase", "text"),
+    Col("step", "step", "int"), Col("layer", "layer", "int"), Col("start_ns", "start µs", "ns"),
     Col("category", "category", "text"), Col("path", "range", "text"), Col("stream", "stream", "int"),
 ]
 
@@ -41,10 +43,12 @@ class KernelsScreen(RooftopScreen):
         Binding("g", "toggle_raw", "Raw/grouped", id="kernels.raw"),
         Binding("c", "toggle_category", "By category", id="kernels.category"),
         Binding("s", "cycle_sort", "Sort", id="kernels.sort"),
-        Binding("S", "reverse_sort", "Reverse", id="kernels.reverse"),
-        Binding("slash", "filter", "Filter", id="kernels.filter"),
+        Binding("S", "reverse_sort", "Reverse", id="kernels.reverse", show=False),
+        # priority: the app runs it before forwarding the next key, so a burst like `/bold⏎` (tmux,
+        # paste) types into the box instead of racing to the table, whose queue lags behind.
+        Binding("slash", "filter", "Filter", id="kernels.filter", priority=True),
         Binding("n", "jump(True)", "Next match", id="kernels.next"),
-        Binding("N", "jump(False)", "Prev match", id="kernels.prev"),
+        Binding("N", "jump(False)", "Prev match", id="kernels.prev", show=False),
     ]
 
     def __init__(self, analysis, crumbs: list[str] | None = None) -> None:
@@ -53,10 +57,17 @@ class KernelsScreen(RooftopScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Static("", id="kernels-status", classes="status")
-        yield FrameTable(GROUP_COLS, self.analysis.groups(by="short_name"), search_key="key",
+        yield FrameTable(GROUP_COLS, self._groups("short_name"), search_key="key",
                          sort=("time_ns", True), id="kernels-table")
         yield FilterInput(placeholder="filter kernels by name (regex) — Enter applies, Esc clears",
                           id="kernels-filter", classes="-hidden")
+
+    def _groups(self, by: str):
+        """The analysis' groups with readable phases (`prefill+` -> `prefill (+decode)`)."""
+        groups = self.analysis.groups(by=by)
+        if "phase" in groups.columns:
+            groups = groups.assign(phase=phase_labels(groups["phase"], trace_phases(self.analysis)))
+        return groups
 
     def on_mount(self) -> None:
         self._status()
@@ -68,7 +79,10 @@ class KernelsScreen(RooftopScreen):
 
     def _status(self, note: str = "") -> None:
         mode = {"short_name": "grouped by name", "category": "grouped by category", "raw": "raw launches"}[self.mode]
-        self.query_one("#kernels-status", Static).update(" · ".join(p for p in (mode, self.table.status(), note) if p))
+        view = self.table.view
+        mixed = self.mode != "raw" and "phase" in view.columns and view["phase"].astype(str).str.contains("(+", regex=False).any()
+        legend = "phase a (+b): mostly a, also b" if mixed else ""
+        self.query_one("#kernels-status", Static).update(" · ".join(p for p in (mode, self.table.status(), note, legend) if p))
 
     async def _show(self, mode: str) -> None:
         self.mode = mode
@@ -79,7 +93,7 @@ class KernelsScreen(RooftopScreen):
                 self.table.sort_key, self.table.sort_desc = "dur_ns", True
                 await self.table.refresh_view()
         else:
-            await self.table.set_frame(self.analysis.groups(by=mode), GROUP_COLS, "key")
+            await self.table.set_frame(self._groups(mode), GROUP_COLS, "key")
             if self.table.sort_key is None:
                 self.table.sort_key, self.table.sort_desc = "time_ns", True
                 await self.table.refresh_view()
@@ -101,9 +115,14 @@ class KernelsScreen(RooftopScreen):
 
     def action_filter(self) -> None:
         box = self.query_one("#kernels-filter", FilterInput)
+        if self.focused is box:  # a priority binding sees `/` typed into the box too: it is text there
+            box.insert_text_at_cursor("/")
+            return
         box.remove_class("-hidden")
         box.value = self.table.filter or ""
-        box.focus()
+        # Focus now, not on the next idle (`focus()` is deferred): keys typed right after `/`, as a
+        # burst from tmux or a paste, must land in the box, and Enter must not open a kernel.
+        self.set_focus(box)
 
     def action_jump(self, forward: bool) -> None:
         if not self.table.pattern:
@@ -116,7 +135,7 @@ class KernelsScreen(RooftopScreen):
         box = self.query_one("#kernels-filter", FilterInput)
         box.add_class("-hidden")
         await self.table.set_filter(event.value.strip() or None)
-        self.table.query_one("DataTable").focus()
+        self.set_focus(self.table.query_one("DataTable"))
         self._status()
 
     @on(FrameTable.Selected, "#kernels-table")

@@ -32,6 +32,9 @@ class StyledStatic(Static):
     }
 
     def style_of(self, name: str):
+        # An unknown bound (no peaks: a CPU trace) or an unusual phase name has no class: plain text.
+        if name not in self.COMPONENT_CLASSES:
+            return ""
         return self.get_component_rich_style(name)
 
 

@@ -11,6 +11,7 @@ from textual.widgets import Static
 
 from rooftop.format import fmt_ns, fmt_pct, fmt_rate
 from tui.widgets.breadcrumb import RooftopScreen
+from tui.widgets.phase import phase_label, trace_phases
 from tui.widgets.roofline_plot import BIG, MID, SELECTED, SMALL, RooflinePlot, printable, ridge
 from tui.widgets.text import safe_text
 
@@ -49,7 +50,7 @@ class RooflineScreen(RooftopScreen):
     RooflineScreen { layout: vertical; }
     RooflineScreen #roofline-title { height: 1; text-style: bold; }
     RooflineScreen #roofline-legend { height: auto; max-height: 3; color: $foreground-muted; }
-    RooflineScreen #roofline-info { height: auto; max-height: 2; background: $boost; }
+    RooflineScreen #roofline-info { height: auto; max-height: 2; background: $boost; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     BINDINGS = [
@@ -130,14 +131,15 @@ class RooflineScreen(RooftopScreen):
             info.update(Text(f"No kernel group with known FLOPs and bytes to place on the roofline{where}."))
             return
         row = plot.points.iloc[i]
-        t = Text(f"[{i + 1}/{len(plot.points)}] ")
+        # Numbers first, the (often 100-character) name second: at 80 columns the name is cut, not the numbers.
+        phase = phase_label(row.get("phase"), trace_phases(self.analysis))
+        t = Text(f"[{i + 1}/{len(plot.points)}] {printable(phase or '—')} · AI {row['ai']:.3g} FLOP/B"
+                 f" · {fmt_rate(row['achieved_flops'], 'FLOP/s')} · {fmt_rate(row.get('achieved_bw'))}"
+                 f" · {fmt_pct(row.get('pct_of_roof'))} of roof · {_bound(row.get('bound'))}"
+                 f" · {fmt_ns(row.get('time_ns'))}\n", no_wrap=True, overflow="ellipsis")
         name = name_text(row["key"])
         name.stylize("bold")
         t.append_text(name)
-        t.append(f"  {printable(row.get('phase') or '—')}  AI {row['ai']:.3g} FLOP/B"
-                 f"  {fmt_rate(row['achieved_flops'], 'FLOP/s')}  {fmt_rate(row.get('achieved_bw'))}"
-                 f"  {fmt_pct(row.get('pct_of_roof'))} of roof  {_bound(row.get('bound'))}"
-                 f"  time {fmt_ns(row.get('time_ns'))}")
         info.update(t)
 
     def selected_key(self) -> str | None:

@@ -72,10 +72,11 @@ class StallsScreen(RooftopScreen):
         self._compute(self.by)
 
     def _update_title(self) -> None:
-        t = Text("Warp stalls  ", style="bold")
-        t.append_text(safe_text(self.analysis.identity.get("label") or self.analysis.trace.label))
         other = GROUPINGS[(GROUPINGS.index(self.by) + 1) % len(GROUPINGS)]
-        t.append(f"   by {self.by}  (c: by {other})", style="")
+        # The trace label goes last: a long file name must not cut what the screen is showing.
+        t = Text(f"Warp stalls by {self.by}", style="bold", no_wrap=True, overflow="ellipsis")
+        t.append(f"  (c: by {other})  ", style="")
+        t.append_text(safe_text(self.analysis.identity.get("label") or self.analysis.trace.label, style="dim"))
         self.query_one("#stalls-title", Static).update(t)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="stalls")

@@ -11,8 +11,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
+from .keybar import KeyBar
 from .text import sanitize
 
 if TYPE_CHECKING:
@@ -58,14 +59,26 @@ class RooftopScreen(Screen):
         super().__init__()
         self.analysis = analysis
         self.crumbs = crumbs or [trace_title(analysis), self.BREADCRUMB]
+        # A new screen is styled with the current stylesheet when it mounts, so it is not stale:
+        # without this, every first visit to a screen re-parses all CSS and restyles the app twice
+        # (Textual's switch_mode/_init_mode), a third of each screen switch on a slow machine.
+        app = self.app if _has_app() else None
+        if app is not None:
+            self._css_update_count = app._css_update_count
 
     def compose(self) -> ComposeResult:
         yield Breadcrumb(self.crumbs, modeled=bool(getattr(self.analysis.trace, "modeled", False)), id="breadcrumb")
         yield from self.compose_body()
-        yield Footer(compact=True)
+        yield KeyBar(id="keybar")
 
     def compose_body(self) -> ComposeResult:
         yield from ()
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        # A mode's base screen has nothing to go back to: keep `Back` out of its key line.
+        if action == "back":
+            return self.app.screen_stack.index(self) > 0 if self in self.app.screen_stack else True
+        return True
 
     def action_back(self) -> None:
         # The base screen of a mode has nothing under it to go back to.
@@ -83,6 +96,12 @@ class RooftopScreen(Screen):
         chosen = next((t for t in tables if self.focused is not None and self.focused in t.walk_children()),
                       tables[0] if tables else None)
         return chosen.shown_frame() if chosen is not None else None
+
+
+def _has_app() -> bool:
+    from textual._context import active_app
+
+    return active_app.get(None) is not None
 
 
 def trace_title(analysis: Any) -> str:

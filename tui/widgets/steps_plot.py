@@ -22,6 +22,10 @@ class StepsPlot(PlotextPlot):
         if len(s):
             x = [int(v) for v in pd.to_numeric(s["step"], errors="coerce").fillna(-1)]
             y = [float(v) / 1e3 for v in pd.to_numeric(s["span_ns"], errors="coerce").fillna(0.0)]
+            # y from 0: auto-ranging would blow a 0.01% wobble up to a steep-looking slope.
+            top = max(y) if y else 0.0
+            if top > 0:
+                p.ylim(0, top * 1.1)
             p.plot(x, y, marker="dot")
             p.scatter(x, y, marker="x")
             if len(x) <= 12:

@@ -1,0 +1,87 @@
+"""The key line at the bottom: this screen's keys first, then the app's, fitted to the width.
+
+Textual's Footer drops whatever does not fit on the right (at 80 columns the app keys vanished) and
+rebuilds one widget per key on every focus change (a large share of each screen switch). This is one
+Static: the number keys collapse to `1-5 screens`, `? help` is always kept, and what does not fit is
+left out whole (the `?` help lists every key).
+"""
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+# Always shown, whatever the width: the way to every other key.
+ALWAYS = ("help", "quit")
+
+
+def _digit_run(keys: list[str]) -> str | None:
+    """`1-5` when the keys are consecutive digits (the default number keys), else None."""
+    if len(keys) < 2 or not all(len(k) == 1 and k.isdigit() for k in keys):
+        return None
+    nums = [int(k) for k in keys]
+    if nums != list(range(nums[0], nums[0] + len(nums))):
+        return None
+    return f"{nums[0]}-{nums[-1]}"
+
+
+def key_items(screen) -> list[tuple[str, str, bool, str]]:
+    """(keys as shown, description, enabled, action) for the shown bindings: screen's first, then the app's."""
+    app = screen.app
+    local: dict[str, tuple[list[str], str, bool]] = {}
+    glob: dict[str, tuple[list[str], str, bool]] = {}
+    for node, binding, enabled, _tooltip in screen.active_bindings.values():
+        if not binding.show or not binding.description:
+            continue
+        where = glob if node is app else local
+        keys, desc, on = where.setdefault(binding.action, ([], binding.description, enabled))
+        keys.append(app.get_key_display(binding))
+    out = [(" ".join(dict.fromkeys(k)), d, e, a) for a, (k, d, e) in local.items()]
+    screens = [(k[0], e) for a, (k, d, e) in glob.items() if a.startswith("show_screen")]
+    run = _digit_run([k for k, _ in screens])
+    for action, (keys, desc, on) in glob.items():
+        if run and action.startswith("show_screen"):
+            if keys[0] == screens[0][0]:
+                out.append((run, "screens", True, "show_screen"))
+            continue
+        out.append((" ".join(dict.fromkeys(keys)), desc, on, action))
+    return out
+
+
+class KeyBar(Static):
+    """One line of `key description` pairs for the current screen; rebuilt when bindings change."""
+
+    DEFAULT_CSS = """
+    KeyBar { dock: bottom; height: 1; width: 1fr; background: $footer-background; color: $footer-description-foreground; }
+    KeyBar > .keybar--key { color: $footer-key-foreground; text-style: bold; }
+    KeyBar > .keybar--disabled { text-style: dim; }
+    """
+    COMPONENT_CLASSES = {"keybar--key", "keybar--disabled"}
+
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, lambda _screen: self.refresh())
+
+    def on_resize(self) -> None:
+        self.refresh()
+
+    def render(self) -> Text:
+        items = key_items(self.screen)
+        width = self.size.width or 80
+        always = [it for it in items if it[3] in ALWAYS]
+        room = width - sum(len(k) + len(d) + 3 for k, d, _, _ in always)
+        shown = []
+        for it in items:
+            if it in always:
+                shown.append(it)
+                continue
+            need = len(it[0]) + len(it[1]) + 3
+            if need <= room:
+                shown.append(it)
+                room -= need
+        key_style = self.get_component_rich_style("keybar--key")
+        off = self.get_component_rich_style("keybar--disabled")
+        text = Text(no_wrap=True, overflow="crop", end="")
+        for keys, desc, enabled, _ in shown:
+            text.append(" ")
+            text.append(keys, key_style if enabled else off)
+            text.append(f" {desc} ", "" if enabled else off)
+        return text
