@@ -103,7 +103,17 @@ class Analysis:
         return tree.range_tree(self.trace.events, self.timed, phase, step)
 
     def roofline(self, by: str = "short_name", phase: str | None = None) -> pd.DataFrame:
-        return groups.roofline_points(self.groups(by, phase))
+        """Roofline points: one per kernel group and phase (the same GEMM kernel is compute-bound
+        in prefill and memory-bound in decode: one point for both would sit nowhere), biggest first."""
+        if phase is not None:
+            return groups.roofline_points(self.groups(by, phase))
+        phases = [p for p in pd.unique(self.timed["phase"]) if isinstance(p, str)]
+        frames = [groups.roofline_points(self.groups(by, p)).assign(phase=p) for p in phases]
+        frames = [f for f in frames if not f.empty]
+        if not frames:
+            return groups.roofline_points(self.groups(by))
+        pts = pd.concat(frames, ignore_index=True)
+        return pts.sort_values("time_ns", ascending=False, kind="stable").reset_index(drop=True)
 
     # --- stalls ---------------------------------------------------------------------------------
     @cached_property
