@@ -64,12 +64,12 @@ class Progress:
 def _resolve(args, torch) -> tuple[str, str]:
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("rooftop collect: --device cuda but torch sees no CUDA GPU (use --device cpu)")
+        raise SystemExit("rooftop: error: --device cuda but torch sees no CUDA GPU (use --device cpu)")
     dtype = args.dtype or ("bf16" if device == "cuda" else "fp32")
     if device == "cpu" and args.cuda_graphs:
-        raise SystemExit("rooftop collect: --cuda-graphs needs --device cuda")
+        raise SystemExit("rooftop: error: --cuda-graphs needs --device cuda")
     if device == "cpu" and args.attn in ("efficient", "cudnn"):
-        raise SystemExit(f"rooftop collect: --attn {args.attn} needs a CUDA GPU (use auto, flash or math on cpu)")
+        raise SystemExit(f"rooftop: error: --attn {args.attn} needs a CUDA GPU (use auto, flash or math on cpu)")
     return device, dtype
 
 
@@ -83,10 +83,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         cfg = preset(args.preset)
     except KeyError as exc:
-        print(f"rooftop collect: {exc.args[0]}", file=sys.stderr)
+        print(f"rooftop: error: {exc.args[0]}", file=sys.stderr)
         return 2
     if min(args.batch, args.prompt_len) < 1 or args.gen_len < 0:
-        print("rooftop collect: --batch and --prompt-len must be >= 1, --gen-len >= 0", file=sys.stderr)
+        print("rooftop: error: --batch and --prompt-len must be >= 1, --gen-len >= 0", file=sys.stderr)
         return 2
     try:
         device, dtype = _resolve(args, torch)
@@ -118,9 +118,8 @@ def run(args: argparse.Namespace) -> int:
             with rec:
                 _generate(model, prompt, N, rec, graphed, progress)
         progress.advance("write")
-    except TraceError as exc:
-        print(f"rooftop collect: {exc}", file=sys.stderr)
-        return 2
+    except TraceError:
+        raise  # the CLI prints it as one line, exit 2
     if child:
         progress.finish(f"ran {cfg.name} for ncu: prefill {B}x{S} + {N} decode steps")
         return 0

@@ -12,13 +12,14 @@ import os
 import sys
 import time
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
 import pandas as pd
 import pyarrow as pa
 
-from rooftop.trace import Trace, TraceError, check_writable, load_trace, to_table, trace_from_table, write_trace
+from rooftop.trace import Trace, TraceError, check_writable, parquet_files, load_trace, to_table, trace_from_table, write_trace
 
 Progress = Callable[[int, int], None]
 FORMATS = ("rooftop", "kineto", "nsys-sqlite", "ncu-rep", "ncu-csv", "nsys-rep", "kineto-dir", "rooftop-dir",
@@ -30,6 +31,46 @@ _PEEK = 1 << 20  # Kineto puts deviceProperties (one block per GPU) before trace
 
 class UnknownFormatError(TraceError):
     """A file rooftop does not know how to read."""
+
+
+class ImportFailed(TraceError):
+    """A reader met content it did not expect (a damaged or unusual file): one line, naming the file."""
+
+
+# What a parser of untrusted bytes raises when the content is not what it expected. Anything else
+# (MemoryError, KeyboardInterrupt, a TraceError already naming the file) passes through.
+_CONTENT_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError,
+                   UnicodeError, RecursionError, AssertionError, pa.ArrowException, EOFError, zlib.error)
+
+
+@contextmanager
+def _reading(path: Path, fmt: str):
+    try:
+        yield
+    except TraceError:
+        raise
+    except _CONTENT_ERRORS as exc:
+        raise ImportFailed(path, f"cannot read this {fmt} file: {exc.__class__.__name__}: {_short(exc)}",
+                           "the file may be damaged; if it opens in its own tool, please report it") from None
+
+
+def _short(exc: BaseException, limit: int = 160) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _drop_impossible(rows: pd.DataFrame | pa.Table, meta: dict) -> tuple[pd.DataFrame | pa.Table, dict]:
+    """Events with a negative duration cannot be placed on a timeline: drop them and say so, so one bad
+    event costs one row, not the whole import (and the written file passes `load_trace`)."""
+    if not isinstance(rows, pd.DataFrame) or "dur_ns" not in rows.columns or not len(rows):
+        return rows, meta
+    dur = pd.to_numeric(rows["dur_ns"], errors="coerce")
+    bad = (dur < 0).to_numpy(dtype=bool, na_value=False)
+    if not bad.any():
+        return rows, meta
+    meta = {**meta, "warnings": list(meta.get("warnings") or []) +
+            [f"{int(bad.sum())} event(s) with negative duration dropped"]}
+    return rows[~bad].reset_index(drop=True), meta
 
 
 def _peek_text(path: Path, head: bytes) -> str:
@@ -61,7 +102,7 @@ def detect(path: str | os.PathLike) -> str:
     """The format of a file or directory, from its content (the extension only breaks ties)."""
     path = Path(path)
     if path.is_dir():
-        if any(p.is_file() for p in path.rglob("*.parquet")):
+        if parquet_files(path):
             return "rooftop-dir"
         if any(detect(p) == "kineto" for p in path.iterdir() if p.is_file()):
             return "kineto-dir"
@@ -107,6 +148,12 @@ def import_any(src: str | os.PathLike, progress: Progress | None = None) -> tupl
         raise TraceError(src, "no such file or directory")
     fmt = detect(src)
     _reject(src, fmt)
+    with _reading(src, fmt):
+        rows, meta = _read(src, fmt, progress)
+    return _drop_impossible(rows, meta)
+
+
+def _read(src: Path, fmt: str, progress: Progress | None) -> tuple[pd.DataFrame | pa.Table, dict]:
     if fmt in ("rooftop", "rooftop-dir"):
         t = load_trace(src)
         return t.events, t.meta
@@ -142,7 +189,8 @@ def load_any(path: str | os.PathLike, progress: Progress | None = None) -> Trace
     if path.exists() and detect(path) in ("rooftop", "rooftop-dir"):
         return load_trace(path)
     rows, meta = import_any(path, progress)
-    table = rows if isinstance(rows, pa.Table) else to_table(rows)
+    with _reading(path, detect(path)):
+        table = rows if isinstance(rows, pa.Table) else to_table(rows)
     return trace_from_table(table, meta, path)
 
 
@@ -205,10 +253,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         if fmt == "kineto-dir":
             from .kineto import import_dir
-            written = import_dir(src, out, bar)
+            with _reading(src, fmt):
+                written = import_dir(src, out, bar)
         else:
             rows, meta = import_any(src, bar)
-            written = [write_trace(out, rows, meta)]
+            with _reading(src, fmt):
+                table = rows if isinstance(rows, pa.Table) else to_table(rows)
+            written = [write_trace(out, table, meta, conform=False)]
     finally:
         bar.done()
     for w in written:

@@ -264,6 +264,15 @@ def total_only_warning(metrics: list[Mapping[str, Any]]) -> list[str]:
     return [f"{n} kernel(s) have only dram__bytes.sum: the total is stored as dram_read, dram_write 0"] if n else []
 
 
+_INT_MAX = 2.0 ** 62  # beyond this no count or time is real, and int64 arithmetic would overflow
+
+
+def _int_range(values: pd.Series, low: float = -_INT_MAX) -> pd.Series:
+    """Rounded floats, NaN where a value is not a number, not finite, or out of range (a damaged cell)."""
+    num = pd.to_numeric(values, errors="coerce").astype("float64").round()
+    return num.where((num >= low) & (num < _INT_MAX))
+
+
 def finish_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Counter rows as a frame: kind `kernel`, `counters` true, launch order as `id`.
 
@@ -276,11 +285,11 @@ def finish_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
     frame.insert(0, "id", range(len(frame)))
     frame["kind"] = "kernel"
     frame["counters"] = True
-    dur = pd.to_numeric(frame["dur_ns"], errors="coerce")
-    frame["dur_ns"] = dur.round().astype("Int64")
-    frame["start_ns"] = dur.fillna(0).cumsum().shift(fill_value=0).round().astype("int64")
+    dur = _int_range(frame["dur_ns"], low=0)  # a negative or infinite duration is unknown
+    frame["dur_ns"] = dur.astype("Int64")
+    frame["start_ns"] = dur.fillna(0).cumsum().shift(fill_value=0).clip(upper=_INT_MAX).astype("int64")
     for c in ("device", "stream", "registers", "shared_mem"):
-        frame[c] = pd.array(pd.to_numeric(frame[c], errors="coerce").round(), dtype="Int64")
+        frame[c] = _int_range(frame[c]).astype("Int64")
     return frame
 
 

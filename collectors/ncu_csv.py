@@ -125,10 +125,22 @@ def _read_lines(path: Path) -> list[str]:
     return raw.decode("utf-8", errors="replace").splitlines()
 
 
+def _grow_field_limit() -> None:
+    # Demangled template names run to megabytes; the csv module's default cap is 128 KiB per field.
+    if csv.field_size_limit() < _FIELD_LIMIT:
+        csv.field_size_limit(_FIELD_LIMIT)
+
+
+_FIELD_LIMIT = 1 << 30
+
+
 def _find_header(lines: list[str], path: Path) -> tuple[int, list[str]]:
     for i, line in enumerate(lines):
         if '"ID"' in line and "Kernel Name" in line:
-            fields = next(csv.reader([line]))
+            try:
+                fields = next(csv.reader([line]))
+            except csv.Error:
+                continue
             if "ID" in fields and "Kernel Name" in fields:
                 return i, fields
     raise NcuError(path, "no ncu CSV header (\"ID\",...,\"Kernel Name\",...) found",
@@ -140,11 +152,15 @@ def read_ncu_csv(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]
     path = Path(path)
     if not path.is_file():
         raise NcuError(path, "no such file" if not path.exists() else "not a file")
+    _grow_field_limit()
     lines = _read_lines(path)
     start, header = _find_header(lines, path)
     # Later ==PROF==/==WARNING== lines and app output can be interleaved with the rows.
     body = [ln for ln in lines[start + 1:] if ln.strip() and not ln.startswith("==")]
-    records = [r for r in csv.reader(io.StringIO("\n".join(body))) if r]
+    try:
+        records = [r for r in csv.reader(io.StringIO("\n".join(body))) if r]
+    except csv.Error as exc:
+        raise NcuError(path, f"malformed CSV: {exc}") from None
     bad = sum(1 for r in records if len(r) != len(header))
     records = [dict(zip(header, r)) for r in records if len(r) == len(header)]
     if "Metric Name" in header and "Metric Value" in header:

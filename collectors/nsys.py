@@ -72,8 +72,25 @@ class _Db:
             raise NsysError(self.path, f"cannot read table {table}: {exc}") from None
 
 
+def _id(v) -> int | None:
+    """A StringIds key as the schema means it; None for a value that is no integer (damaged row)."""
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, int):
+        return v
+    try:
+        f = float(v.decode("ascii", "replace") if isinstance(v, bytes) else v)
+    except (TypeError, ValueError):
+        return None
+    return int(f) if f.is_integer() else None
+
+
 def _ints(s: pd.Series) -> pd.Series:
-    return pd.to_numeric(s, errors="coerce").astype("Int64")
+    """Integers, null where a damaged row holds text, a fraction or a value beyond int64."""
+    num = pd.to_numeric(s, errors="coerce")
+    if pd.api.types.is_float_dtype(num):
+        num = num.where(num.abs().lt(2.0 ** 62) & (num % 1 == 0))
+    return num.astype("Int64")
 
 
 def _shape(frame: pd.DataFrame, cols: tuple[str, str, str]) -> list:
@@ -98,7 +115,7 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
     if not db.tables & known:
         raise NsysError(db.path, "SQLite file without CUPTI or NVTX tables: not an Nsight Systems export",
                         "was the report captured with `--trace cuda,nvtx`?")
-    strings = {int(i): _text(v) for i, v in db.con.execute("SELECT id, value FROM StringIds")} \
+    strings = {_id(i): _text(v) for i, v in db.con.execute("SELECT id, value FROM StringIds")} \
         if "StringIds" in db.tables else {}
     warnings: list[str] = []
     k = db.select("CUPTI_ACTIVITY_KIND_KERNEL", [
@@ -107,7 +124,7 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
         "staticSharedMemory", "dynamicSharedMemory", "graphNodeId", "graphId"])
     name_id = k["demangledName"].where(k["demangledName"].notna(), k["shortName"])
     kernels = pd.DataFrame({
-        "kind": "kernel", "name": [strings.get(int(i)) if i is not None else None for i in name_id],
+        "kind": "kernel", "name": [strings.get(_id(i)) for i in name_id],
         "start": k["start"], "end": k["end"], "device": k["deviceId"], "stream": k["streamId"],
         "correlation": k["correlationId"], "grid": _shape(k, ("gridX", "gridY", "gridZ")),
         "block": _shape(k, ("blockX", "blockY", "blockZ")), "registers": k["registersPerThread"],
@@ -139,7 +156,7 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
     # NVTX: text inline (unregistered strings) or through StringIds (registered)
     nv = db.select("NVTX_EVENTS", ["start", "end", "eventType", "text", "textId", "globalTid"],
                    f"WHERE eventType IN ({PUSH_POP}, {START_END})")
-    nv["name"] = [_text(t) if t is not None else strings.get(int(i)) if i is not None else None
+    nv["name"] = [_text(t) if t is not None else strings.get(_id(i))
                   for t, i in zip(nv["text"], nv["textId"])]
     unclosed = nv["end"].isna()
     if unclosed.any():

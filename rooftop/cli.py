@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from . import __version__
@@ -176,12 +177,24 @@ def _dispatch(argv: list[str]) -> int:
         return cmd_diff(args)
     if args.command == "gpus":
         return cmd_gpus(args)
+    if args.command in ("collect", "predict") and getattr(args, "output", None):
+        from .trace import check_writable
+        check_writable(args.output)  # a full disk or a bad -o is reported before the run, not after it
     mod = __import__(args._module, fromlist=["run"])
     return int(mod.run(args) or 0)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    with warnings.catch_warnings():
+        if not os.environ.get("ROOFTOP_DEBUG"):
+            # numpy/pandas RuntimeWarnings about a damaged file's values are not for users: what
+            # rooftop dropped or ignored is said in its own warnings
+            warnings.simplefilter("ignore")
+        return _main(argv)
+
+
+def _main(argv: list[str]) -> int:
     try:
         return _dispatch(argv)
     except TraceError as exc:
@@ -200,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except MemoryError:
         _error("out of memory")
+    except OSError as exc:  # name too long, permission denied, I/O error on a path the user gave
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        _error(f"{where}{exc.strerror or exc}")
     except Exception as exc:  # the last line of defence: never a traceback at the user
         if os.environ.get("ROOFTOP_DEBUG"):
             raise

@@ -142,10 +142,16 @@ def parse_path(path: str | None) -> tuple[str | None, int | None, int | None]:
             if s:
                 phase = "prefill" if s.group(1).lower() in ("extend", "prefill") else "decode"
     m = _STEP_RE.search(path)
-    step = int(m.group(1)) if m else None
+    step = _int32(m.group(1)) if m else None
     m = _LAYER_RE.search(path)
-    layer = int(m.group(1)) if m else None
+    layer = _int32(m.group(1)) if m else None
     return phase, step, layer
+
+
+def _int32(digits: str) -> int | None:
+    """A step or layer number; one that does not fit the int32 column is not a number we can use."""
+    v = int(digits[:12])
+    return v if len(digits) <= 10 and v < 2**31 else None
 
 
 def parse_paths(paths: pd.Series) -> pd.DataFrame:

@@ -331,6 +331,65 @@ def _parse_meta(path: Path, raw: dict[bytes, bytes] | None) -> dict[str, Any]:
     return meta
 
 
+# The shape every reader of the metadata relies on: sections are objects, lists are lists, names
+# are text. A file written by another tool (or by hand) may hold anything under these keys.
+_META_DICTS = ("source", "device", "model", "workload")
+_META_SUBDICTS = {"device": ("peaks", "clocks")}
+_META_TEXT = {"source": ("tool", "version"), "device": ("name", "cc"), "model": ("name", "dtype"),
+              "workload": ("dtype", "kv_dtype", "attn", "device")}
+
+
+_STEP_NUMBERS = ("index", "step", "batch", "new_tokens", "tokens", "context")
+
+
+def _conform_step(step: dict) -> dict:
+    out = dict(step)
+    if out.get("phase") is not None and not isinstance(out["phase"], str):
+        out["phase"] = None
+    for k in _STEP_NUMBERS:
+        v = out.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            out[k] = None
+    return out
+
+
+def conform_meta(meta: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A copy of `meta` in the shape the analysis reads, and a warning per field that was ignored."""
+    meta = dict(meta)
+    bad: list[str] = []
+
+    def want_dict(doc: dict, key: str, where: str) -> None:
+        if key in doc and doc[key] is not None and not isinstance(doc[key], dict):
+            bad.append(where)
+            doc[key] = None
+
+    for key in _META_DICTS:
+        want_dict(meta, key, key)
+        if isinstance(meta.get(key), dict):
+            section = meta[key] = dict(meta[key])
+            for sub in _META_SUBDICTS.get(key, ()):
+                want_dict(section, sub, f"{key}.{sub}")
+            for leaf in _META_TEXT.get(key, ()):
+                v = section.get(leaf)
+                if v is not None and not isinstance(v, str):
+                    section[leaf] = str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    peaks = (meta.get("device") or {}).get("peaks")
+    if isinstance(peaks, dict):
+        peaks = meta["device"]["peaks"] = dict(peaks)
+        for sub in ("datasheet", "measured"):
+            want_dict(peaks, sub, f"device.peaks.{sub}")
+    if meta.get("steps") is not None and not isinstance(meta["steps"], list):
+        bad.append("steps")
+        meta["steps"] = []
+    elif isinstance(meta.get("steps"), list):
+        meta["steps"] = [_conform_step(s) for s in meta["steps"] if isinstance(s, dict)]
+    w = meta.get("warnings")
+    if w is not None:
+        meta["warnings"] = [str(x) for x in w] if isinstance(w, list) else [str(w)]
+    warnings = [f"metadata field(s) of the wrong type ignored: {', '.join(bad)}"] if bad else []
+    return meta, warnings
+
+
 def is_parquet(path: str | os.PathLike) -> bool:
     try:
         with open(path, "rb") as fh:
@@ -428,8 +487,33 @@ def _drop_untimed(table: pa.Table, path) -> tuple[pa.Table, list[str]]:
     return table.filter(pc.invert(bad)), [f"{n} event(s) without id, start or duration dropped"]
 
 
+_PARTITION_DIR = re.compile(r"^[^=/]+=[^/]*$|rank", re.IGNORECASE)
+
+
+def parquet_files(path: Path) -> list[Path]:
+    """The .parquet files of a run directory: directly in it, or one level down in partition
+    directories (`rank=0/`, `rank_1/`, hive-style `key=value/`). Never a walk of the whole tree:
+    `rooftop report /` must not read the file system, nor unreadable corners of it like /proc."""
+    def listing(d: Path) -> list[Path]:
+        try:
+            return sorted(e for e in d.iterdir() if not e.name.startswith("."))
+        except OSError:
+            return []
+
+    found = []
+    for e in listing(path):
+        try:
+            if e.suffix == ".parquet" and e.is_file():
+                found.append(e)
+            elif _PARTITION_DIR.search(e.name) and e.is_dir():
+                found += [f for f in listing(e) if f.suffix == ".parquet" and f.is_file()]
+        except OSError:
+            continue
+    return sorted(found)
+
+
 def _rank_files(path: Path) -> list[tuple[int | None, Path]]:
-    files = sorted(p for p in path.rglob("*.parquet") if p.is_file() and not p.name.startswith("."))
+    files = parquet_files(path)
     out = []
     for f in files:
         rel = f.relative_to(path).as_posix()
@@ -449,10 +533,35 @@ def load_trace(path: str | os.PathLike) -> Trace:
     return trace_from_table(table, meta, path)
 
 
+_TEXT_COLUMNS = ("name", "short_name", "path", "op")
+
+
+def scrub(table: pa.Table, meta: Mapping[str, Any]) -> tuple[pa.Table, dict[str, Any]]:
+    """Secrets out of what is shown: token-shaped strings in names and paths, and secret-named or
+    token-shaped values in the metadata (a file written by another tool may carry an env dump)."""
+    import pyarrow.compute as pc
+
+    from .redact import _PREFIX, redact, redact_names
+
+    for c in _TEXT_COLUMNS:
+        if c not in table.column_names or not pa.types.is_string(table.column(c).type):
+            continue
+        col = table.column(c)
+        # vectorised gate first: only the rare strings holding a token prefix go through Python
+        if not pc.any(pc.match_substring_regex(col, _PREFIX.pattern)).as_py():
+            continue
+        table = table.set_column(table.column_names.index(c), c,
+                                 pa.array(redact_names(col.to_pylist()), type=col.type))
+    return table, redact(dict(meta))
+
+
 def trace_from_table(table: pa.Table, meta: dict[str, Any], path: str | os.PathLike | None = None) -> Trace:
     """A `Trace` from an in-memory table (a file just read, or an import converted on the fly):
     validated, untimed rows dropped with a warning, optional columns added as nulls."""
     warnings = validate(table, path)
+    table, meta = scrub(table, meta)
+    meta, meta_warnings = conform_meta(meta)
+    warnings += meta_warnings
     table, dropped = _drop_untimed(table, path)
     rank = table.column("rank") if "rank" in table.column_names else None
     events = _to_frame(_conform_loaded(table))
@@ -463,6 +572,11 @@ def trace_from_table(table: pa.Table, meta: dict[str, Any], path: str | os.PathL
                  warnings + dropped + list(meta.get("warnings") or []))
 
 
+def _small_int(v: Any, default: int) -> int:
+    ok = isinstance(v, int) and not isinstance(v, bool) and -(2 ** 31) <= v < 2 ** 31
+    return v if ok else default
+
+
 def _load_dir(path: Path) -> Trace:
     files = _rank_files(path)
     if not files:
@@ -471,15 +585,17 @@ def _load_dir(path: Path) -> Trace:
     for i, (rank, f) in enumerate(files):
         table, meta = _read_file(f)
         warnings += validate(table, f)
+        table, meta = scrub(table, meta)
         table, dropped = _drop_untimed(table, f)
         warnings += dropped
         frame = _to_frame(_conform_loaded(table))
-        r = rank if rank is not None else meta.get("rank", i)
+        r = rank if rank is not None else _small_int(meta.get("rank"), default=i)
         frame["rank"] = pd.array([r] * len(frame), dtype="Int32")
         frames.append(frame)
         metas.append(meta)
     events = pd.concat(frames, ignore_index=True)
-    meta = dict(metas[0])
+    meta, meta_warnings = conform_meta(metas[0])
+    warnings += meta_warnings
     meta["ranks"] = [{"rank": int(fr["rank"].iloc[0]) if len(fr) else None, "file": str(f.relative_to(path)),
                       "device": m.get("device")} for fr, m, (_, f) in zip(frames, metas, files)]
     return Trace(events, meta, str(path), warnings)

@@ -263,3 +263,19 @@ def test_classifier_softmax_is_not_attention(tmp_path):
               op="aten::_softmax"),
             k("void at::native::log_softmax_forward<float>(...)", 200, 100, "ProfilerStep#3", op="aten::_log_softmax")]
     assert analyze(build(tmp_path, rows)).attention == []
+
+
+def test_multi_rank_gap_and_straggler(tmp_path):
+    from rooftop.trace import load_trace, write_trace
+    for r, dur in ((0, 1000), (1, 3000)):
+        rows = [k("gemv", 0, dur, "decode/step=0", model_bytes=3.35e6, model_flops=0.0),
+                k("gemv", 5000, dur, "decode/step=1", model_bytes=3.35e6, model_flops=0.0)]
+        write_trace(tmp_path / "run" / f"rank={r}" / "trace.parquet", rows, {"device": {"name": "NVIDIA H100 80GB HBM3"}})
+    a = analyze(load_trace(tmp_path / "run"))
+    rs = a.rank_steps.set_index(["phase", "step"]).loc[("decode", 0)]
+    assert rs["straggler"] == 1 and rs["min_ns"] == 1000 and rs["max_ns"] == 3000
+    assert rs["spread"] == pytest.approx((3000 - 1000) / 2000)
+    g = a.gap.set_index("phase").loc["decode"]          # rank 0 only, like the phase table
+    assert g["measured_ns"] == 2000 and g["ideal_ns"] == pytest.approx(2000)   # 3.35e6 B at 3.35 TB/s = 1 us each
+    assert len(a.kernels(rank=1)) == 2 and a.kernels(rank=1)["dur_ns"].sum() == 6000
+    assert list(a.range_tree("decode", 1, rank=1)["path"]) == ["decode", "decode/step=1"]

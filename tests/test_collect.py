@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 from collectors import collect  # noqa: E402
 from collectors.workloads.llama import Llama, attention_backend  # noqa: E402
 from rooftop.models import preset  # noqa: E402
-from rooftop.trace import load_trace  # noqa: E402
+from rooftop.trace import TraceError, load_trace  # noqa: E402
 
 B, S, N = 2, 16, 3
 
@@ -89,15 +89,15 @@ def test_unknown_costs_are_null_not_zero(run):
 def test_bad_options_exit_2(argv, tmp_path, capsys):
     assert collect.run(_args(*argv, "-o", str(tmp_path / "x.parquet"))) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("rooftop collect:") and "\n" not in err
+    assert err.startswith("rooftop: error: ") and "\n" not in err
     assert not (tmp_path / "x.parquet").exists()
 
 
 def test_unwritable_output_fails_before_running(tmp_path, capsys):
     blocker = tmp_path / "f"
     blocker.write_text("")
-    assert collect.run(_args("--device", "cpu", "-o", str(blocker / "x.parquet"))) == 2
-    assert "cannot write" in capsys.readouterr().err
+    with pytest.raises(TraceError, match="cannot write"):   # the CLI turns it into one line, exit 2
+        collect.run(_args("--device", "cpu", "-o", str(blocker / "x.parquet")))
 
 
 def test_counters_without_ncu_keeps_the_timeline(tmp_path, capsys, monkeypatch):

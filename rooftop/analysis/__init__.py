@@ -86,8 +86,10 @@ class Analysis:
             self._groups[key] = groups.kernel_groups(rows, by, self.peaks.flops, self.peaks.bw)
         return self._groups[key]
 
-    def kernels(self, phase=None, step=None, path_prefix=None, key=None, by="short_name") -> pd.DataFrame:
+    def kernels(self, phase=None, step=None, path_prefix=None, key=None, by="short_name", rank=None) -> pd.DataFrame:
         rows = self.timed
+        if rank is not None and "rank" in rows.columns:
+            rows = rows[rows["rank"] == rank]
         if phase is not None:
             rows = rows[rows["phase"] == phase]
         if step is not None:
@@ -99,8 +101,11 @@ class Analysis:
             rows = rows[rows[by] == key]
         return rows
 
-    def range_tree(self, phase, step) -> pd.DataFrame:
-        return tree.range_tree(self.trace.events, self.timed, phase, step)
+    def range_tree(self, phase, step, rank=None) -> pd.DataFrame:
+        events, timed = self.trace.events, self.timed
+        if rank is not None and "rank" in timed.columns:
+            events, timed = events[events["rank"] == rank], timed[timed["rank"] == rank]
+        return tree.range_tree(events, timed, phase, step)
 
     def roofline(self, by: str = "short_name", phase: str | None = None) -> pd.DataFrame:
         """Roofline points: one per kernel group and phase (the same GEMM kernel is compute-bound

@@ -23,6 +23,8 @@ def gap_table(timed: pd.DataFrame, phases: pd.DataFrame, peak_flops, peak_bw) ->
     if not peak_flops or not peak_bw or timed.empty or phases.empty:
         return None
     rows = labelled(timed)
+    if "rank" in rows.columns and rows["rank"].notna().any():
+        rows = rows[rows["rank"] == rows["rank"].min()]  # the same rank the phase table describes
     mf = rows["model_flops"].astype("float64")
     mb = rows["model_bytes"].astype("float64")
     modeled = mf.notna() | mb.notna()

@@ -1,0 +1,1 @@
+"""A generated corpus of bad inputs for every reader rooftop has (see README.md)."""
