@@ -87,7 +87,7 @@ def test_kernel_detail_with_counters_shows_stalls_and_meanings(tmp_path):
         assert "launches" in rows and "total time" in rows
         bars = text_of(s.query_one("#detail-stalls"))
         assert bars.splitlines()[0].startswith("long_scoreboard") and "█" in bars
-        assert "long_scoreboard: waiting on" in bars
+        assert "long_scoreboard: waiting on" in text_of(s.query_one("#detail-stall-meanings"))
         assert "Roofline" in [text_of(w) for w in s.query(".section-title")]
         assert "AI" in text_of(s.query_one("#detail-roofline")) or s.query_one("#detail-roofline")
         assert app.screen.query_one(Breadcrumb).plain == f"tiny ▸ Kernels ▸ {key}"

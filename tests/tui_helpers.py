@@ -125,3 +125,27 @@ def bad_file(tmp_path: Path, name: str = "bad.parquet") -> Path:
     path = Path(tmp_path) / name
     path.write_text("this is not a trace\n")
     return path
+
+
+def multi_rank_run(tmp_path: Path, slow: tuple[float, ...] = (1.0, 3.0), name: str = "run") -> Path:
+    """A directory run with one file per rank (`rank=N/trace.parquet`); rank N's decode GEMMs grow
+    `1 µs · step · slow[N]` per layer, so decode step s spans 113 + 2·s·slow[N] µs on rank N
+    (two layers of 52 µs of kernels + nine 1 µs gaps). With the default (1, 3), rank 1 is the
+    straggler of decode steps 1-3; step 3: min 119 µs, median 125, max 131, spread 12/125 = 9.6%."""
+    run = Path(tmp_path) / name
+    for rank, factor in enumerate(slow):
+        meta = _meta(modeled=False)
+        meta["rank"] = rank
+        write_trace(run / f"rank={rank}" / "trace.parquet", _events(counters=False, weird_names=False, slow=factor),
+                    meta)
+    return run
+
+
+def calibrated_trace(tmp_path: Path, name: str = "calibrated.parquet") -> Path:
+    """`small_trace` with counters, plus a calibration: measured 2.68 TB/s and 800 TFLOP/s bf16."""
+    meta = _meta(modeled=False)
+    meta["device"] = {**DEVICE, "peaks": {"datasheet": DEVICE["peaks"]["datasheet"],
+                                          "measured": {"bw": 2.68e12, "flops": 800e12, "dtype": "bf16"}}}
+    path = Path(tmp_path) / name
+    write_trace(path, _events(counters=True, weird_names=False), meta)
+    return path

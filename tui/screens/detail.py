@@ -12,48 +12,12 @@ from textual.widgets import Static
 from rooftop.format import fmt_rate
 
 from ..widgets.breadcrumb import RooftopScreen
+from ..widgets.stall_bars import StallBars, top_shares
 from ..widgets.text import safe_text, sanitize
 
-BAR_WIDTH = 30
-TOP_REASONS = 3
+TOP_REASONS = 3  # whose meanings are spelled out in full under the bars
 NO_COUNTERS = ("No hardware counters in this trace, so no warp stalls. Collect them with "
                "`rooftop collect --counters` (Nsight Compute).")
-
-
-class StallBars(Static):
-    """Share of each stall reason (of cycles per issued instruction), as horizontal bars."""
-
-    COMPONENT_CLASSES = {"stall--bar", "stall--top"}
-
-    def __init__(self, shares, meanings: dict[str, str], **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.shares = shares  # Series reason -> 0..1, or None
-        self.meanings = meanings
-
-    def on_mount(self) -> None:
-        if self.shares is None:
-            self.update(Text(NO_COUNTERS))
-            return
-        shares = self.shares.dropna().sort_values(ascending=False)
-        shares = shares[shares > 0]
-        bar_style = self.get_component_rich_style("stall--bar")
-        text = Text()
-        width = max((len(r) for r in shares.index), default=0)
-        for i, (reason, share) in enumerate(shares.items()):
-            if i:
-                text.append("\n")
-            n = int(round(share * BAR_WIDTH))
-            text.append(f"{reason:<{width}} ")
-            text.append("█" * n, bar_style)
-            text.append("·" * (BAR_WIDTH - n), "dim")
-            text.append(f" {100 * share:5.1f}%")
-        top = list(shares.index[:TOP_REASONS])
-        for reason in top:
-            meaning = self.meanings.get(reason)
-            if meaning:
-                text.append(f"\n{reason}: ", self.get_component_rich_style("stall--top"))
-                text.append(meaning)
-        self.update(text)
 
 
 class KernelDetailScreen(RooftopScreen):
@@ -64,12 +28,16 @@ class KernelDetailScreen(RooftopScreen):
         self.key, self.by = key, by
 
     def compose_body(self) -> ComposeResult:
-        a = self.analysis
         with VerticalScroll(id="detail-body"):
             yield Static(safe_text(self.key), id="detail-name", classes="section-title")
             yield Static(self._metrics(), id="detail-metrics")
             yield Static("Warp stalls (share of cycles per issued instruction)", classes="section-title")
-            yield StallBars(self._stall_shares(), self._meanings(), id="detail-stalls")
+            shares = self._stall_shares()
+            if shares is None:
+                yield Static(Text(NO_COUNTERS), id="detail-stalls")
+            else:
+                yield StallBars(shares, top=8, meanings=False, id="detail-stalls")
+                yield Static(self._meanings(shares), id="detail-stall-meanings")
             yield Static("Roofline", classes="section-title")
             yield self._roofline()
 
@@ -94,10 +62,17 @@ class KernelDetailScreen(RooftopScreen):
         return stalls.loc[self.key]
 
     @staticmethod
-    def _meanings() -> dict[str, str]:
+    def _meanings(shares) -> Text:
+        """What the top reasons mean, in full (the bars' line is too narrow for them at 80 columns)."""
         from rooftop.analysis.stalls import STALL_MEANING
 
-        return STALL_MEANING
+        text = Text()
+        for reason in top_shares(shares, TOP_REASONS).index:
+            if text:
+                text.append("\n")
+            text.append(f"{reason}: ", "bold")
+            text.append(sanitize(STALL_MEANING.get(str(reason), "")))
+        return text
 
     def _roofline(self):
         """The colleague's RooflinePlot when present; else this kernel's point in words."""

@@ -79,8 +79,87 @@ def sources_line(a) -> str:
         peaks_part = f"peaks: unknown ({p.reason or 'device not recognised'})"
     else:
         gpu = f" {p.gpu.name}" if getattr(p, "gpu", None) is not None else ""
-        peaks_part = f"peaks: {p.source}{gpu} ({fmt_rate(p.flops, 'FLOP/s')} bf16, {fmt_rate(p.bw)})"
+        peaks_part = (f"peaks: {p.source}{gpu} ({fmt_rate(p.flops, 'FLOP/s')} bf16, {fmt_rate(p.bw)})"
+                      f" · MBU/MFU columns use the {p.source} peaks")
     return f"{bytes_part} · {peaks_part}"
+
+
+def has_both_ceilings(a) -> bool:
+    """A calibrated trace: both datasheet and measured ceilings known, so both percentages mean something."""
+    p = a.peaks
+    return bool((p.measured_bw or p.measured_flops) and (p.datasheet_bw or p.datasheet_flops))
+
+
+def ceilings_table(phases: pd.DataFrame) -> Table:
+    """Per phase, MBU and MFU against both ceilings (decode: MBU 79.8% of datasheet, 99.8% of measured)."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for label in ("phase", "MBU of datasheet", "of measured", "MFU of datasheet", "of measured"):
+        table.add_column(label, justify="left" if label == "phase" else "right", no_wrap=True)
+    for r in phases.to_dict("records"):
+        table.add_row(safe_text(r.get("phase")), *(fmt_pct(r.get(k)) for k in
+                      ("mbu_datasheet", "mbu_measured", "mfu_datasheet", "mfu_measured")))
+    return table
+
+
+GAP_PARTS = (("ideal_ns", "ideal"), ("slow_kernels_ns", "slow kernels"), ("extra_bytes_ns", "extra bytes"),
+             ("launch_gaps_ns", "launch gaps"), ("unmodeled_ns", "unmodeled"))
+
+
+def gap_table(gap: pd.DataFrame) -> Table:
+    """Measured time = ideal + slow kernels + extra bytes + launch gaps + unmodeled, one column per phase
+    (time and share of the measured time), so the sum reads top to bottom at any width."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("", no_wrap=True)
+    records = gap.to_dict("records")
+    for r in records:
+        table.add_column(safe_text(r.get("phase")), justify="right", no_wrap=True)
+    table.add_row("measured", *(fmt_ns(r.get("measured_ns")) for r in records))
+    for i, (key, label) in enumerate(GAP_PARTS):
+        cells = []
+        for r in records:
+            total = r.get("measured_ns")
+            share = r.get(key) / total if _known(r.get(key)) and _known(total) and total > 0 else None
+            cells.append(f"{fmt_ns(r.get(key))} {fmt_pct(share, 0):>4}")
+        table.add_row(f"{'=' if i == 0 else '+'} {label}", *cells)
+    return table
+
+
+def rank_phase_table(rank_phases: pd.DataFrame) -> Table:
+    """Per rank and phase: time, MBU, MFU, TB/s."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for label, justify in (("rank", "right"), ("phase", "left"), ("time", "right"), ("MBU", "right"),
+                           ("MFU", "right"), ("TB/s", "right")):
+        table.add_column(label, justify=justify, no_wrap=True)
+    for r in rank_phases.to_dict("records"):
+        table.add_row(str(r["rank"]), safe_text(r.get("phase")), fmt_ns(r.get("span_ns")), fmt_pct(r.get("mbu")),
+                      fmt_pct(r.get("mfu")), f"{r['tbps']:.3g}" if _known(r.get("tbps")) else "—")
+    return table
+
+
+WORST_STEPS = 5
+
+
+def spread_table(rank_steps: pd.DataFrame, n: int = WORST_STEPS) -> Table:
+    """The steps whose time differs most between ranks, with the slowest (straggler) rank."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for label in ("phase", "step", "min", "median", "max", "spread", "straggler"):
+        table.add_column(label, justify="left" if label == "phase" else "right", no_wrap=True)
+    worst = rank_steps.sort_values("spread", ascending=False, kind="stable").head(n)
+    for r in worst.to_dict("records"):
+        table.add_row(safe_text(r.get("phase")), str(r["step"]), fmt_ns(r.get("min_ns")), fmt_ns(r.get("median_ns")),
+                      fmt_ns(r.get("max_ns")), fmt_pct(r.get("spread")), f"rank {r['straggler']}")
+    return table
+
+
+def rank_gap(a) -> pd.DataFrame | None:
+    """`a.gap`, but on a multi-rank run from the lowest rank's kernels only, as the phase table is:
+    summing every rank's kernels against one rank's span made the parts exceed the whole."""
+    ranks = a.trace.ranks
+    if len(ranks) < 2 or a.gap is None or "rank" not in a.timed.columns:
+        return a.gap
+    from rooftop.analysis.gap import gap_table as core_gap_table
+
+    return core_gap_table(a.timed[a.timed["rank"] == ranks[0]], a.phases, a.peaks.flops, a.peaks.bw)
 
 
 class OverviewScreen(RooftopScreen):
@@ -98,13 +177,24 @@ class OverviewScreen(RooftopScreen):
                 yield Static(MODELED, id="modeled-badge", classes="modeled-badge")
             yield Static(self._identity_text(ident), id="identity")
             yield PhaseTable(a.phases, id="phases")
+            if has_both_ceilings(a) and len(a.phases):
+                yield Static(ceilings_table(a.phases), id="ceilings")
             yield Static(sources_line(a), id="sources", classes="muted")
+            ranks = a.trace.ranks
+            if len(ranks) > 1 and a.rank_phases is not None:
+                yield Static(f"phase table: rank {ranks[0]} of {len(ranks)}; every rank below", classes="muted")
             yield Static("Findings", classes="section-title")
             yield Findings(a.findings, id="findings")
-            gap = a.gap
+            gap = rank_gap(a)
             if gap is not None and len(gap):
-                yield Static("Gap to ideal", classes="section-title")
-                yield Static(self._gap_table(gap), id="gap")
+                yield Static("Gap to ideal (where the measured time goes)", classes="section-title")
+                yield Static(gap_table(gap), id="gap")
+            if len(ranks) > 1 and a.rank_phases is not None:
+                yield Static(f"Ranks ({len(ranks)})", classes="section-title")
+                yield Static(rank_phase_table(a.rank_phases), id="rank-phases")
+                if a.rank_steps is not None and len(a.rank_steps):
+                    yield Static("Rank-to-rank spread of step time (worst steps)", classes="section-title")
+                    yield Static(spread_table(a.rank_steps), id="rank-spread")
             yield StepsPlot(a.steps, id="step-curve")
 
     @staticmethod
@@ -117,15 +207,6 @@ class OverviewScreen(RooftopScreen):
             text.append(sanitize(ident.get(label) or "—"))
         return text
 
-    @staticmethod
-    def _gap_table(gap: pd.DataFrame) -> Table:
-        table = Table(box=None, pad_edge=False, header_style="bold")
-        for label in ("phase", "measured", "ideal", "slow kernels", "extra bytes", "launch gaps"):
-            table.add_column(label, justify="left" if label == "phase" else "right", no_wrap=True)
-        for r in gap.to_dict("records"):
-            table.add_row(safe_text(r.get("phase")), *(fmt_ns(r.get(k)) for k in
-                          ("measured_ns", "ideal_ns", "slow_kernels_ns", "extra_bytes_ns", "launch_gaps_ns")))
-        return table
 
 
 class Findings(StyledStatic):

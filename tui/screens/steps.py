@@ -1,9 +1,15 @@
-"""Steps (screen 2): one row per step; Enter opens the step's NVTX range tree and its kernels."""
+"""Steps (screen 2): one row per step; Enter opens the step's NVTX range tree and its kernels.
+
+A multi-rank run has one row per rank and step, and `r` switches to one row per step with the
+rank-to-rank spread of its time and the straggler (slowest) rank; Enter there opens the straggler's step.
+"""
 from __future__ import annotations
 
+import pandas as pd
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.widgets import Static, Tree
 
 from rooftop.format import fmt_ns
@@ -19,6 +25,18 @@ STEP_COLS = [
     Col("mbu", "MBU %", "pct"), Col("tokens_per_s", "tok/s", "num", 0),
 ]
 
+RANK_COL = Col("rank", "rank", "int")
+
+SPREAD_COLS = [
+    Col("phase", "phase", "text"), Col("step", "step", "int"), Col("ranks", "ranks", "int"),
+    Col("min_ns", "min µs", "ns"), Col("median_ns", "median µs", "ns"), Col("max_ns", "max µs", "ns"),
+    Col("spread", "spread %", "pct"), Col("straggler", "straggler", "int"),
+]
+
+HINT = "Enter: open the step · e: export"
+RANK_HINTS = {False: "Enter: open the step on its rank · r: spread between ranks · e: export",
+              True: "Enter: open the step on its straggler rank · r: every rank · e: export"}
+
 KERNEL_COLS = [
     Col("short_name", "kernel", "text"), Col("dur_ns", "time µs", "ns"), Col("start_ns", "start µs", "ns"),
     Col("path", "range", "text"), Col("category", "category", "text"),
@@ -28,28 +46,72 @@ KERNEL_COLS = [
 class StepsScreen(RooftopScreen):
     BREADCRUMB = "Steps"
     EXPORT_NAME = "steps"
+    BINDINGS = [Binding("r", "toggle_spread", "Rank spread", id="steps.spread")]
+
+    def __init__(self, analysis, crumbs: list[str] | None = None) -> None:
+        super().__init__(analysis, crumbs)
+        self.multi_rank = analysis.rank_steps is not None
+        self.spread = False  # showing one row per step with the spread between ranks
 
     def compose_body(self) -> ComposeResult:
-        yield FrameTable(STEP_COLS, self.analysis.steps, id="steps-table")
-        yield Static("Enter: open the step · e: export", classes="hint")
+        cols = [RANK_COL, *STEP_COLS] if self.multi_rank else STEP_COLS
+        yield FrameTable(cols, self.analysis.steps, id="steps-table")
+        yield Static(RANK_HINTS[False] if self.multi_rank else HINT, id="steps-hint", classes="hint")
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "toggle_spread":
+            return self.multi_rank  # a single-rank run has no spread: keep `r` off the key line
+        return super().check_action(action, parameters)
+
+    async def action_toggle_spread(self) -> None:
+        self.spread = not self.spread
+        table = self.query_one("#steps-table", FrameTable)
+        if self.spread:
+            await table.set_frame(self.analysis.rank_steps, SPREAD_COLS)
+        else:
+            await table.set_frame(self.analysis.steps, [RANK_COL, *STEP_COLS])
+        self.query_one("#steps-hint", Static).update(RANK_HINTS[self.spread])
+        if table.table is not None:  # the rebuilt table replaced the focused one
+            table.table.focus()
 
     @on(FrameTable.Selected, "#steps-table")
     def open_step(self, event: FrameTable.Selected) -> None:
-        phase, step = event.row["phase"], int(event.row["step"])
-        self.drill(StepScreen(self.analysis, phase, step, self.crumbs + [f"{phase} step {step}"]))
+        row = event.row
+        phase, step = row["phase"], int(row["step"])
+        rank = None
+        if self.multi_rank:
+            rank = int(row["straggler"] if self.spread else row["rank"])
+        crumb = f"{phase} step {step}" + (f" · rank {rank}" if rank is not None else "")
+        self.drill(StepScreen(self.analysis, phase, step, self.crumbs + [crumb], rank=rank))
 
 
 class StepScreen(RooftopScreen):
-    """One step: its NVTX ranges as a tree (with times); the kernels under the selected range."""
+    """One step: its NVTX ranges as a tree (with times); the kernels under the selected range.
+
+    On a multi-rank run, one rank's step (`rank`): the same step on every rank would add up ranges
+    that ran side by side on different GPUs."""
 
     EXPORT_NAME = "step"
 
-    def __init__(self, analysis, phase: str, step: int, crumbs: list[str]) -> None:
+    def __init__(self, analysis, phase: str, step: int, crumbs: list[str], rank: int | None = None) -> None:
         super().__init__(analysis, crumbs)
-        self.phase, self.step = phase, step
+        self.phase, self.step, self.rank = phase, step, rank
+
+    def _kernels(self, path_prefix: str | None = None) -> pd.DataFrame:
+        rows = self.analysis.kernels(phase=self.phase, step=self.step, path_prefix=path_prefix)
+        return rows if self.rank is None else rows[rows["rank"] == self.rank]
+
+    def _ranges(self) -> pd.DataFrame:
+        if self.rank is None:
+            return self.analysis.range_tree(self.phase, self.step)
+        from rooftop.analysis import tree
+
+        events, timed = self.analysis.trace.events, self.analysis.timed
+        return tree.range_tree(events[events["rank"] == self.rank], timed[timed["rank"] == self.rank],
+                               self.phase, self.step)
 
     def compose_body(self) -> ComposeResult:
-        ranges = self.analysis.range_tree(self.phase, self.step)
+        ranges = self._ranges()
         tree: Tree[str | None] = Tree(Text(f"{self.phase} step {self.step}"), data=None, id="range-tree")
         tree.show_root = True
         tree.root.expand()
@@ -60,8 +122,7 @@ class StepScreen(RooftopScreen):
             node = parent.add(self._label(r), data=r["path"], expand=True)
             nodes[r["path"]] = node
         yield tree
-        yield FrameTable(KERNEL_COLS, self.analysis.kernels(phase=self.phase, step=self.step),
-                         id="step-kernels")
+        yield FrameTable(KERNEL_COLS, self._kernels(), id="step-kernels")
 
     @staticmethod
     def _label(r: dict) -> Text:
@@ -77,7 +138,7 @@ class StepScreen(RooftopScreen):
     @on(Tree.NodeHighlighted, "#range-tree")
     async def show_range(self, event: Tree.NodeHighlighted) -> None:
         path = event.node.data
-        frame = self.analysis.kernels(phase=self.phase, step=self.step, path_prefix=path)
+        frame = self._kernels(path)
         await self.query_one("#step-kernels", FrameTable).set_frame(frame)
 
         crumb = self.query_one("#breadcrumb")

@@ -2,8 +2,8 @@
 
 Textual's Footer drops whatever does not fit on the right (at 80 columns the app keys vanished) and
 rebuilds one widget per key on every focus change (a large share of each screen switch). This is one
-Static: the number keys collapse to `1-5 screens`, `? help` is always kept, and what does not fit is
-left out whole (the `?` help lists every key).
+Static: the number keys collapse to `1-5 screens` (`1-6` when two traces are open, so Compare is
+there), `? help` is always kept, and what does not fit is left out whole (the `?` help lists every key).
 """
 from __future__ import annotations
 
@@ -12,6 +12,14 @@ from textual.widgets import Static
 
 # Always shown, whatever the width: the way to every other key.
 ALWAYS = ("help", "quit")
+# Hidden by its binding (one trace has nothing to compare) but shown once the app holds two.
+COMPARE_ID = "screen.compare"
+
+
+def _shown(app, binding) -> bool:
+    if binding.id == COMPARE_ID:
+        return len(getattr(app, "analyses", ())) > 1
+    return binding.show
 
 
 def _digit_run(keys: list[str]) -> str | None:
@@ -30,7 +38,7 @@ def key_items(screen) -> list[tuple[str, str, bool, str]]:
     local: dict[str, tuple[list[str], str, bool]] = {}
     glob: dict[str, tuple[list[str], str, bool]] = {}
     for node, binding, enabled, _tooltip in screen.active_bindings.values():
-        if not binding.show or not binding.description:
+        if not _shown(app, binding) or not binding.description:
             continue
         where = glob if node is app else local
         keys, desc, on = where.setdefault(binding.action, ([], binding.description, enabled))
