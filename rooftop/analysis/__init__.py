@@ -189,7 +189,7 @@ class Analysis:
         out = [
             ("name", names[0] if len(names) == 1 else f"{len(names)} distinct names", "trace"),
             ("category", str(r["category"]), "rooftop"),
-            ("phase", str(r["phase"]), "trace"),
+            ("phase", _phase_split(rows), "trace"),
             ("launches", fmt_num(r["count"]), "trace"),
             ("total time", fmt_ns(r["time_ns"]), "trace"),
             ("mean time", fmt_ns(r["mean_ns"]), "trace"),
@@ -224,6 +224,14 @@ class Analysis:
     def kernel_stalls(self, key: str, by: str = "short_name") -> pd.Series | None:
         sh = stalls.stall_shares(self.kernels(key=key, by=by), None)
         return None if sh is None else sh.iloc[0]
+
+
+def _phase_split(rows: pd.DataFrame) -> str:
+    """`decode` or, for a group that runs in several phases, `decode 61% · prefill 39%` (by time)."""
+    t = rows.groupby(rows["phase"].astype(object), sort=False)["dur_ns"].sum().sort_values(ascending=False)
+    if len(t) == 1:
+        return str(t.index[0])
+    return " · ".join(f"{p} {fmt_pct(v / t.sum(), 0)}" for p, v in t.items())
 
 
 def analyze(trace: Trace, peaks: Peaks | None = None) -> Analysis:
