@@ -129,6 +129,14 @@ def detect(path: str | os.PathLike) -> str:
     return "unknown"
 
 
+def check_format(path: str | os.PathLike) -> str:
+    """The detected format, or the one-line error for an empty, unknown or unsupported file."""
+    path = Path(path)
+    fmt = detect(path)
+    _reject(path, fmt)
+    return fmt
+
+
 def _reject(path: Path, fmt: str) -> None:
     if fmt == "unknown" and path.is_file() and path.stat().st_size == 0:
         raise UnknownFormatError(path, "empty file", "the program that wrote it may have been killed before writing")

@@ -144,6 +144,15 @@ def cmd_open(paths: list[str]) -> int:
     for p in paths:
         if not Path(p).exists():
             raise TraceError(p, "no such file or directory")
+    if len(paths) == 1:
+        # Cheap content check before the terminal switches to the full-screen app: an empty or
+        # unrecognised file gets the one-line error at once (the app reports deeper problems).
+        try:
+            from collectors.importers import check_format
+        except ImportError:
+            check_format = None
+        if check_format is not None:
+            check_format(paths[0])
     try:
         from tui.app import run_app
     except ImportError as exc:

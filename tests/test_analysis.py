@@ -279,3 +279,14 @@ def test_multi_rank_gap_and_straggler(tmp_path):
     assert g["measured_ns"] == 2000 and g["ideal_ns"] == pytest.approx(2000)   # 3.35e6 B at 3.35 TB/s = 1 us each
     assert len(a.kernels(rank=1)) == 2 and a.kernels(rank=1)["dur_ns"].sum() == 6000
     assert list(a.range_tree("decode", 1, rank=1)["path"]) == ["decode", "decode/step=1"]
+
+
+def test_unconfirmed_materialized_attention_is_hedged(tmp_path):
+    rows = [k("ampere_sgemm_128x64_nn", 0, 100, "ProfilerStep#1/forward", op="aten::bmm"),
+            k("void (anonymous namespace)::softmax_warp_forward<float>(...)", 100, 100, "ProfilerStep#1/forward",
+              op="aten::_softmax"),
+            k("ampere_sgemm_128x64_nn", 200, 100, "ProfilerStep#1/forward", op="aten::bmm")]
+    a = analyze(build(tmp_path, rows))
+    assert [(v.verdict, v.confirmed) for v in a.attention] == [("materialized", False)]
+    f = [x for x in a.findings if x.id.endswith("-attention")][0]
+    assert f.severity == "warn" and "looks materialized" in f.title and "kernel names alone" in f.detail

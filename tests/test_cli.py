@@ -105,3 +105,11 @@ def test_gpus_lists_table(capsys):
     assert main(["gpus"]) == 0
     out = capsys.readouterr().out
     assert "h100-sxm" in out.lower() and "h200" in out.lower()
+
+
+def test_open_unreadable_file_fails_before_the_app_starts(tmp_path):
+    p = tmp_path / "g.json"
+    p.write_text("garbage")
+    code, out, err = run_cli(p)
+    assert code == 2 and out == ""          # no full-screen escape sequences were written
+    assert err.startswith("rooftop: error: ") and "unrecognised" in err and err.count("\n") == 1

@@ -40,6 +40,7 @@ class Verdict:
     min_bytes: float | None
     ratio: float | None
     bytes_source: str | None
+    confirmed: bool = True  # False: kernel names alone, no attention range / SDPA op / byte ratio
 
 
 # A softmax is attention evidence only inside attention: a classifier's (log_)softmax or a
@@ -88,6 +89,8 @@ def verdicts(timed: pd.DataFrame, meta: dict, modeled: bool = False) -> list[Ver
         if att.empty:
             continue
         names = att["name"].astype(str) + " " + att["op"].astype(object).fillna("").astype(str)
+        hinted = bool((att["path"].astype(object).fillna("").astype(str).str.contains(ATTN_PATH_RE)
+                       | att["op"].astype(object).fillna("").astype(str).str.contains("scaled_dot_product", regex=False)).any())
         fused = int(names.str.contains(FUSED_RE).sum())
         soft = int(att["name"].astype(str).str.contains(SOFTMAX_RE).sum())
         counted = att["counters"].fillna(False).astype(bool)
@@ -120,6 +123,9 @@ def verdicts(timed: pd.DataFrame, meta: dict, modeled: bool = False) -> list[Ver
             parts.append(f"attention bytes {ratio:.1f}x the minimum ({src})")
         elif src is None and mn:
             parts.append("no counters: bytes vs minimum unknown")
+        confirmed = fused > 0 or hinted or ratio is not None
+        if not confirmed:
+            parts.append("no attention range or SDPA op names these kernels, so this rests on kernel names alone")
         out.append(Verdict(phase, verdict, "; ".join(parts) or "no attention kernels recognised", fused, soft,
-                           float(att["dur_ns"].sum()), attn_bytes, mn, ratio, src))
+                           float(att["dur_ns"].sum()), attn_bytes, mn, ratio, src, confirmed))
     return out

@@ -85,6 +85,9 @@ def phase_findings(phases: pd.DataFrame, peaks, meta: dict, verdicts: list[Verdi
         title = {"fused": f"{v.phase} attention is fused (FlashAttention-like)",
                  "materialized": f"{v.phase} attention is materialized: the S x S scores go through HBM",
                  "mixed": f"{v.phase} attention is partly fused, partly materialized"}[v.verdict]
+        if not v.confirmed:
+            sev = "warn"
+            title = f"{v.phase} attention looks materialized (separate softmax and batched GEMMs, no fused kernel)"
         out.append(Finding(f"{v.phase}-attention", sev, title, v.evidence))
     if stalls is not None:
         for ph, shares in stalls.iterrows():
