@@ -3,14 +3,17 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import zlib
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-import collectors.kineto as kineto
+import collectors._kineto_events as events
+from collectors import kineto
 from collectors.kineto import KinetoError, import_dir, read_kineto
 from rooftop.redact import REDACTED
 from rooftop.trace import load_trace, to_table
@@ -262,3 +265,112 @@ def test_import_dir_writes_one_file_per_rank(tmp_path, fixtures_dir):
     trace = load_trace(tmp_path / "out")
     assert trace.ranks == [0, 1]
     assert int((trace.events["kind"] == "kernel").sum()) == 1154 + 1104
+
+
+# --- the typed fast path (msgspec) against the exact path, and its exactness ------------------------
+
+
+def _exact_only(monkeypatch):
+    monkeypatch.setattr(events, "msgspec", None)  # Collector() then takes the stdlib exact path only
+
+
+def _count_exact(monkeypatch) -> list:
+    """Sizes of the batches that go through the per-event exact path, from now on."""
+    slow: list = []
+    real = events._ExactBatch.add
+    monkeypatch.setattr(events._ExactBatch, "add", lambda self, evs: (slow.append(len(evs)), real(self, evs))[1])
+    return slow
+
+
+def test_fast_path_handles_the_fixtures_and_agrees_with_exact_path(fixture, monkeypatch):
+    pytest.importorskip("msgspec")
+    slow = _count_exact(monkeypatch)
+    fast, fmeta = read_kineto(fixture)
+    # only the odd event at a buffer boundary goes through the per-event path
+    assert sum(slow) <= 2 * len(slow) and len(slow) <= 3
+    _exact_only(monkeypatch)
+    exact, emeta = read_kineto(fixture)
+    assert fast.equals(exact) and fmeta == emeta
+
+
+def test_doubles_give_exact_ns_for_every_fixture_timestamp(fixtures_dir):
+    """msgspec parses `ts`/`dur` as doubles; every value in the fixtures must come back exact."""
+    msgspec = pytest.importorskip("msgspec")
+    for name in FILES:
+        evs = _plain(fixtures_dir / "traces" / (PREFIX + name))["traceEvents"]
+        vals = [e[k] for e in evs for k in ("ts", "dur") if isinstance(e.get(k), (int, Decimal))]
+        doubles = msgspec.json.decode("[" + ",".join(str(v) for v in vals) + "]", type=list[float])
+        got = events.exact_ns(np.array(doubles))
+        assert got is not None and got.tolist() == [_ns(v) for v in vals], name
+
+
+def test_exact_ns_on_random_decimals_and_refuses_what_a_double_cannot_hold():
+    msgspec = pytest.importorskip("msgspec")
+    rng = np.random.default_rng(7)
+    ns = rng.integers(0, 2 ** 43 * 1000 - 1, 200_000)  # every µs value below 2**43 with 3 decimals
+    text = [f"{v // 1000}.{v % 1000:03d}" for v in ns.tolist()]
+    doubles = msgspec.json.decode("[" + ",".join(text) + "]", type=list[float])
+    assert events.exact_ns(np.array(doubles)).tolist() == ns.tolist()
+    assert events.exact_ns(np.array([1669783687389324.0])).tolist() == [1669783687389324000]  # epoch µs
+    assert events.exact_ns(np.array([1712195495505772.8])) is None  # fractional epoch µs: exact path
+    assert events.exact_ns(np.array([float("nan")])).tolist() == [events.NULL]
+
+
+def _odd_types() -> dict:
+    """What the typed decoder rejects or must not trust: fractional epoch µs, ids as strings,
+    string pids, a Triton cpu_op with a text "grid", a kernel grid of two numbers."""
+    ev = [
+        {"ph": "X", "cat": "cpu_op", "name": "triton_op", "pid": "host", "tid": 3, "ts": "@1712195495505772.8",
+         "dur": 20, "args": {"External id": "7", "grid": "(1, 1, 1)", "Input Dims": None}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": "host", "tid": 3,
+         "ts": "@1712195495505773.123", "dur": 1, "args": {"correlation": 11, "External id": 7}},
+        {"ph": "X", "cat": "kernel", "name": "k1", "pid": 0, "tid": 7, "ts": "@1712195495505780.001", "dur": 2.5,
+         "args": {"device": 0, "stream": 7, "correlation": 11, "grid": [4, 2], "block": [128, 1, 1]}},
+        {"ph": "i", "cat": ["not", "a", "string"], "name": "marker", "pid": 1, "tid": 1, "ts": 1},
+    ]
+    return {"traceEvents": ev}
+
+
+@pytest.mark.parametrize("compact", [False, True])
+def test_unexpected_types_take_the_exact_path(tmp_path, monkeypatch, compact):
+    doc = _odd_types()
+    p = tmp_path / "odd.json"
+    text = json.dumps(doc, separators=(",", ":")) if compact else json.dumps(doc, indent=1)
+    p.write_text(re.sub(r'"@([0-9.]+)"', r"\1", text))  # numbers a Python float cannot hold, as text
+    rows, meta = read_kineto(p)
+    k = rows[rows["kind"] == "kernel"].iloc[0]
+    # ns relative to the first event, from the decimal text: .8 µs -> 800 ns, never a double's .75
+    assert int(k["start_ns"]) == 1712195495505780001 - 1712195495505772800
+    assert int(k["dur_ns"]) == 2500 and k["grid"] is None and list(k["block"]) == [128, 1, 1]
+    assert k["op"] == "triton_op" and meta["origin_ns"] == 1712195495505772800
+    _exact_only(monkeypatch)
+    again, _ = read_kineto(p)
+    assert rows.equals(again)
+
+
+def test_many_batches_and_gzip_agree_with_one_batch(tmp_path, monkeypatch):
+    """A replicated synthetic trace read in ~100 typed batches equals the exact path's result."""
+    doc = _synthetic()
+    base = doc["traceEvents"]
+    evs = []
+    for i in range(300):
+        for e in base:
+            e = json.loads(json.dumps(e))
+            e["ts"] = round(e["ts"] + i * 1000, 3)
+            if e["name"] == "splitk_reduce":  # non-ASCII text split across chunk boundaries
+                e["name"] = f"splitk_reduce<Ŧ{i}→名>"
+            for key in ("External id", "correlation"):
+                if key in e.get("args", {}):
+                    e["args"][key] += 1000 * i
+            evs.append(e)
+    doc["traceEvents"] = evs
+    p = _write(tmp_path / "many.json.gz", doc, gz=True)
+    monkeypatch.setattr(kineto, "CHUNK", 20_000)
+    slow = _count_exact(monkeypatch)
+    fast, _ = read_kineto(p)
+    assert len(slow) <= 2 and sum(slow) <= 2  # all but the last event or so decoded in typed batches
+    assert int((fast["kind"] == "kernel").sum()) == 600 and fast["op"].notna().sum() == 600
+    assert "splitk_reduce<Ŧ299→名>" in set(fast["name"])
+    _exact_only(monkeypatch)
+    exact, _ = read_kineto(p)
+    assert fast.equals(exact)

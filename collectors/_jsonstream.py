@@ -1,0 +1,182 @@
+"""Stream one top-level JSON object whose big array (Kineto's `traceEvents`) does not fit in memory.
+
+The file (plain or gzip) is decoded a chunk at a time. The other top-level keys are small and
+decoded whole; the big array is handed to a sink in batches of complete elements, each batch as
+the text of a JSON array, so the sink can decode thousands of events in one C call.
+"""
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import re
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+Progress = Callable[[int, int], None]
+
+_WS = re.compile(r"[\s,]*")
+# the stdlib decoder with floats kept as their text: the exact (slow) path and the header's values
+DECODER = json.JSONDecoder(parse_float=str)
+_scan = DECODER.raw_decode
+
+
+class Sink(Protocol):
+    def add_text(self, text: str) -> None:
+        """Take the text of a JSON array of elements; raise ValueError, adding nothing, if it is
+        not valid JSON."""
+
+    def add_objects(self, objs: list) -> None:
+        """Take elements already decoded by `DECODER`."""
+
+
+class Stream:
+    """Text of a (possibly gzipped) file, refilled chunk by chunk, with the raw position for progress.
+
+    Gzip is inflated with zlib directly: `GzipFile.read` drops what it had inflated when the
+    stream turns out truncated, and a truncated trace should keep every complete event."""
+
+    def __init__(self, path: Path, progress: Progress | None, chunk: int):
+        self.path = path
+        self.chunk = chunk
+        self.raw = open(path, "rb")
+        self.total = os.fstat(self.raw.fileno()).st_size
+        self.gz = self.raw.read(2) == b"\x1f\x8b"
+        self.raw.seek(0)
+        self.z = zlib.decompressobj(16 + zlib.MAX_WBITS) if self.gz else None
+        self.dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.buf, self.pos, self.eof = "", 0, False
+        self.truncated: str | None = None
+        self.progress = progress
+
+    def close(self):
+        self.raw.close()
+
+    def _bytes(self) -> bytes:
+        while True:
+            data = self.raw.read(self.chunk if not self.gz else max(1, self.chunk // 4))
+            if not self.gz:
+                return data
+            if not data:
+                if not self.z.eof:
+                    self.truncated = "compressed stream ends early"
+                return b""
+            try:
+                out = self.z.decompress(data)
+                while self.z.eof and self.z.unused_data:  # concatenated gzip members
+                    rest, self.z = self.z.unused_data, zlib.decompressobj(16 + zlib.MAX_WBITS)
+                    out += self.z.decompress(rest)
+            except zlib.error as exc:
+                self.truncated = f"corrupt compressed data ({exc})"
+                return b""
+            if out:
+                return out
+
+    def more(self) -> bool:
+        """Read one more chunk into the buffer; False at end of input."""
+        if self.eof:
+            return False
+        data = self._bytes()
+        self.buf = self.buf[self.pos:] + self.dec.decode(data, final=not data)
+        self.pos = 0
+        if not data:
+            self.eof = True
+        if self.progress:
+            self.progress(min(self.raw.tell(), self.total), self.total)
+        return bool(data)
+
+    def skip_ws(self) -> str | None:
+        """Skip whitespace and commas; the next character (None at end of input)."""
+        while True:
+            self.pos = _WS.match(self.buf, self.pos).end()
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self.more():
+                return None
+
+    @property
+    def left(self) -> int:
+        """Characters read but not consumed (an incomplete element at a cut)."""
+        return len(self.buf) - self.pos
+
+
+def value(s: Stream) -> Any:
+    """Decode one JSON value at the cursor, reading more input until it is complete."""
+    if s.skip_ws() is None:
+        raise EOFError("file ends early")
+    while True:
+        try:
+            obj, end = _scan(s.buf, s.pos)
+            s.pos = end
+            return obj
+        except ValueError:
+            if not s.more():
+                raise
+
+
+def array(s: Stream, sink: Sink) -> None:
+    """Stream the elements of the array at the cursor (after its `[`) into `sink`. A slice that
+    parses as `[...]` necessarily ends at an element boundary, so each full buffer is cut at its
+    last `},` and handed over whole (a cut inside a string fails to parse: try an earlier one)."""
+    while True:
+        c = s.skip_ws()
+        if c is None:
+            return
+        if c == "]":
+            s.pos += 1
+            return
+        buf, start = s.buf, s.pos
+        cut = len(buf)
+        for _ in range(4):
+            cut = buf.rfind("},", start, cut)
+            if cut < 0:
+                break
+            try:
+                sink.add_text("[" + buf[start:cut + 1] + "]")
+            except ValueError:
+                continue
+            s.pos = cut + 2
+            break
+        else:
+            cut = -1
+        if cut >= 0:
+            continue
+        if s.left < s.chunk and s.more():
+            continue  # only the start of an element is buffered: read on rather than decode it alone
+        if c != "{":
+            raise ValueError(f"unexpected {c!r} in the array")
+        sink.add_objects([value(s)])  # one element, reading more input if needed
+
+
+def document(s: Stream, key: str, sink: Sink) -> dict:
+    """Walk the top-level object; stream the array under `key` into `sink`, return the other keys."""
+    if s.skip_ws() != "{":
+        raise ValueError("not a JSON object")
+    s.pos += 1
+    head: dict = {}
+    seen = False
+    while True:
+        c = s.skip_ws()
+        if c is None:
+            raise EOFError(f"file ends after {key}" if seen else f"no {key} array")
+        if c == "}":
+            break
+        k = value(s)
+        if not isinstance(k, str):
+            raise ValueError("bad key")
+        if s.skip_ws() != ":":
+            raise ValueError("expected ':'")
+        s.pos += 1
+        if k == key:
+            if s.skip_ws() != "[":
+                raise ValueError(f"{key} is not an array")
+            s.pos += 1
+            seen = True
+            array(s, sink)
+        else:
+            head[k] = value(s)
+    if not seen:
+        raise ValueError(f"no {key} array")
+    return head

@@ -1,0 +1,390 @@
+"""Kineto events -> compact columns: only the fields rooftop needs, of only the events it needs.
+
+Fast path: `msgspec` decodes a whole batch of events into typed structs in C, skipping every
+field not declared below, and the columns are built from the batch at once. Anything the typed
+decoder rejects (a string where a number was expected, a grid of two numbers, ...) or whose
+timestamps cannot be proven exact takes the exact path instead: the stdlib decoder with numbers
+kept as text and one event at a time, as before. Both paths give the same columns.
+"""
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import numpy as np
+
+from ._jsonstream import DECODER
+
+try:
+    import msgspec
+except ImportError:  # the exact path alone still reads every file, only slower
+    msgspec = None
+
+NULL = -(1 << 62)  # "unknown" in the integer columns, turned into null when the frame is built
+
+GPU_KINDS = {"kernel": 0, "gpu_memcpy": 1, "gpu_memset": 2, "Kernel": 0}
+KIND_NAMES = ("kernel", "memcpy", "memset")
+RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "Runtime"}
+WANTED = {"cpu_op", "user_annotation", "gpu_user_annotation"} | RUNTIME_CATS | set(GPU_KINDS)
+SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
+
+
+def ns_of(v: Any) -> int:
+    """µs as JSON text (from `parse_float=str`) or int -> int ns, exactly."""
+    if type(v) is int:
+        return v * 1000
+    if type(v) is str:
+        neg = v.startswith("-")
+        s = v[1:] if neg else v
+        whole, _, frac = s.partition(".")
+        if len(frac) <= 3 and whole.isdigit() and (not frac or frac.isdigit()):
+            out = int(whole) * 1000 + (int((frac + "00")[:3]) if frac else 0)
+        else:  # exponents or sub-ns digits: rare, exact via Decimal
+            try:
+                out = int((Decimal(s) * 1000).to_integral_value())
+            except InvalidOperation:
+                return NULL
+        return -out if neg else out
+    if isinstance(v, float):
+        return round(v * 1000)
+    return NULL
+
+
+def int_of(v: Any) -> int:
+    if type(v) is int:
+        return v
+    if type(v) is str:
+        try:
+            return int(float(v))
+        except ValueError:
+            return NULL
+    return NULL
+
+
+def exact_ns(us: np.ndarray) -> np.ndarray | None:
+    """Doubles decoded from µs text with at most 3 decimals -> int ns, or None where that is not
+    provably exact. Below 2**43 µs (~100 days: Kineto's times relative to baseTimeNanoseconds) a
+    double is within 0.49 ns of the text, so rounding the exact fraction recovers it; integers
+    (old epoch µs) are exact below 2**53. Fractional epoch µs are not: the caller re-reads them."""
+    whole = np.floor(us)
+    frac = us - whole  # exact (Sterbenz)
+    known = ~np.isnan(us)
+    ok = (np.abs(us) < 2.0 ** 43) | ((frac == 0) & (np.abs(us) < 2.0 ** 53))
+    if not ok[known].all():
+        return None
+    out = np.full(len(us), NULL, dtype=np.int64)
+    out[known] = whole[known].astype(np.int64) * 1000 + np.rint(frac[known] * 1000).astype(np.int64)
+    return out
+
+
+class Interner(dict):
+    def __missing__(self, key):
+        self[key] = n = len(self)
+        return n
+
+    def values_list(self) -> list:
+        out = [None] * len(self)
+        for k, i in self.items():
+            out[i] = k
+        return out
+
+
+class Columns:
+    """Append-only int64 columns in arrays grown geometrically (no chunk lists to concatenate: the
+    peak stays near the data, and big arrays go back to the OS when replaced)."""
+
+    def __init__(self, *fields: str):
+        self.fields = fields
+        self.data = {f: np.empty(0, np.int64) for f in fields}
+        self.n = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def extend(self, cols: dict) -> None:
+        arrays = [np.asarray(cols[f], dtype=np.int64) for f in self.fields]
+        m = len(arrays[0])
+        if any(len(a) != m for a in arrays):
+            raise AssertionError("ragged columns")
+        end = self.n + m
+        for f, a in zip(self.fields, arrays):
+            buf = self.data[f]
+            if end > len(buf):
+                grown = np.empty(max(end, len(buf) * 3 // 2 + 4096), np.int64)
+                grown[:self.n] = buf[:self.n]
+                self.data[f] = buf = grown
+            buf[self.n:end] = a
+        self.n = end
+
+    def np(self, f: str) -> np.ndarray:
+        return self.data[f][:self.n]
+
+    def release(self) -> None:
+        """Drop the data once joined (a 1M-kernel trace holds ~0.5 GB here)."""
+        self.data = {f: np.empty(0, np.int64) for f in self.fields}
+        self.n = 0
+
+
+def _ints(vals: list) -> np.ndarray:
+    """Integers (or the odd string, None) -> int64 with NULL for unknown."""
+    try:
+        return np.array(vals, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        return np.array([int_of(v) if not isinstance(v, int) or -(1 << 63) <= v < 1 << 63 else NULL
+                         for v in vals], dtype=np.int64)
+
+
+_NONE3 = (NULL, NULL, NULL)
+
+
+def _shapes(vals: list) -> np.ndarray:
+    """Launch shapes ([x, y, z] lists, else unknown) -> (n, 3) int64."""
+    rows = [v if type(v) is list and len(v) == 3 else _NONE3 for v in vals]
+    try:
+        return np.array(rows, dtype=np.int64).reshape(-1, 3)
+    except (TypeError, ValueError, OverflowError):
+        return np.array([[int_of(x) for x in r] for r in rows], dtype=np.int64).reshape(-1, 3)
+
+
+class _Inexact(Exception):
+    """A typed batch whose timestamps need the exact path."""
+
+
+if msgspec is not None:
+    from msgspec import Raw, Struct, field
+
+    IntLike = int | str | None
+    _NONE = Raw(b"")
+    _NULL_RAW = Raw(b"null")
+
+    class Args(Struct, gc=False):
+        ext: IntLike = field(name="External id", default=NULL)
+        corr: IntLike = field(name="correlation", default=NULL)
+        device: IntLike = NULL
+        stream: IntLike = NULL
+        grid: Any = None  # Any: Triton's cpu_op kwargs carry a "grid" of their own (a string)
+        block: Any = None
+        regs: IntLike = field(name="registers per thread", default=NULL)
+        smem: IntLike = field(name="shared memory", default=NULL)
+        nbytes: IntLike = field(name="bytes", default=NULL)
+        # kept as their JSON text (msgspec takes no union with Raw: absent is the empty Raw)
+        dims: Raw = field(name="Input Dims", default=_NONE)
+        types: Raw = field(name="Input type", default=_NONE)
+        concrete: Raw = field(name="Concrete Inputs", default=_NONE)
+
+    _NOARGS = Args()
+
+    class Event(Struct, gc=False):
+        ph: str | None = None
+        cat: str | None = None
+        name: str | None = None
+        pid: int | str | None = None
+        tid: int | str | None = None
+        ts: float | None = None
+        dur: float | None = 0.0
+        args: Args | None = None
+
+    _TYPED = msgspec.json.Decoder(list[Event])
+else:  # pragma: no cover - exercised only without msgspec
+    _TYPED = None
+
+
+class Collector:
+    """Keeps only the fields of the events rooftop needs, as columns (see module docstring)."""
+
+    def __init__(self):
+        self.names = Interner()
+        self.threads = Interner()
+        self.shapes: dict = {}
+        self.shape_inputs: list[tuple] = []
+        self.gpu = Columns("kind", "name", "ts", "dur", "device", "stream", "corr", "ext", "gx", "gy", "gz",
+                           "bx", "by", "bz", "regs", "smem", "nbytes")
+        self.rt = Columns("corr", "ext", "thread", "ts", "dur")
+        self.ops = Columns("ext", "thread", "ts", "dur", "name", "shape")
+        self.ann = Columns("thread", "ts", "dur", "name")
+        self.gann = Columns("device", "stream", "ts", "dur", "name")
+        self.origin: int | None = None
+        self.events = 0
+        self.typed = msgspec is not None
+
+    # --- the sink protocol of _jsonstream ---
+
+    def add_text(self, text: str) -> None:
+        if self.typed:
+            try:
+                batch = _TYPED.decode(text)
+            except msgspec.ValidationError:
+                pass  # valid JSON of unexpected types: the exact path below
+            except msgspec.DecodeError as exc:
+                raise ValueError(str(exc)) from None
+            else:
+                try:
+                    return self._add_typed(batch)
+                except _Inexact:
+                    pass
+        self.add_objects(DECODER.decode(text))
+
+    def add_objects(self, events: list) -> None:
+        _ExactBatch(self).add(events)
+
+    # --- fast path ---
+
+    def _add_typed(self, batch: list) -> None:
+        groups: dict[str, list] = {c: [] for c in WANTED}
+        other: list = []
+        get = groups.get
+        for e in batch:  # the one per-event Python loop of the fast path
+            (get(e.cat, other) if e.ph == "X" else other).append(e)
+        # convert everything first: an _Inexact raised below must leave the columns untouched
+        out = []
+        for cat, evs in groups.items():
+            if not evs:
+                continue
+            ts = exact_ns(np.array([e.ts for e in evs], dtype=np.float64))
+            dur = exact_ns(np.array([e.dur for e in evs], dtype=np.float64))
+            if ts is None or dur is None:
+                raise _Inexact
+            keep = ts != NULL
+            if not keep.all():
+                evs = [e for e, k in zip(evs, keep.tolist()) if k]
+                ts, dur = ts[keep], dur[keep]
+            if evs:
+                out.append((cat, evs, ts, dur))
+        for cat, evs, ts, dur in out:
+            ts = self._columns(cat, evs, ts, dur)
+            self.events += len(ts)
+            if not len(ts):
+                continue
+            lo = int(ts.min())
+            if self.origin is None or lo < self.origin:
+                self.origin = lo
+
+    def _columns(self, cat: str, evs: list, ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+        """Append one category's events; the start times of those kept."""
+        names, threads = self.names, self.threads
+        args = [e.args or _NOARGS for e in evs]
+        if cat == "cpu_op":
+            shapes, shape_ids = self.shapes, []
+            for a in args:
+                dims = a.dims
+                if not dims or dims == _NULL_RAW:  # no shapes recorded
+                    shape_ids.append(NULL)
+                    continue
+                key = (bytes(dims), bytes(a.types), bytes(a.concrete))
+                sid = shapes.get(key)
+                if sid is None:
+                    sid = shapes[key] = len(shapes)
+                    self.shape_inputs.append(tuple(DECODER.decode(k.decode("utf-8", "replace")) if k else None
+                                                   for k in key))
+                shape_ids.append(sid)
+            self.ops.extend({"ext": _ints([a.ext for a in args]), "thread": [threads[(e.pid, e.tid)] for e in evs],
+                             "ts": ts, "dur": dur, "name": [names[e.name or ""] for e in evs], "shape": shape_ids})
+        elif cat in RUNTIME_CATS:
+            corr = _ints([a.corr for a in args])
+            keep = corr != NULL  # a runtime call without correlation cannot be joined
+            sel = np.flatnonzero(keep)
+            self.rt.extend({"corr": corr[keep], "ext": _ints([args[i].ext for i in sel.tolist()]),
+                            "thread": [threads[(evs[i].pid, evs[i].tid)] for i in sel.tolist()],
+                            "ts": ts[keep], "dur": dur[keep]})
+            return ts[keep]
+        elif cat in GPU_KINDS:
+            grid, block = _shapes([a.grid for a in args]), _shapes([a.block for a in args])
+            dev = _ints([e.pid if a.device == NULL else a.device for e, a in zip(evs, args)])
+            stream = _ints([e.tid if a.stream == NULL else a.stream for e, a in zip(evs, args)])
+            self.gpu.extend({
+                "kind": np.full(len(evs), GPU_KINDS[cat]), "name": [names[e.name or ""] for e in evs],
+                "ts": ts, "dur": dur, "device": dev, "stream": stream, "corr": _ints([a.corr for a in args]),
+                "ext": _ints([a.ext for a in args]), "gx": grid[:, 0], "gy": grid[:, 1], "gz": grid[:, 2],
+                "bx": block[:, 0], "by": block[:, 1], "bz": block[:, 2], "regs": _ints([a.regs for a in args]),
+                "smem": _ints([a.smem for a in args]), "nbytes": _ints([a.nbytes for a in args])})
+        elif cat == "user_annotation":
+            self.ann.extend({"thread": [threads[(e.pid, e.tid)] for e in evs], "ts": ts, "dur": dur,
+                             "name": [names[e.name or ""] for e in evs]})
+        else:  # gpu_user_annotation
+            self.gann.extend({"device": _ints([e.pid for e in evs]), "stream": _ints([e.tid for e in evs]),
+                              "ts": ts, "dur": dur, "name": [names[e.name or ""] for e in evs]})
+        return ts
+
+
+class _ExactBatch:
+    """The exact path: events as stdlib dicts with numbers as text, one at a time."""
+
+    def __init__(self, sink: Collector):
+        self.sink = sink
+        self.cols = {k: {f: [] for f in c.fields} for k, c in
+                     (("gpu", sink.gpu), ("rt", sink.rt), ("ops", sink.ops), ("ann", sink.ann), ("gann", sink.gann))}
+
+    def add(self, events: list) -> None:
+        sink = self.sink
+        names, threads = sink.names, sink.threads
+        gpu, rt, ops, ann, gann = (self.cols[k] for k in ("gpu", "rt", "ops", "ann", "gann"))
+        origin, kept = sink.origin, 0
+        for e in events:
+            if type(e) is not dict or e.get("ph") != "X":
+                continue
+            cat = e.get("cat")
+            if cat not in WANTED:
+                continue
+            ts, dur = ns_of(e.get("ts")), ns_of(e.get("dur", 0))
+            if ts == NULL:
+                continue
+            args = e.get("args")
+            args = args if type(args) is dict else {}
+            if cat == "cpu_op":
+                ops["ext"].append(int_of(args.get("External id")))
+                ops["thread"].append(threads[(e.get("pid"), e.get("tid"))])
+                ops["name"].append(names[e.get("name") or ""])
+                dims = args.get("Input Dims")
+                if dims is None:
+                    ops["shape"].append(NULL)
+                else:
+                    inputs = tuple(args.get(k) for k in SHAPE_KEYS)
+                    key = ("exact", repr(inputs))  # apart from the typed path's raw-text keys
+                    sid = sink.shapes.get(key)
+                    if sid is None:
+                        sid = sink.shapes[key] = len(sink.shapes)
+                        sink.shape_inputs.append(inputs)
+                    ops["shape"].append(sid)
+                cols = ops
+            elif cat in RUNTIME_CATS:
+                corr = int_of(args.get("correlation"))
+                if corr == NULL:  # a runtime call without correlation cannot be joined
+                    continue
+                rt["corr"].append(corr)
+                rt["ext"].append(int_of(args.get("External id")))
+                rt["thread"].append(threads[(e.get("pid"), e.get("tid"))])
+                cols = rt
+            elif cat in GPU_KINDS:
+                gpu["kind"].append(GPU_KINDS[cat])
+                gpu["name"].append(names[e.get("name") or ""])
+                gpu["device"].append(int_of(args.get("device", e.get("pid"))))
+                gpu["stream"].append(int_of(args.get("stream", e.get("tid"))))
+                gpu["corr"].append(int_of(args.get("correlation")))
+                gpu["ext"].append(int_of(args.get("External id")))
+                for prefix, v in (("g", args.get("grid")), ("b", args.get("block"))):
+                    ok = type(v) is list and len(v) == 3
+                    for i, axis in enumerate("xyz"):
+                        gpu[prefix + axis].append(int_of(v[i]) if ok else NULL)
+                gpu["regs"].append(int_of(args.get("registers per thread")))
+                gpu["smem"].append(int_of(args.get("shared memory")))
+                gpu["nbytes"].append(int_of(args.get("bytes")))
+                cols = gpu
+            elif cat == "user_annotation":
+                ann["thread"].append(threads[(e.get("pid"), e.get("tid"))])
+                ann["name"].append(names[e.get("name") or ""])
+                cols = ann
+            else:
+                gann["device"].append(int_of(e.get("pid")))
+                gann["stream"].append(int_of(e.get("tid")))
+                gann["name"].append(names[e.get("name") or ""])
+                cols = gann
+            cols["ts"].append(ts)
+            cols["dur"].append(dur)
+            kept += 1
+            if origin is None or ts < origin:
+                origin = ts
+        for k, c in (("gpu", sink.gpu), ("rt", sink.rt), ("ops", sink.ops), ("ann", sink.ann), ("gann", sink.gann)):
+            if self.cols[k]["ts"]:
+                c.extend({f: _ints(v) for f, v in self.cols[k].items()})
+        sink.origin = origin
+        sink.events += kept

@@ -1,0 +1,248 @@
+"""Kineto columns -> rooftop rows: the joins.
+
+kernel -> runtime call by `correlation`; runtime call -> cpu_op by `External id` (else the innermost
+cpu_op around the launch on its thread); launch -> the `user_annotation` ranges around it on its
+thread (else the `gpu_user_annotation` spans on the kernel's stream). Vectorised with numpy; the
+only Python loops run over interval nestings, once per range or launch.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rooftop.redact import redact_names
+
+from ._kineto_events import KIND_NAMES, NULL, Collector
+
+
+def _lookup(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Index of the first row of `keys` equal to each query, -1 where none (or query unknown)."""
+    out = np.full(len(queries), -1, dtype=np.int64)
+    if not len(keys) or not len(queries):
+        return out
+    uniq, first = np.unique(keys, return_index=True)
+    pos = np.searchsorted(uniq, queries).clip(0, len(uniq) - 1)
+    hit = (uniq[pos] == queries) & (queries != NULL)
+    out[hit] = first[pos[hit]]
+    return out
+
+
+def nest_intervals(ithr, ist, ien, ilabel, qthr, qt):
+    """Nesting of intervals per thread, half-open [start, end).
+
+    Returns (innermost interval index for each query or -1, path of each query, path of each
+    interval), a path being the labels of the enclosing intervals, outermost first, joined by "/".
+    One pass over intervals and queries sorted together (ties: intervals first, longer first)."""
+    ni, nq = len(ist), len(qt)
+    thr = np.concatenate([ithr, qthr])
+    t = np.concatenate([ist, qt])
+    flag = np.concatenate([np.zeros(ni, np.int8), np.ones(nq, np.int8)])
+    neg = np.concatenate([-(ien - ist), np.zeros(nq, np.int64)])
+    order = np.lexsort((neg, flag, t, thr))
+    inner = np.full(nq, -1, dtype=np.int64)
+    qpath: list = [None] * nq
+    ipath: list = [None] * ni
+    stack: list = []  # (end, index, path)
+    cur = None
+    thr_l, t_l, ien_l = thr.tolist(), t.tolist(), ien.tolist()
+    for k in order.tolist():
+        if thr_l[k] != cur:
+            cur, stack = thr_l[k], []
+        now = t_l[k]
+        while stack and stack[-1][0] <= now:
+            stack.pop()
+        if k < ni:
+            label = ilabel[k] if ilabel is not None else None
+            path = label if not stack or label is None else f"{stack[-1][2]}/{label}"
+            ipath[k] = path
+            stack.append((ien_l[k], k, path))
+        elif stack:
+            q = k - ni
+            inner[q] = stack[-1][1]
+            qpath[q] = stack[-1][2]
+    return inner, qpath, ipath
+
+
+def _masked(a: np.ndarray, dtype: str = "Int64"):
+    return pd.arrays.IntegerArray(np.where(a == NULL, 0, a), a == NULL).astype(dtype)
+
+
+def _op_costs(name_ids: np.ndarray, shape_ids: np.ndarray, name_of: np.ndarray,
+              shapes: list) -> tuple[np.ndarray, np.ndarray]:
+    """(flops, bytes) per op instance from rooftop.opmodel, computed once per distinct (op name,
+    input shapes); NaN where unknown."""
+    n = len(name_ids)
+    flops, nbytes = np.full(n, np.nan), np.full(n, np.nan)
+    has = np.flatnonzero(shape_ids != NULL)
+    try:
+        from rooftop.opmodel import op_cost
+    except ImportError:
+        return flops, nbytes
+    if not len(has):
+        return flops, nbytes
+    pairs, inverse = np.unique(np.stack([name_ids[has], shape_ids[has]], axis=1), axis=0, return_inverse=True)
+    fl, by = np.full(len(pairs), np.nan), np.full(len(pairs), np.nan)
+    for j, (ni, si) in enumerate(pairs.tolist()):
+        dims, types, concrete = shapes[si]
+        try:
+            c = op_cost(name_of[ni], dims, types, concrete)
+        except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError):
+            c = None  # shapes the model cannot interpret: unknown, not an error
+        if c:
+            fl[j], by[j] = (np.nan if v is None else float(v) for v in c)
+    flops[has], nbytes[has] = fl[inverse.ravel()], by[inverse.ravel()]
+    return flops, nbytes
+
+
+def _device_meta(props: Any, dev: int | None) -> dict:
+    entry = None
+    if isinstance(props, list):
+        entry = next((p for p in props if isinstance(p, dict) and p.get("id") == dev), None)
+    if not entry:
+        return {"index": dev, "name": None}
+    cc = (f"{entry['computeMajor']}.{entry['computeMinor']}"
+          if "computeMajor" in entry and "computeMinor" in entry else None)
+    return {"index": dev, "name": entry.get("name"), "cc": cc, "sms": entry.get("numSms"),
+            "memory_bytes": entry.get("totalGlobalMem")}
+
+
+def _shape3(g, prefix: str) -> np.ndarray:
+    """Launch shape columns -> [x, y, z] per row (None where unknown) as an object array; rows of
+    one shape share one list, so a million kernels cost 8 bytes a row, not a list each."""
+    xyz = np.stack([g.np(prefix + a) for a in "xyz"], axis=1)
+    if not len(xyz):
+        return np.empty(0, dtype=object)
+    uniq, inverse = np.unique(xyz, axis=0, return_inverse=True)
+    shapes = np.array([None if NULL in u else u for u in uniq.tolist()] + [None], dtype=object)[:-1]
+    return shapes[inverse.ravel()]
+
+
+def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dict]:
+    names = redact_names(["" if n is None else n for n in sink.names.values_list()])  # paths, ops use these
+    name_of = np.array(names + [None], dtype=object)  # index -1 (never written) stays None
+    g, rt, ops, ann, gann = sink.gpu, sink.rt, sink.ops, sink.ann, sink.gann
+    origin = sink.origin or 0
+    gts, gdur, gcorr = g.np("ts"), g.np("dur"), g.np("corr")
+    # kernel -> runtime call (kernels rarely carry External id) -> cpu_op
+    ri = _lookup(rt.np("corr"), gcorr)
+    has_rt = ri >= 0
+    ext = g.np("ext").copy()
+    rt_ext = rt.np("ext")
+    ext[has_rt] = np.where(rt_ext[ri[has_rt]] != NULL, rt_ext[ri[has_rt]], ext[has_rt])
+    oi = _lookup(ops.np("ext"), ext)
+    launch_thr = np.where(has_rt, rt.np("thread")[ri.clip(0)] if len(rt) else NULL, NULL)
+    launch_t = np.where(has_rt, rt.np("ts")[ri.clip(0)] if len(rt) else NULL, NULL)
+    # no External id: the innermost cpu_op around the launch on its thread
+    miss = np.flatnonzero((oi < 0) & has_rt)
+    if len(miss) and len(ops):
+        oth = ops.np("thread")
+        keep = np.flatnonzero(np.isin(oth, launch_thr[miss]))
+        ost = ops.np("ts")[keep]
+        inner, _, _ = nest_intervals(oth[keep], ost, ost + ops.np("dur")[keep], None, launch_thr[miss], launch_t[miss])
+        oi[miss] = np.where(inner >= 0, keep[inner.clip(0)], -1)
+    # path: user_annotation ranges around the launch on its thread, outermost first
+    ast, aen = ann.np("ts"), ann.np("ts") + ann.np("dur")
+    alabel = name_of[ann.np("name")].tolist()
+    q = np.flatnonzero(has_rt)
+    _, qpath, apath = nest_intervals(ann.np("thread"), ast, aen, alabel, launch_thr[q], launch_t[q])
+    gpath = np.full(len(g), None, dtype=object)
+    gpath[q] = qpath
+    # fallback: gpu_user_annotation spans on the kernel's (device, stream)
+    left = np.flatnonzero(pd.isna(gpath))
+    if len(left) and len(gann):
+        key = lambda d, s: d * (1 << 32) + s
+        gst = gann.np("ts")
+        _, fpath, _ = nest_intervals(key(gann.np("device"), gann.np("stream")), gst, gst + gann.np("dur"),
+                             name_of[gann.np("name")].tolist(), key(g.np("device")[left], g.np("stream")[left]),
+                             gts[left])
+        gpath[left] = fpath
+    # analytic cost of each launching op instance, split across its kernels by duration
+    op_name = np.full(len(g), None, dtype=object)
+    mflops, mbytes = np.full(len(g), np.nan), np.full(len(g), np.nan)
+    with_op = np.flatnonzero(oi >= 0)
+    if len(with_op):
+        inst, local = np.unique(oi[with_op], return_inverse=True)
+        onames = ops.np("name")[inst]
+        oshape = ops.np("shape")[inst]
+        fl, by = _op_costs(onames, oshape, name_of, sink.shape_inputs)
+        mflops[with_op], mbytes[with_op] = fl[local], by[local]
+        # an op that launched several kernels: its cost split by their durations (DESIGN.md)
+        cnt = np.bincount(local, minlength=len(inst))
+        multi = np.flatnonzero((cnt[local] > 1) & ~(np.isnan(fl[local]) & np.isnan(by[local])))
+        if len(multi):
+            from rooftop.opmodel import split_by_duration
+
+            rows_of = pd.Series(with_op[multi]).groupby(local[multi]).agg(list)
+            for o, members in rows_of.items():
+                d = gdur[members].tolist()
+                for tot, out in ((fl[o], mflops), (by[o], mbytes)):
+                    parts = split_by_duration(None if np.isnan(tot) else float(tot), d)
+                    out[members] = [np.nan if v is None else v for v in parts]
+        op_name[with_op] = name_of[onames[local]]
+    ops.release()  # the joins are done: free the CPU side before the rows are built
+    rt.release()
+    nb = g.np("nbytes")
+    copy = (g.np("kind") > 0) & np.isnan(mbytes) & (nb != NULL)
+    mbytes[copy] = nb[copy]  # memcpy/memset: the bytes moved, as recorded by CUPTI
+    # rows in time order, built column by column once (no concat, sort or Python lists per row)
+    nk, na = len(g), len(ann)
+    order = np.argsort(np.concatenate([gts, ast]), kind="stable")
+
+    def col(gpu_part, range_part, dtype=None):
+        out = np.concatenate([gpu_part, range_part])[order]
+        return pd.Series(out, dtype=dtype, copy=False) if dtype else out
+
+    def text(gpu_part, range_part):  # object columns of shared strings: 8 bytes a row
+        return col(np.asarray(gpu_part, dtype=object), np.asarray(range_part, dtype=object), object)
+
+    nulls, none = np.full(na, NULL, dtype=np.int64), np.full(na, None, dtype=object)
+    kinds = np.array(KIND_NAMES + ("range",), dtype=object)
+    rows = pd.DataFrame({
+        "id": np.arange(nk + na, dtype=np.int64),
+        "kind": text(kinds[g.np("kind")], kinds[np.full(na, len(KIND_NAMES))]),
+        "name": text(name_of[g.np("name")], alabel),
+        "start_ns": col(gts, ast) - origin, "dur_ns": col(gdur, ann.np("dur")),
+        "device": _masked(col(g.np("device"), nulls), "Int32"), "stream": _masked(col(g.np("stream"), nulls), "Int32"),
+        "correlation": _masked(col(gcorr, nulls)), "path": text(gpath, apath),
+        "op": text(op_name, none),
+        "grid": text(_shape3(g, "g"), none), "block": text(_shape3(g, "b"), none),
+        "registers": _masked(col(g.np("regs"), nulls), "Int32"), "shared_mem": _masked(col(g.np("smem"), nulls), "Int32"),
+        "model_flops": col(mflops, np.full(na, np.nan)), "model_bytes": col(mbytes, np.full(na, np.nan)),
+    })
+    kernel_dev = g.np("device")[g.np("kind") == 0]
+    return rows, _meta(head, path, sink, kernel_dev[kernel_dev != NULL], apath)
+
+
+def _meta(head: dict, path: Path, sink: Collector, kernel_dev: np.ndarray, range_paths: list) -> dict:
+    from rooftop.names import parse_path
+
+    vals, counts = np.unique(kernel_dev, return_counts=True)
+    dev = int(vals[np.argmax(counts)]) if len(vals) else None  # the most common (lowest on ties)
+    dist = head.get("distributedInfo") if isinstance(head.get("distributedInfo"), dict) else {}
+    base = head.get("baseTimeNanoseconds")
+    base = base if isinstance(base, int) else None
+    relative = base is not None or "deviceProperties" in head  # new Kineto: ts relative to the base
+    origin = sink.origin
+    origin_ns = None if origin is None else (origin + base if base is not None else (None if relative else origin))
+    steps, seen = [], set()
+    for p in dict.fromkeys(range_paths):  # distinct paths, in time order
+        phase, step, _ = parse_path(p)
+        if step is not None and (phase, step) not in seen:
+            seen.add((phase, step))
+            steps.append({"phase": phase, "index": step})
+    keep = ("schemaVersion", "cupti_version", "cuda_runtime_version", "cuda_driver_version",
+            "displayTimeUnit", "record_shapes", "with_stack", "with_flops")
+    source = {"tool": "kineto", "importer": "rooftop.collectors.kineto", "file": path.name,
+              **{k: head[k] for k in keep if k in head and isinstance(head[k], (str, int, float))},
+              "base_time_ns": base}
+    return {
+        "source": source,
+        "device": _device_meta(head.get("deviceProperties"), dev),
+        "rank": dist.get("rank") if isinstance(dist.get("rank"), int) else None,
+        "world_size": dist.get("world_size") if isinstance(dist.get("world_size"), int) else None,
+        "origin_ns": origin_ns,  # absolute epoch ns of start_ns == 0, where the file says
+        "steps": steps, "modeled": False, "warnings": [],
+    }
