@@ -1,0 +1,109 @@
+"""Run one command in a fresh process: wall time, peak RSS, and what stopped it.
+
+Peak RSS comes from `os.wait4` on that one child (ru_maxrss of the child and the children it
+waited for), so measurements taken one after another in the same driver do not mix. A time limit
+kills the process group; a memory cap is an address-space limit (RLIMIT_AS) set in the child.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Result:
+    wall_s: float
+    rss_mb: float
+    status: str            # "ok", "timeout", "killed (memory)", "failed (rc N)"
+    stdout: str = ""
+    stderr: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def cell(self, limit_s: float | None = None, mem_gb: float | None = None) -> str:
+        """How this run reads in a table: a time, or why there is none."""
+        if self.ok:
+            return f"{self.wall_s:.2f}"
+        if self.status == "timeout":
+            return f"did not finish in {limit_s:.0f} s"
+        if self.status.startswith("killed"):
+            return f"killed past {mem_gb:.0f} GB after {self.wall_s:.0f} s" if mem_gb else "killed"
+        return self.status
+
+
+def run(cmd: list[str], timeout_s: float = 600, mem_gb: float | None = None, env: dict | None = None,
+        cwd: Path = ROOT) -> Result:
+    def limits():  # runs in the child before exec; only the driver's main thread exists here
+        os.setsid()
+        if mem_gb:
+            cap = int(mem_gb * (1 << 30))
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, cwd=cwd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, preexec_fn=limits, text=True)
+    # Read pipes in threads so a chatty child cannot block; wait4 gives this child's own rusage.
+    out: dict[str, str] = {}
+    readers = [threading.Thread(target=lambda n=n, f=f: out.__setitem__(n, f.read()), daemon=True)
+               for n, f in (("out", p.stdout), ("err", p.stderr))]
+    for r in readers:
+        r.start()
+    fired = []
+    timer = threading.Timer(timeout_s, lambda: (fired.append(1), _kill(p.pid)))
+    timer.start()
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    timer.cancel()
+    timed_out = bool(fired)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    for r in readers:
+        r.join(5)
+    rss_mb = usage.ru_maxrss / 1024  # KiB on Linux
+    err = out.get("err", "")
+    if timed_out:
+        state = "timeout"
+    elif p.returncode == 0:
+        state = "ok"
+    elif "MemoryError" in err or "std::bad_alloc" in err or p.returncode == -signal.SIGKILL \
+            or "Cannot allocate memory" in err or "out of memory" in err:
+        state = "killed (memory)"
+    else:
+        state = f"failed (rc {p.returncode})"
+    return Result(wall, rss_mb, state, out.get("out", ""), err)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def py(code: str, *args: str, python: str | None = None, **kw) -> Result:
+    """`python -c code args...` with the project's interpreter (or another venv's)."""
+    return run([python or sys.executable, "-c", code, *args], **kw)
+
+
+def machine() -> str:
+    """`2 cores, 23 GiB, AMD EPYC` for the results table."""
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / (1 << 30)
+    return f"{os.cpu_count()} cores (nproc {len(os.sched_getaffinity(0))}), {mem:.0f} GiB RAM, {model}"

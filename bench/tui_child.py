@@ -1,0 +1,156 @@
+"""One headless TUI measurement, run in its own process by tui_bench.py; prints one JSON object.
+
+    tui_child.py rooftop TRACE [PRESSES]   the rooftop app: Overview, Kernels (grouped), raw launches
+    tui_child.py stock ROWS [PRESSES]      textual.widgets.DataTable with ROWS rows (add_rows)
+    tui_child.py fast ROWS [PRESSES]       textual_fastdatatable on an Arrow backend, for reference
+
+Times are from process start of the measurement (after imports) to the screen having processed
+its messages and refreshed (`pilot.pause()`), which is what a user would see as painted.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+SIZE = (120, 40)
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+async def key_latency(pilot, key: str, n: int) -> float:
+    """Median ms from key press to the repaint after it."""
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        await pilot.press(key)
+        await pilot.pause()
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+async def until(pilot, cond, limit_s: float = 300) -> None:
+    t = time.perf_counter()
+    while not cond():
+        if time.perf_counter() - t > limit_s:
+            raise TimeoutError("screen never appeared")
+        await pilot.pause(0.005)
+
+
+async def rooftop(path: str, presses: int) -> dict:
+    from tui.app import RooftopApp
+    from tui.screens.kernels import KernelsScreen
+    from tui.screens.overview import OverviewScreen
+
+    out: dict = {}
+    t0 = time.perf_counter()
+    app = RooftopApp([path])
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, OverviewScreen))
+        await pilot.pause()
+        out["overview_s"] = time.perf_counter() - t0
+        out["rss_overview_mb"] = rss_mb()
+        t = time.perf_counter()
+        await pilot.press("3")
+        await until(pilot, lambda: isinstance(app.screen, KernelsScreen))
+        await pilot.pause()
+        out["kernels_grouped_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        await pilot.press("g")  # raw launches: every kernel row
+        await until(pilot, lambda: app.screen.mode == "raw")
+        await pilot.pause()
+        out["kernels_raw_s"] = time.perf_counter() - t
+        out["raw_rows"] = len(app.screen.analysis.kernels())
+        out["rss_kernels_mb"] = rss_mb()
+        out["down_ms"] = await key_latency(pilot, "down", presses)
+        out["pagedown_ms"] = await key_latency(pilot, "pagedown", presses)
+        t = time.perf_counter()
+        await pilot.press("s")  # next sort column over all raw rows
+        await pilot.pause()
+        out["sort_ms"] = (time.perf_counter() - t) * 1000
+    out["peak_rss_mb"] = peak_mb()
+    return out
+
+
+def frame(rows: int):
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    names = np.array([f"kernel_{i}<float, {i % 7}>" for i in range(200)], dtype=object)
+    return pd.DataFrame({
+        "kernel": names[rng.integers(0, 200, rows)], "phase": np.where(rng.random(rows) < .1, "prefill", "decode"),
+        "step": rng.integers(0, 4000, rows), "layer": rng.integers(0, 32, rows),
+        "time_us": rng.random(rows) * 100, "start_us": np.cumsum(rng.random(rows) * 10),
+        "category": np.array(["gemm", "attention", "norm", "elementwise"], dtype=object)[rng.integers(0, 4, rows)],
+        "stream": 7,
+    })
+
+
+async def table(kind: str, rows: int, presses: int) -> dict:
+    from textual.app import App
+
+    df = frame(rows)
+    out: dict = {}
+    t0 = time.perf_counter()
+    if kind == "stock":
+        from textual.widgets import DataTable
+
+        class T(App):
+            def compose(self):
+                yield DataTable(id="t")
+
+            def on_mount(self):
+                t = self.query_one(DataTable)
+                for c in df.columns:
+                    t.add_column(c, key=c)
+                t.add_rows(df.itertuples(index=False))
+                t.focus()
+    else:
+        from textual_fastdatatable import ArrowBackend, DataTable
+
+        class T(App):
+            def compose(self):
+                yield DataTable(id="t", backend=ArrowBackend.from_pandas(df))
+
+            def on_mount(self):
+                self.query_one(DataTable).focus()
+    app = T()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        out["first_paint_s"] = time.perf_counter() - t0
+        out["rss_mounted_mb"] = rss_mb()
+        out["down_ms"] = await key_latency(pilot, "down", presses)
+        out["pagedown_ms"] = await key_latency(pilot, "pagedown", presses)
+    out["peak_rss_mb"] = peak_mb()
+    return out
+
+
+def main() -> int:
+    kind, arg = sys.argv[1], sys.argv[2]
+    presses = int(sys.argv[3]) if len(sys.argv) > 3 else 20
+    base = {"rss_start_mb": rss_mb()}
+    if kind == "rooftop":
+        res = asyncio.run(rooftop(arg, presses))
+    else:
+        res = asyncio.run(table(kind, int(arg), presses))
+    print(json.dumps({**base, **res}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
