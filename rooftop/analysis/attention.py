@@ -25,6 +25,8 @@ FUSED_RE = re.compile(
 # `reshape_and_cache_flash_kernel`; FlashInfer/vLLM also ship flash-named copy and rotary helpers.
 NOT_ATTENTION_RE = re.compile(r"reshape_and_cache|copy_blocks|swap_blocks|rotary|rope", re.IGNORECASE)
 SOFTMAX_RE = re.compile(r"softmax", re.IGNORECASE)
+SDPA_RE = re.compile(r"scaled_dot_product")
+BMM_RE = re.compile(r"^aten::(?:bmm|baddbmm)$")
 RATIO_MATERIALIZED = 3.0  # measured / minimum above this: the scores went through HBM
 
 
@@ -50,18 +52,27 @@ ATTN_PATH_RE = re.compile(r"(?:^|/)[^/]*(?:attn|attention|sdpa|mha)[^/]*(?:/|$)"
 NOT_SOFTMAX_RE = re.compile(r"log_?softmax|cross_?entropy|nll_loss", re.IGNORECASE)
 
 
+def matches(col: pd.Series, rx: re.Pattern) -> np.ndarray:
+    """`rx.search` on each row, evaluated once per distinct value (names repeat a lot)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        codes, uniques = col.cat.codes.to_numpy(), col.cat.categories
+    else:
+        codes, uniques = pd.factorize(col.astype(object), use_na_sentinel=True)
+    hit = np.array([bool(rx.search(u)) if isinstance(u, str) else False for u in uniques] + [False], dtype=bool)
+    return hit[codes]  # code -1 (missing) picks the trailing False
+
+
 def attention_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    name = rows["name"].astype(str)
-    op = rows["op"].astype(object).fillna("").astype(str)
-    path = rows["path"].astype(object).fillna("").astype(str)
-    sdpa = op.str.contains("scaled_dot_product", regex=False)
-    bmm = op.isin(("aten::bmm", "aten::baddbmm"))
-    in_attention = path.str.contains(ATTN_PATH_RE) | sdpa
-    soft = name.str.contains(SOFTMAX_RE) & ~name.str.contains(NOT_SOFTMAX_RE) & ~op.str.contains(NOT_SOFTMAX_RE)
+    name, op, path = rows["name"], rows["op"], rows["path"]
+    sdpa = matches(op, SDPA_RE)
+    bmm = matches(op, BMM_RE)
+    in_attention = matches(path, ATTN_PATH_RE) | sdpa
+    softmax = matches(name, SOFTMAX_RE)
+    soft = softmax & ~matches(name, NOT_SOFTMAX_RE) & ~matches(op, NOT_SOFTMAX_RE)
     soft &= in_attention | bool(bmm.any())
-    mask = name.str.contains(FUSED_RE) | soft | sdpa | (bmm & in_attention) | \
-        ((rows["category"] == "attention") & ~name.str.contains(SOFTMAX_RE))
-    return rows[mask & ~name.str.contains(NOT_ATTENTION_RE)]
+    mask = matches(name, FUSED_RE) | soft | sdpa | (bmm & in_attention) | \
+        ((rows["category"] == "attention").to_numpy(dtype=bool) & ~softmax)
+    return rows[mask & ~matches(name, NOT_ATTENTION_RE)]
 
 
 def min_attention_bytes(meta: dict) -> pd.Series:
@@ -88,11 +99,9 @@ def verdicts(timed: pd.DataFrame, meta: dict, modeled: bool = False) -> list[Ver
         att = attention_rows(prow)
         if att.empty:
             continue
-        names = att["name"].astype(str) + " " + att["op"].astype(object).fillna("").astype(str)
-        hinted = bool((att["path"].astype(object).fillna("").astype(str).str.contains(ATTN_PATH_RE)
-                       | att["op"].astype(object).fillna("").astype(str).str.contains("scaled_dot_product", regex=False)).any())
-        fused = int(names.str.contains(FUSED_RE).sum())
-        soft = int(att["name"].astype(str).str.contains(SOFTMAX_RE).sum())
+        hinted = bool((matches(att["path"], ATTN_PATH_RE) | matches(att["op"], SDPA_RE)).any())
+        fused = int((matches(att["name"], FUSED_RE) | matches(att["op"], FUSED_RE)).sum())
+        soft = int(matches(att["name"], SOFTMAX_RE).sum())
         counted = att["counters"].fillna(False).astype(bool)
         if counted.all():
             attn_bytes = float((att["dram_read"] + att["dram_write"]).sum())
