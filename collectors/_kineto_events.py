@@ -29,8 +29,16 @@ WANTED = {"cpu_op", "user_annotation", "gpu_user_annotation"} | RUNTIME_CATS | s
 SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
 
 
+_LIMIT = 2**62  # times and ids beyond this are corrupt, not data (they would overflow int64 columns)
+
+
 def ns_of(v: Any) -> int:
-    """µs as JSON text (from `parse_float=str`) or int -> int ns, exactly."""
+    """µs as JSON text (from `parse_float=str`) or int -> int ns, exactly; NULL when absurd."""
+    out = _ns_of(v)
+    return out if out == NULL or -_LIMIT < out < _LIMIT else NULL
+
+
+def _ns_of(v: Any) -> int:
     if type(v) is int:
         return v * 1000
     if type(v) is str:
@@ -46,19 +54,30 @@ def ns_of(v: Any) -> int:
                 return NULL
         return -out if neg else out
     if isinstance(v, float):
-        return round(v * 1000)
+        return round(v * 1000) if abs(v) < 1e18 else NULL
     return NULL
 
 
 def int_of(v: Any) -> int:
     if type(v) is int:
-        return v
+        return v if -_LIMIT < v < _LIMIT else NULL
     if type(v) is str:
         try:
-            return int(float(v))
+            f = float(v)
         except ValueError:
             return NULL
+        return int(f) if abs(f) < _LIMIT else NULL
     return NULL
+
+
+def key_of(v: Any) -> Any:
+    """A process or thread id as a dict key: ids are ints or strings; anything else by its text."""
+    return v if v is None or type(v) in (int, str, float, bool) else repr(v)
+
+
+def text_of(v: Any) -> str:
+    """A name is text; anything else (a number, an object) is not a name."""
+    return v if type(v) is str else ""
 
 
 def exact_ns(us: np.ndarray) -> np.ndarray | None:
@@ -323,7 +342,7 @@ class _ExactBatch:
             if type(e) is not dict or e.get("ph") != "X":
                 continue
             cat = e.get("cat")
-            if cat not in WANTED:
+            if type(cat) is not str or cat not in WANTED:
                 continue
             ts, dur = ns_of(e.get("ts")), ns_of(e.get("dur", 0))
             if ts == NULL:
@@ -332,8 +351,8 @@ class _ExactBatch:
             args = args if type(args) is dict else {}
             if cat == "cpu_op":
                 ops["ext"].append(int_of(args.get("External id")))
-                ops["thread"].append(threads[(e.get("pid"), e.get("tid"))])
-                ops["name"].append(names[e.get("name") or ""])
+                ops["thread"].append(threads[(key_of(e.get("pid")), key_of(e.get("tid")))])
+                ops["name"].append(names[text_of(e.get("name"))])
                 dims = args.get("Input Dims")
                 if dims is None:
                     ops["shape"].append(NULL)
@@ -352,11 +371,11 @@ class _ExactBatch:
                     continue
                 rt["corr"].append(corr)
                 rt["ext"].append(int_of(args.get("External id")))
-                rt["thread"].append(threads[(e.get("pid"), e.get("tid"))])
+                rt["thread"].append(threads[(key_of(e.get("pid")), key_of(e.get("tid")))])
                 cols = rt
             elif cat in GPU_KINDS:
                 gpu["kind"].append(GPU_KINDS[cat])
-                gpu["name"].append(names[e.get("name") or ""])
+                gpu["name"].append(names[text_of(e.get("name"))])
                 gpu["device"].append(int_of(args.get("device", e.get("pid"))))
                 gpu["stream"].append(int_of(args.get("stream", e.get("tid"))))
                 gpu["corr"].append(int_of(args.get("correlation")))
@@ -370,13 +389,13 @@ class _ExactBatch:
                 gpu["nbytes"].append(int_of(args.get("bytes")))
                 cols = gpu
             elif cat == "user_annotation":
-                ann["thread"].append(threads[(e.get("pid"), e.get("tid"))])
-                ann["name"].append(names[e.get("name") or ""])
+                ann["thread"].append(threads[(key_of(e.get("pid")), key_of(e.get("tid")))])
+                ann["name"].append(names[text_of(e.get("name"))])
                 cols = ann
             else:
                 gann["device"].append(int_of(e.get("pid")))
                 gann["stream"].append(int_of(e.get("tid")))
-                gann["name"].append(names[e.get("name") or ""])
+                gann["name"].append(names[text_of(e.get("name"))])
                 cols = gann
             cols["ts"].append(ts)
             cols["dur"].append(dur)
