@@ -15,51 +15,37 @@ def _unknown(v) -> bool:
         return True
 
 
-def _scaled(v: float, units: list[tuple[float, str]], digits: int = 3) -> str:
-    for scale, unit in units:
+_SI = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+_TIME = [(1e9, "s"), (1e6, "ms"), (1e3, "µs")]
+
+
+def _scaled(v, units: list[tuple[float, str]], base: str, suffix: str = "", small: str = ".0f") -> str:
+    """`v` in the largest unit it reaches (3 significant digits), else in the base unit."""
+    if _unknown(v):
+        return UNKNOWN
+    v = float(v)
+    for scale, prefix in units:
         if abs(v) >= scale:
-            return f"{v / scale:.{digits}g} {unit}"
-    scale, unit = units[-1]
-    return f"{v / scale:.{digits}g} {unit}"
+            return f"{v / scale:.3g} {prefix}{suffix}"
+    return f"{v:{small}} {base}".rstrip()
 
 
 def fmt_ns(v) -> str:
     """Duration in ns -> `12.3 µs`, `4.56 ms`, `1.2 s`."""
-    if _unknown(v):
-        return UNKNOWN
-    v = float(v)
-    if abs(v) < 1e3:
-        return f"{v:.0f} ns"
-    return _scaled(v, [(1e9, "s"), (1e6, "ms"), (1e3, "µs")])
+    return _scaled(v, _TIME, "ns")
 
 
 def fmt_bytes(v) -> str:
-    if _unknown(v):
-        return UNKNOWN
-    v = float(v)
-    if abs(v) < 1e3:
-        return f"{v:.0f} B"
-    return _scaled(v, [(1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")])
+    return _scaled(v, _SI, "B", "B")
 
 
 def fmt_flops(v) -> str:
-    if _unknown(v):
-        return UNKNOWN
-    v = float(v)
-    if abs(v) < 1e3:
-        return f"{v:.0f}"
-    return _scaled(v, [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")])
+    return _scaled(v, _SI, "")
 
 
 def fmt_rate(v, unit: str = "B/s") -> str:
     """Bytes/s or FLOP/s: `3.35 TB/s`, `989 TFLOP/s`."""
-    if _unknown(v):
-        return UNKNOWN
-    v = float(v)
-    for scale, p in [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]:
-        if abs(v) >= scale:
-            return f"{v / scale:.3g} {p}{unit}"
-    return f"{v:.3g} {unit}"
+    return _scaled(v, _SI, unit, unit, small=".3g")
 
 
 def fmt_pct(v, digits: int = 1) -> str:
