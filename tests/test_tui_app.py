@@ -291,3 +291,34 @@ def test_trace_without_peaks_opens_with_unknowns_and_the_reason(tmp_path):
         assert mbu == ["—", "—"] and bound == ["—", "—"]
         assert "peaks: unknown (" in text_of(s.query_one("#sources"))
     drive([path], size=(80, 24), check=check)
+
+
+def test_big_trace_overview_paints_in_stages(tmp_path, monkeypatch):
+    """Above `WARM_ALL_BELOW` rows the loader computes only the identity: the Overview paints it with
+    a placeholder, then its worker adds the phase table and the rest, as a small trace shows at once."""
+    import tui.loader
+
+    monkeypatch.setattr(tui.loader, "WARM_ALL_BELOW", 0)
+    seen = {}
+
+    async def main():
+        app = RooftopApp([str(small_trace(tmp_path))])
+        async with app.run_test(size=(100, 40)) as pilot:
+            while not isinstance(app.screen, OverviewScreen):
+                await pilot.pause(0.01)
+            s = app.screen
+            seen["first"] = [w.id for w in s.query("#overview-body > *")]
+            seen["pending"] = text_of(s.query_one("#overview-pending"))
+            while not s.query("#findings"):  # the worker starts 50 ms after the first paint
+                await app.workers.wait_for_complete()
+                await pilot.pause(0.02)
+            await pilot.pause()
+            seen["last"] = [w.id for w in s.query("#overview-body > *")]
+            seen["findings"] = text_of(s.query_one("#findings"))
+            seen["phases"] = [str(c) for col in s.query_one("#phases").table.columns for c in col._cells]
+            seen["cached"] = ("short_name", None) in app.analyses[0]._groups  # prefetched for Kernels
+    asyncio.run(main())
+    assert seen["first"] == ["identity", "overview-pending"] and seen["pending"].startswith("computing")
+    assert "overview-pending" not in seen["last"]
+    assert [i for i in seen["last"] if i] == ["identity", "phases", "sources", "findings", "gap", "step-curve"]
+    assert "decode" in seen["findings"] and "1.7%" in seen["phases"] and seen["cached"]

@@ -199,3 +199,31 @@ def test_keys_typed_right_after_slash_reach_the_filter(tmp_path):
             assert isinstance(app.screen, KernelDetailScreen) and app.screen.key == "[bold]boldk[/]"
     import asyncio
     asyncio.run(main())
+
+
+def test_sort_order_is_stable_nulls_last_and_lexical_for_text():
+    import numpy as np
+
+    from tui.widgets.table import sort_order
+
+    nums = pd.Series([3.0, None, 1.0, 3.0, 2.0])
+    assert sort_order(nums, descending=True).tolist() == [0, 3, 4, 2, 1]  # ties keep their order
+    assert sort_order(nums, descending=False).tolist() == [2, 4, 0, 3, 1]
+    # Categories in file order (b before a), as a Parquet dictionary gives them: sorted by text.
+    cat = pd.Series(pd.Categorical(["b", "a", None, "b", "c"], categories=["b", "a", "c"]))
+    assert sort_order(cat, descending=False, kind="text").tolist() == [1, 0, 3, 4, 2]
+    assert sort_order(cat, descending=True, kind="text").tolist() == [4, 0, 3, 1, 2]
+    frame = pd.DataFrame({"k": cat, "v": [1, 2, 3, 4, 5]})
+    want = frame.sort_values("k", key=lambda s: s.astype(object), ascending=False, kind="stable", na_position="last")
+    assert sort_order(frame["k"], True, "text").tolist() == list(want.index)
+    assert np.array_equal(sort_order(pd.Series([], dtype="float64"), True), [])
+
+
+def test_display_table_cleans_each_category_once_and_takes_rows():
+    cat = pd.Series(pd.Categorical(["ok", "esc\x1b[31m", None, "ok"]))
+    frame = pd.DataFrame({"name": cat, "dur_ns": [4000, 3000, 2000, 1000]})
+    cols = [Col("name", "kernel", "text"), Col("dur_ns", "time µs", "ns")]
+    tbl = display_table(frame, cols, order=[3, 1, 2])
+    assert tbl.column("kernel").to_pylist() == ["ok", "esc\\x1b[31m", None]
+    assert tbl.column("time µs").to_pylist() == [1.0, 3.0, 2.0]
+    assert matches(frame["name"], "ESC").tolist() == [False, True, False, False]

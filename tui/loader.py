@@ -1,13 +1,24 @@
-"""Open a trace for the TUI: import or read it, analyse it, warm the tables the screens show.
+"""Open a trace for the TUI: import or read it, analyse what the first paint needs, nothing more.
 
 Runs in a thread worker (blocking pyarrow/pandas work). Never imports torch: importers of existing
 trace files don't, and this module imports nothing from the collectors but the importer entry.
+
+The Overview paints the identity first; its own worker then computes the phase table and after it
+the rest (findings, gap, ranks), and other screens compute theirs when they open. A small
+trace is warmed whole here instead: it costs a fraction of a second and opens complete.
 """
 from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
+
 from rooftop.trace import Trace, load_trace
+
+# Timed rows below which everything the Overview shows is computed before the first paint.
+WARM_ALL_BELOW = 50_000
+# `Analysis` cached properties the Overview reads after its first paint (its worker computes them).
+OVERVIEW_REST = ("findings", "gap", "rank_phases", "rank_steps")
 
 
 def _importer():
@@ -27,16 +38,38 @@ def load(path: str) -> Trace:
     return load_any(path) if load_any is not None else load_trace(path)
 
 
+def warm_overview_rest(a: Any) -> None:
+    """Compute what the Overview shows below the phase table (blocking: call from a worker)."""
+    for name in ("phases", *OVERVIEW_REST):
+        getattr(a, name)
+
+
+def phases_ready(a: Any) -> bool:
+    return "phases" in vars(a)
+
+
+def overview_ready(a: Any) -> bool:
+    """Whether everything the Overview shows is computed already (`cached_property` keeps it in
+    the instance dict)."""
+    return all(name in vars(a) for name in OVERVIEW_REST)
+
+
 def analyze_warm(trace: Trace) -> Any:
-    """The Analysis, with the tables the first screens read already computed (off the UI thread)."""
+    """The Analysis, with what the Overview's first paint reads already computed (off the UI thread):
+    the identity line only for a big trace, everything for a small one."""
     from rooftop.analysis import analyze
 
     a = analyze(trace)
-    for name in ("identity", "peaks", "phases", "steps", "findings", "gap"):
-        getattr(a, name)
-    a.groups(by="short_name")
+    a.identity
+    if len(a.timed) < WARM_ALL_BELOW:
+        warm_overview_rest(a)
+        a.groups(by="short_name")
     return a
 
 
 def open_analysis(path: str) -> Any:
-    return analyze_warm(load(path))
+    a = analyze_warm(load(path))
+    # Reading Parquet into pandas goes through Arrow buffers that are freed by then, but pyarrow's
+    # allocator (mimalloc) keeps their pages: ~330 MB of RSS at 1M kernels, given back here.
+    pa.default_memory_pool().release_unused()
+    return a

@@ -48,17 +48,24 @@ class Verdict:
 # A softmax is attention evidence only inside attention: a classifier's (log_)softmax or a
 # sampler's softmax over the vocabulary is not. "Inside" = an attention range on the path, an
 # SDPA op, or batched GEMMs (QK^T, PV) in the same phase.
-ATTN_PATH_RE = re.compile(r"(?:^|/)[^/]*(?:attn|attention|sdpa|mha)[^/]*(?:/|$)", re.IGNORECASE)
 NOT_SOFTMAX_RE = re.compile(r"log_?softmax|cross_?entropy|nll_loss", re.IGNORECASE)
 
 
-def matches(col: pd.Series, rx: re.Pattern) -> np.ndarray:
-    """`rx.search` on each row, evaluated once per distinct value (names repeat a lot)."""
+def _attention_path(text: str) -> bool:
+    """A path with an attention range (`.../attn`, `self_attention`, `sdpa`, `mha`) in it.
+    Substring tests, not a regex: a long decode run has ~250k distinct paths."""
+    low = text.lower()
+    return "attn" in low or "attention" in low or "sdpa" in low or "mha" in low
+
+
+def matches(col: pd.Series, rx) -> np.ndarray:
+    """`rx.search` (or a predicate) on each row, evaluated once per distinct value."""
+    test = rx if callable(rx) and not isinstance(rx, re.Pattern) else rx.search
     if isinstance(col.dtype, pd.CategoricalDtype):
         codes, uniques = col.cat.codes.to_numpy(), col.cat.categories
     else:
         codes, uniques = pd.factorize(col.astype(object), use_na_sentinel=True)
-    hit = np.array([bool(rx.search(u)) if isinstance(u, str) else False for u in uniques] + [False], dtype=bool)
+    hit = np.array([bool(test(u)) if isinstance(u, str) else False for u in uniques] + [False], dtype=bool)
     return hit[codes]  # code -1 (missing) picks the trailing False
 
 
@@ -66,7 +73,7 @@ def attention_rows(rows: pd.DataFrame) -> pd.DataFrame:
     name, op, path = rows["name"], rows["op"], rows["path"]
     sdpa = matches(op, SDPA_RE)
     bmm = matches(op, BMM_RE)
-    in_attention = matches(path, ATTN_PATH_RE) | sdpa
+    in_attention = matches(path, _attention_path) | sdpa
     softmax = matches(name, SOFTMAX_RE)
     soft = softmax & ~matches(name, NOT_SOFTMAX_RE) & ~matches(op, NOT_SOFTMAX_RE)
     soft &= in_attention | bool(bmm.any())
@@ -99,7 +106,7 @@ def verdicts(timed: pd.DataFrame, meta: dict, modeled: bool = False) -> list[Ver
         att = attention_rows(prow)
         if att.empty:
             continue
-        hinted = bool((matches(att["path"], ATTN_PATH_RE) | matches(att["op"], SDPA_RE)).any())
+        hinted = bool((matches(att["path"], _attention_path) | matches(att["op"], SDPA_RE)).any())
         fused = int((matches(att["name"], FUSED_RE) | matches(att["op"], FUSED_RE)).sum())
         soft = int(matches(att["name"], SOFTMAX_RE).sum())
         counted = att["counters"].fillna(False).astype(bool)

@@ -79,8 +79,10 @@ class KernelsScreen(RooftopScreen):
 
     def _status(self, note: str = "") -> None:
         mode = {"short_name": "grouped by name", "category": "grouped by category", "raw": "raw launches"}[self.mode]
-        view = self.table.view
-        mixed = self.mode != "raw" and "phase" in view.columns and view["phase"].astype(str).str.contains("(+", regex=False).any()
+        table = self.table
+        # Groups only (a few hundred rows): raw launches never carry a mixed phase.
+        mixed = (self.mode != "raw" and "phase" in table.source.columns
+                 and table.column("phase").astype(str).str.contains("(+", regex=False).any())
         legend = "phase a (+b): mostly a, also b" if mixed else ""
         self.query_one("#kernels-status", Static).update(" · ".join(p for p in (mode, self.table.status(), note, legend) if p))
 
@@ -88,15 +90,9 @@ class KernelsScreen(RooftopScreen):
         self.mode = mode
         if mode == "raw":
             # Raw launches can be a million rows: the Arrow table handles them; sort stays numeric.
-            await self.table.set_frame(self.analysis.kernels(), RAW_COLS, "short_name")
-            if self.table.sort_key is None:
-                self.table.sort_key, self.table.sort_desc = "dur_ns", True
-                await self.table.refresh_view()
+            await self.table.set_frame(self.analysis.kernels(), RAW_COLS, "short_name", default_sort=("dur_ns", True))
         else:
-            await self.table.set_frame(self._groups(mode), GROUP_COLS, "key")
-            if self.table.sort_key is None:
-                self.table.sort_key, self.table.sort_desc = "time_ns", True
-                await self.table.refresh_view()
+            await self.table.set_frame(self._groups(mode), GROUP_COLS, "key", default_sort=("time_ns", True))
         self._status()
 
     async def action_toggle_raw(self) -> None:

@@ -6,12 +6,16 @@ import math
 import pandas as pd
 from rich.table import Table
 from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.widgets import Static
+from textual.worker import Worker, WorkerState
 
 from rooftop.format import fmt_ns, fmt_pct, fmt_rate
 
+from ..loader import overview_ready, phases_ready, warm_overview_rest
 from ..widgets.breadcrumb import MODELED, RooftopScreen
 from ..widgets.steps_plot import StepsPlot
 from ..widgets.text import safe_text, sanitize
@@ -169,6 +173,16 @@ class OverviewScreen(RooftopScreen):
     def export_frame(self) -> pd.DataFrame:
         return self.analysis.phases
 
+    class PhasesReady(Message):
+        """The Overview's worker computed the phase table."""
+
+    class RestReady(Message):
+        """The Overview's worker computed findings, gap and ranks."""
+
+        def __init__(self, gap: pd.DataFrame | None) -> None:
+            super().__init__()
+            self.gap = gap
+
     def compose_body(self) -> ComposeResult:
         a = self.analysis
         ident = a.identity
@@ -176,26 +190,77 @@ class OverviewScreen(RooftopScreen):
             if ident.get("modeled"):
                 yield Static(MODELED, id="modeled-badge", classes="modeled-badge")
             yield Static(self._identity_text(ident), id="identity")
-            yield PhaseTable(a.phases, id="phases")
-            if has_both_ceilings(a) and len(a.phases):
-                yield Static(ceilings_table(a.phases), id="ceilings")
-            yield Static(sources_line(a), id="sources", classes="muted")
-            ranks = a.trace.ranks
-            if len(ranks) > 1 and a.rank_phases is not None:
-                yield Static(f"phase table: rank {ranks[0]} of {len(ranks)}; every rank below", classes="muted")
-            yield Static("Findings", classes="section-title")
-            yield Findings(a.findings, id="findings")
-            gap = rank_gap(a)
-            if gap is not None and len(gap):
-                yield Static("Gap to ideal (where the measured time goes)", classes="section-title")
-                yield Static(gap_table(gap), id="gap")
-            if len(ranks) > 1 and a.rank_phases is not None:
-                yield Static(f"Ranks ({len(ranks)})", classes="section-title")
-                yield Static(rank_phase_table(a.rank_phases), id="rank-phases")
-                if a.rank_steps is not None and len(a.rank_steps):
-                    yield Static("Rank-to-rank spread of step time (worst steps)", classes="section-title")
-                    yield Static(spread_table(a.rank_steps), id="rank-spread")
-            yield StepsPlot(a.steps, id="step-curve")
+            # A big trace paints in stages, each as soon as its worker has it (identity comes with
+            # the load); a small one was analysed whole by the loader and paints at once.
+            if phases_ready(a):
+                yield from self._phases()
+                if overview_ready(a):
+                    yield from self._rest(rank_gap(a))
+                    return
+            yield Static("computing the phase table, findings, gap to ideal, step curve …",
+                         id="overview-pending", classes="muted")
+
+    def on_mount(self) -> None:
+        if not overview_ready(self.analysis):
+            # Start after the first paint has reached the terminal: pandas in a thread holds the GIL
+            # for long stretches, and would delay the paint (and a first key press) by up to a second.
+            self.call_after_refresh(self.set_timer, 0.05, self._compute_rest)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="overview", description="overview")
+    def _compute_rest(self) -> None:
+        a = self.analysis
+        if not phases_ready(a):
+            a.phases
+            self.post_message(self.PhasesReady())
+        warm_overview_rest(a)
+        self.post_message(self.RestReady(rank_gap(a)))
+        a.groups(by="short_name")  # the Kernels screen's table, ready before `3` is pressed
+
+    @on(PhasesReady)
+    async def _show_phases(self, message: PhasesReady) -> None:
+        pending = self.query_one("#overview-pending", Static)
+        await self.query_one("#overview-body", VerticalScroll).mount_all(list(self._phases()), before=pending)
+        pending.update("computing findings, gap to ideal, step curve …")
+
+    @on(RestReady)
+    async def _show_rest(self, message: RestReady) -> None:
+        body = self.query_one("#overview-body", VerticalScroll)
+        await body.mount_all(list(self._rest(message.gap)))
+        await self.query_one("#overview-pending").remove()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        # An analysis bug must not take the screen down: one line where the missing part would be.
+        if event.worker.group == "overview" and event.state == WorkerState.ERROR:
+            err = event.worker.error
+            for pending in self.query("#overview-pending"):
+                pending.update(safe_text(f"cannot compute the rest of the overview ({type(err).__name__}: {err})"))
+
+    def _phases(self):
+        """The phase table, the ceilings, where bytes and peaks came from."""
+        a = self.analysis
+        yield PhaseTable(a.phases, id="phases")
+        if has_both_ceilings(a) and len(a.phases):
+            yield Static(ceilings_table(a.phases), id="ceilings")
+        yield Static(sources_line(a), id="sources", classes="muted")
+
+    def _rest(self, gap: pd.DataFrame | None):
+        """The widgets below the sources line: rank note, findings, gap, ranks, step curve."""
+        a = self.analysis
+        ranks = a.trace.ranks
+        if len(ranks) > 1 and a.rank_phases is not None:
+            yield Static(f"phase table: rank {ranks[0]} of {len(ranks)}; every rank below", classes="muted")
+        yield Static("Findings", classes="section-title")
+        yield Findings(a.findings, id="findings")
+        if gap is not None and len(gap):
+            yield Static("Gap to ideal (where the measured time goes)", classes="section-title")
+            yield Static(gap_table(gap), id="gap")
+        if len(ranks) > 1 and a.rank_phases is not None:
+            yield Static(f"Ranks ({len(ranks)})", classes="section-title")
+            yield Static(rank_phase_table(a.rank_phases), id="rank-phases")
+            if a.rank_steps is not None and len(a.rank_steps):
+                yield Static("Rank-to-rank spread of step time (worst steps)", classes="section-title")
+                yield Static(spread_table(a.rank_steps), id="rank-spread")
+        yield StepsPlot(a.steps, id="step-curve")
 
     @staticmethod
     def _identity_text(ident: dict) -> Text:

@@ -35,19 +35,52 @@ def _numeric(values: pd.Series) -> pd.Series:
     return pd.to_numeric(values, errors="coerce").astype("float64")
 
 
-def display_table(frame: pd.DataFrame, cols: list[Col]) -> pa.Table:
-    """The frame's columns as display values (still typed), named by their labels."""
+def _text_array(s: pd.Series) -> pa.Array:
+    """Sanitized strings. A categorical column (names and paths from a trace) is cleaned once per
+    category and stays dictionary-encoded: a million rows hold a few thousand distinct names."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        cats = pa.array(sanitize_series(pd.Series(s.cat.categories, dtype=object)), type=pa.string())
+        codes = s.cat.codes.to_numpy()
+        return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), cats)
+    return pa.array(sanitize_series(s.astype(object)), type=pa.string())
+
+
+def display_table(frame: pd.DataFrame, cols: list[Col], order: np.ndarray | None = None) -> pa.Table:
+    """The frame's columns as display values (still typed), named by their labels, rows in `order`
+    (positions in the frame; None: as they are). Only the shown columns are touched."""
     arrays = []
     for c in cols:
         s = frame[c.key] if c.key in frame.columns else pd.Series([None] * len(frame), index=frame.index)
         if c.kind == "text":
-            arrays.append(pa.array(sanitize_series(s.astype(object)), type=pa.string()))
+            arrays.append(_text_array(s))
         elif c.kind == "int":
             arrays.append(pa.array(_numeric(s).round().astype("Int64"), type=pa.int64(), from_pandas=True))
         else:
             scale = {"ns": 1e-3, "pct": 100.0}.get(c.kind, 1.0)
             arrays.append(pa.array((_numeric(s) * scale).round(c.digits), type=pa.float64(), from_pandas=True))
-    return pa.Table.from_arrays(arrays, names=[c.label for c in cols])
+    table = pa.Table.from_arrays(arrays, names=[c.label for c in cols])
+    return table if order is None else table.take(pa.array(order))
+
+
+def _codes(values: pd.Series) -> tuple[np.ndarray, pd.Index | np.ndarray]:
+    """(code per row, distinct values); code -1 is null. A categorical already has both."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return values.cat.codes.to_numpy(), values.cat.categories
+    return pd.factorize(values.astype(object), use_na_sentinel=True)
+
+
+def sort_order(values: pd.Series, descending: bool, kind: str = "num") -> np.ndarray:
+    """Row positions sorting `values` (stable, nulls last), as `sort_values(kind="stable")` would,
+    but on one column: argsort of a float key (text: each distinct value's lexical rank)."""
+    if kind == "text":
+        codes, uniques = _codes(values)
+        rank = np.empty(len(uniques) + 1, dtype="float64")
+        rank[np.argsort(np.array([str(u) for u in uniques], dtype=object), kind="stable")] = np.arange(len(uniques))
+        rank[-1] = np.nan  # code -1 (null) picks this
+        key = rank[codes]
+    else:
+        key = _numeric(values).to_numpy(dtype="float64", na_value=np.nan)
+    return np.argsort(-key if descending else key, kind="stable")  # NaN sorts last either way
 
 
 def compile_pattern(pattern: str) -> re.Pattern:
@@ -59,9 +92,10 @@ def compile_pattern(pattern: str) -> re.Pattern:
 
 
 def matches(values: pd.Series, pattern: str) -> np.ndarray:
+    """Whether each row matches `pattern`, searched once per distinct value."""
     rx = compile_pattern(pattern)
-    codes, uniques = pd.factorize(values.astype(object), use_na_sentinel=True)
-    hit = np.array([bool(rx.search(str(u))) for u in uniques] + [False])
+    codes, uniques = _codes(values)
+    hit = np.array([bool(rx.search(str(u))) for u in uniques] + [False], dtype=bool)
     return hit[codes]
 
 
@@ -99,21 +133,55 @@ class FrameTable(Vertical):
         self.filter: str | None = None
         self.pattern: str | None = None  # last search pattern: n/N jump between its matches
         self.source = frame if frame is not None else pd.DataFrame(columns=[c.key for c in cols])
-        self.view = self.source
+        self._order: np.ndarray = np.arange(len(self.source))  # source positions, in view order
+        self._view: pd.DataFrame | None = None
         self._serial = 0
 
     def compose(self) -> ComposeResult:
-        self.view = self._derive()
+        self._derive()
         yield self._make_table()
 
     # --- state -> view ------------------------------------------------------------------------
-    def _derive(self) -> pd.DataFrame:
-        view = self.source
-        if self.filter and len(view):
-            view = view[matches(view[self.search_key], self.filter)]
-        if self.sort_key and self.sort_key in view.columns and len(view):
-            view = view.sort_values(self.sort_key, ascending=not self.sort_desc, na_position="last", kind="stable")
-        return view.reset_index(drop=True)
+    # The view is `_order`, positions into the source: a million-row frame of ~60 columns is never
+    # sorted or copied as a whole; only the shown columns are, as Arrow, and rows on demand.
+    def _derive(self) -> None:
+        src = self.source
+        rows = np.arange(len(src))
+        if self.filter and len(src):
+            rows = np.flatnonzero(matches(src[self.search_key], self.filter))
+        if self.sort_key and self.sort_key in src.columns and len(rows):
+            key = src[self.sort_key]
+            if len(rows) < len(src):
+                key = key.iloc[rows]
+            rows = rows[sort_order(key, self.sort_desc, self._kind(self.sort_key))]
+        self._order, self._view = rows, None
+
+    def _kind(self, key: str) -> str:
+        col = next((c for c in self.cols if c.key == key), None)
+        if col is not None:
+            return "text" if col.kind == "text" else "num"
+        dtype = self.source[key].dtype
+        return "num" if pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype) else "text"
+
+    @property
+    def view(self) -> pd.DataFrame:
+        """The rows as shown (filtered, sorted), every column; built on first use."""
+        if self._view is None:
+            self._view = self.source.iloc[self._order].reset_index(drop=True)
+        return self._view
+
+    @property
+    def shown(self) -> int:
+        """How many rows the view has."""
+        return len(self._order)
+
+    def row(self, i: int) -> pd.Series:
+        """Row `i` of the view, all columns (without building the view)."""
+        return self.source.iloc[int(self._order[i])]
+
+    def column(self, key: str) -> pd.Series:
+        """One column of the view."""
+        return self.source[key].iloc[self._order].reset_index(drop=True)
 
     def _labels(self) -> list[str]:
         arrow = " ▼" if self.sort_desc else " ▲"
@@ -121,12 +189,16 @@ class FrameTable(Vertical):
 
     def _make_table(self) -> DataTable:
         self._serial += 1
-        table = display_table(self.view, self.cols)
+        table = display_table(self.source, self.cols, None if self._is_identity() else self._order)
         # Long kernel names must not push every number off an 80-column screen.
         widest = max(16, min(60, self.app.size.width - 48))
         return DataTable(backend=ArrowBackend(table), column_labels=self._labels(), cursor_type="row",
                          render_markup=False, null_rep="—", show_row_labels=False, zebra_stripes=True,
                          max_column_content_width=widest, id=f"{self.id or 'frame'}-table-{self._serial}")
+
+    def _is_identity(self) -> bool:
+        n = len(self.source)
+        return len(self._order) == n and (n == 0 or (self._order[0] == 0 and bool((np.diff(self._order) == 1).all())))
 
     @property
     def table(self) -> DataTable | None:
@@ -135,20 +207,28 @@ class FrameTable(Vertical):
     async def refresh_view(self, keep_cursor: bool = False) -> None:
         old = self.table
         row = old.cursor_row if old is not None and keep_cursor else 0
-        self.view = self._derive()
+        self._derive()
         if old is not None:
             await old.remove()
         new = self._make_table()
         await self.mount(new)
-        if len(self.view):
-            new.move_cursor(row=min(row, len(self.view) - 1))
+        # Measuring a million cells allocates Arrow temporaries whose pages pyarrow's allocator
+        # would keep (~100-300 MB of RSS at 1M rows); give them back.
+        pa.default_memory_pool().release_unused()
+        if self.shown:
+            new.move_cursor(row=min(row, self.shown - 1))
 
-    async def set_frame(self, frame: pd.DataFrame, cols: list[Col] | None = None, search_key: str | None = None) -> None:
+    async def set_frame(self, frame: pd.DataFrame, cols: list[Col] | None = None, search_key: str | None = None,
+                        default_sort: tuple[str, bool] | None = None) -> None:
+        """Show another frame; the sort stays if its column is still shown, else `default_sort`
+        applies (set before the one rebuild: a million rows must not be laid out twice)."""
         self.source = frame
         if cols is not None:
             self.cols = cols
             if self.sort_key not in {c.key for c in cols}:
                 self.sort_key = None
+        if self.sort_key is None and default_sort is not None:
+            self.sort_key, self.sort_desc = default_sort
         if search_key:
             self.search_key = search_key
         await self.refresh_view()
@@ -177,9 +257,9 @@ class FrameTable(Vertical):
     def jump(self, forward: bool = True) -> bool:
         """Move the cursor to the next/previous row matching the last pattern (wrapping)."""
         table = self.table
-        if not self.pattern or table is None or not len(self.view):
+        if not self.pattern or table is None or not self.shown:
             return False
-        hits = np.flatnonzero(matches(self.view[self.search_key], self.pattern))
+        hits = np.flatnonzero(matches(self.source[self.search_key], self.pattern)[self._order])
         if not len(hits):
             return False
         cur = table.cursor_row
@@ -194,12 +274,12 @@ class FrameTable(Vertical):
 
     def current(self) -> pd.Series | None:
         table = self.table
-        if table is None or not len(self.view):
+        if table is None or not self.shown:
             return None
-        return self.view.iloc[min(table.cursor_row, len(self.view) - 1)]
+        return self.row(min(table.cursor_row, self.shown - 1))
 
     def status(self) -> str:
-        parts = [f"{len(self.view):,} of {len(self.source):,} rows" if self.filter else f"{len(self.view):,} rows"]
+        parts = [f"{self.shown:,} of {len(self.source):,} rows" if self.filter else f"{self.shown:,} rows"]
         label = next((c.label for c in self.cols if c.key == self.sort_key), None)
         if label:
             parts.append(f"sort: {label} {'▼' if self.sort_desc else '▲'}")
@@ -209,15 +289,15 @@ class FrameTable(Vertical):
 
     def shown_frame(self) -> pd.DataFrame:
         """The rows as shown (filtered, sorted), with the shown columns under their labels."""
-        return display_table(self.view, self.cols).to_pandas()
+        return display_table(self.source, self.cols, self._order).to_pandas()
 
     # --- events -------------------------------------------------------------------------------
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        if 0 <= event.cursor_row < len(self.view):
-            self.post_message(self.Selected(self, self.view.iloc[event.cursor_row]))
+        if 0 <= event.cursor_row < self.shown:
+            self.post_message(self.Selected(self, self.row(event.cursor_row)))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
-        if 0 <= event.cursor_row < len(self.view):
-            self.post_message(self.Highlighted(self, self.view.iloc[event.cursor_row]))
+        if 0 <= event.cursor_row < self.shown:
+            self.post_message(self.Highlighted(self, self.row(event.cursor_row)))
