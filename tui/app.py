@@ -32,10 +32,22 @@ SCREENS = [  # (mode, number key, title)
 ]
 
 
+# The longest the load waits for the Overview's first paint from the footer (see `Preview.shown`).
+PAINT_WAIT_S = 1.0
+
+
 class Loaded(Message):
     def __init__(self, index: int, analysis: Any) -> None:
         super().__init__()
         self.index, self.analysis = index, analysis
+
+
+class Previewed(Message):
+    """The footer of a big rooftop trace is read: the Overview can show what ran while it loads."""
+
+    def __init__(self, preview: Any) -> None:
+        super().__init__()
+        self.preview = preview
 
 
 class LoadFailed(Message):
@@ -125,6 +137,8 @@ class RooftopApp(App[int]):
         self.errors: list[str] = []
         self._results: dict[int, Any] = {}
         self._load_workers: dict[Worker, int] = {}
+        self._overview: Screen | None = None  # the Overview painted from a Preview, before the load
+        self._pending_mode: str | None = None  # a screen asked for while loading, opened once loaded
 
     def on_mount(self) -> None:
         self.push_screen(LoadingScreen(self.paths))
@@ -132,8 +146,13 @@ class RooftopApp(App[int]):
 
     @work(thread=True, exit_on_error=False, group="load", description="loading trace")
     def _load(self, index: int, path: str) -> None:
-        from .loader import open_analysis
+        from .loader import open_analysis, preview
 
+        # One trace: paint its identity from the footer at once, then read the events. (Two go to
+        # Compare, which needs both loaded; the loading screen stays until then.)
+        if len(self.paths) == 1 and (p := preview(path)) is not None:
+            self.post_message(Previewed(p))
+            p.shown.wait(timeout=PAINT_WAIT_S)
         try:
             analysis = open_analysis(path)
         except TraceError as exc:
@@ -152,6 +171,14 @@ class RooftopApp(App[int]):
     def _loaded(self, message: Loaded) -> None:
         self._results[message.index] = message.analysis
         self._maybe_ready()
+
+    @on(Previewed)
+    def _previewed(self, message: Previewed) -> None:
+        from .screens.overview import OverviewScreen
+
+        screen = self._overview = OverviewScreen(message.preview)
+        self.add_mode("overview", lambda: screen)
+        self.switch_mode("overview")
 
     @on(LoadFailed)
     def _failed(self, message: LoadFailed) -> None:
@@ -173,7 +200,10 @@ class RooftopApp(App[int]):
         from .screens.overview import OverviewScreen
         from .screens.steps import StepsScreen
 
-        self.add_mode("overview", lambda: OverviewScreen(a))
+        if self._overview is not None:
+            self._overview.attach(a)
+        else:
+            self.add_mode("overview", lambda: OverviewScreen(a))
         self.add_mode("steps", lambda: StepsScreen(a))
         self.add_mode("kernels", lambda: KernelsScreen(a))
         self.add_mode("roofline", lambda: _colleague_screen("roofline", "RooflineScreen", "Roofline", a))
@@ -181,11 +211,19 @@ class RooftopApp(App[int]):
         if len(self.analyses) > 1:
             b = self.analyses[1]
             self.add_mode("compare", lambda: _colleague_screen("compare", "CompareScreen", "Compare", a, b))
-        self.switch_mode("overview")
+        mode, self._pending_mode = self._pending_mode or "overview", None
+        if self.current_mode != mode:
+            self.switch_mode(mode)
 
     # --- actions ----------------------------------------------------------------------------
     def action_show_screen(self, mode: str) -> None:
-        if not self.analyses:
+        if not self.analyses and self._overview is not None and mode != "compare":
+            # The Overview is up, the rows are still loading: go there as soon as they are in.
+            self._pending_mode = mode if mode != self.current_mode else None
+            if self._pending_mode:
+                title = next(t for m, _, t in SCREENS if m == mode)
+                self.notify(f"Still loading: {title} opens when the trace is in.", timeout=3)
+        elif not self.analyses:
             self.notify("Still loading…", timeout=3)
         elif mode == "compare" and len(self.analyses) < 2:
             self.notify("Compare needs two traces: rooftop open A.parquet B.parquet", timeout=5)

@@ -9,16 +9,62 @@ trace is warmed whole here instead: it costs a fraction of a second and opens co
 """
 from __future__ import annotations
 
+import threading
+from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
-from rooftop.trace import Trace, load_trace
+from rooftop.trace import Trace, TraceError, conform_meta, is_parquet, load_trace, parquet_files, read_meta
 
 # Timed rows below which everything the Overview shows is computed before the first paint.
 WARM_ALL_BELOW = 50_000
 # `Analysis` cached properties the Overview reads after its first paint (its worker computes them).
 OVERVIEW_REST = ("findings", "gap", "rank_phases", "rank_steps")
+
+
+# Rows from which a rooftop Parquet trace is previewed from its footer while its events load: below,
+# the whole load and analysis take a fraction of a second and the screen opens complete instead.
+PREVIEW_FROM = WARM_ALL_BELOW
+
+
+class Preview:
+    """A rooftop Parquet trace before its events are read: the footer's metadata and row count, all
+    the Overview's identity lines and breadcrumb need. Stands in for the Analysis until it comes."""
+
+    def __init__(self, path: str, meta: dict, rows: int) -> None:
+        from rooftop.analysis import Analysis
+        from rooftop.redact import redact
+
+        # The same metadata the full load gives (secrets out, sections conformed), less the steps
+        # list: the identity does not read it, and scrubbing thousands of steps costs 40 ms.
+        meta, _ = conform_meta(redact({k: v for k, v in meta.items() if k != "steps"}))
+        self.trace = Trace(pd.DataFrame(), meta, path)
+        self.rows = rows
+        # Set by the Overview once it has painted this: the load waits for it, since reading the rows
+        # holds the GIL for long stretches and would hold the paint back by a second at 1M rows.
+        self.shown = threading.Event()
+        a = Analysis(self.trace)
+        a.__dict__["has_counters"] = None  # unknown until the rows are read (a cached_property)
+        self.identity = a.identity
+
+
+def preview(path: str) -> Preview | None:
+    """The footer-only Preview of a big rooftop Parquet file or run directory, else None (a small
+    trace, another format, or a footer that cannot be read: the full load opens or reports it)."""
+    p = Path(path)
+    try:
+        files = parquet_files(p) if p.is_dir() else [p] if is_parquet(p) else []
+        if not files:
+            return None
+        rows = sum(pq.read_metadata(f).num_rows for f in files)
+        if rows < PREVIEW_FROM:
+            return None
+        return Preview(path, read_meta(p), rows)
+    except (TraceError, OSError, pa.ArrowException):
+        return None  # the load that follows reads the same bytes and says what is wrong
 
 
 def _importer():

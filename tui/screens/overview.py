@@ -15,7 +15,7 @@ from textual.worker import Worker, WorkerState
 
 from rooftop.format import fmt_ns, fmt_pct, fmt_rate
 
-from ..loader import overview_ready, phases_ready, warm_overview_rest
+from ..loader import Preview, overview_ready, phases_ready, warm_overview_rest
 from ..widgets.breadcrumb import MODELED, RooftopScreen
 from ..widgets.steps_plot import StepsPlot
 from ..widgets.text import safe_text, sanitize
@@ -170,8 +170,8 @@ class OverviewScreen(RooftopScreen):
     BREADCRUMB = "Overview"
     EXPORT_NAME = "overview"
 
-    def export_frame(self) -> pd.DataFrame:
-        return self.analysis.phases
+    def export_frame(self) -> pd.DataFrame | None:
+        return None if isinstance(self.analysis, Preview) else self.analysis.phases
 
     class PhasesReady(Message):
         """The Overview's worker computed the phase table."""
@@ -186,10 +186,14 @@ class OverviewScreen(RooftopScreen):
     def compose_body(self) -> ComposeResult:
         a = self.analysis
         ident = a.identity
+        self._phases_shown = not isinstance(a, Preview) and phases_ready(a)
         with VerticalScroll(id="overview-body"):
             if ident.get("modeled"):
                 yield Static(MODELED, id="modeled-badge", classes="modeled-badge")
             yield Static(self._identity_text(ident), id="identity")
+            if isinstance(a, Preview):  # only the footer is read: the app calls `attach` when the rows are
+                yield Static(f"loading {a.rows:,} events …", id="overview-pending", classes="muted")
+                return
             # A big trace paints in stages, each as soon as its worker has it (identity comes with
             # the load); a small one was analysed whole by the loader and paints at once.
             if phases_ready(a):
@@ -200,16 +204,30 @@ class OverviewScreen(RooftopScreen):
             yield Static("computing the phase table, findings, gap to ideal, step curve …",
                          id="overview-pending", classes="muted")
 
+    def attach(self, analysis) -> None:
+        """The loaded Analysis, replacing the Preview this screen was painted from: compute the rest."""
+        self.analysis = analysis
+        if self.is_mounted:  # else `on_mount`, still to come, finds the Analysis and starts the same
+            self._start_rest()
+
     def on_mount(self) -> None:
-        if not overview_ready(self.analysis):
+        if isinstance(self.analysis, Preview):
+            self.call_after_refresh(self.analysis.shown.set)  # the load thread starts now
+        elif not overview_ready(self.analysis):
             # Start after the first paint has reached the terminal: pandas in a thread holds the GIL
             # for long stretches, and would delay the paint (and a first key press) by up to a second.
-            self.call_after_refresh(self.set_timer, 0.05, self._compute_rest)
+            self.call_after_refresh(self.set_timer, 0.05, self._start_rest)
+
+    def _start_rest(self) -> None:
+        if not self._phases_shown:  # painted from a Preview, the line still says "loading"
+            for pending in self.query("#overview-pending"):
+                pending.update("computing the phase table, findings, gap to ideal, step curve …")
+        self._compute_rest()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="overview", description="overview")
     def _compute_rest(self) -> None:
         a = self.analysis
-        if not phases_ready(a):
+        if not self._phases_shown:
             a.phases
             self.post_message(self.PhasesReady())
         warm_overview_rest(a)
@@ -221,6 +239,7 @@ class OverviewScreen(RooftopScreen):
         pending = self.query_one("#overview-pending", Static)
         await self.query_one("#overview-body", VerticalScroll).mount_all(list(self._phases()), before=pending)
         pending.update("computing findings, gap to ideal, step curve …")
+        self._phases_shown = True
 
     @on(RestReady)
     async def _show_rest(self, message: RestReady) -> None:
