@@ -14,7 +14,7 @@ import time
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import pandas as pd
 import pyarrow as pa

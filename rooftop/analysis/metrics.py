@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..devices import trace_dtype
 from ..models import ModelConfig, dtype_bytes
 
 NO_PHASE = "run"  # label for timed rows that no phase range encloses (e.g. imported traces)
@@ -82,14 +83,6 @@ def _busy(gid: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.nda
     prev[np.r_[True, g[1:] != g[:-1]]] = -np.inf  # first interval of each group
     contrib = np.clip(e - np.maximum(s, prev), 0, None)
     return np.bincount(g, weights=contrib, minlength=n)
-
-
-def busy_ns(frame: pd.DataFrame, keys: list[str]) -> pd.Series:
-    g = frame.groupby(keys, dropna=False, sort=False)
-    gid = g.ngroup().to_numpy()
-    index = g.size().index
-    end = (frame["start_ns"] + frame["dur_ns"]).to_numpy()
-    return pd.Series(_busy(gid, frame["start_ns"].to_numpy(), end, len(index)), index=index)
 
 
 def _sum_known(values: np.ndarray, gid: np.ndarray, n: int) -> np.ndarray:
@@ -194,7 +187,7 @@ def model_mbu(steps: pd.DataFrame, meta: dict, peak_bw) -> pd.Series:
     nan = pd.Series(np.nan, index=steps.index)
     if cfg is None or not peak_bw or steps.empty:
         return nan
-    dtype = (meta.get("model") or {}).get("dtype") or (meta.get("workload") or {}).get("dtype") or "bf16"
+    dtype = trace_dtype(meta)
     kv_dtype = (meta.get("workload") or {}).get("kv_dtype") or dtype
     weights = cfg.decode_weight_bytes(dtype)
     kv = steps["batch"] * steps["context"] * cfg.kv_bytes_per_token(kv_dtype)
@@ -279,12 +272,9 @@ def per_rank_phases(timed: pd.DataFrame, meta: dict, peak_flops=None, peak_bw=No
     return pd.concat(frames, ignore_index=True)
 
 
-def dtype_of(meta: dict) -> str:
-    return str((meta.get("model") or {}).get("dtype") or (meta.get("workload") or {}).get("dtype") or "bf16")
-
-
 def elem_bytes(meta: dict) -> int:
-    return dtype_bytes(dtype_of(meta))
+    # the trace's compute dtype, as the peaks use it (model, else workload, else bf16)
+    return dtype_bytes(trace_dtype(meta))
 
 
 def both_utilizations(phases: pd.DataFrame, peaks) -> pd.DataFrame:
