@@ -20,7 +20,7 @@ OUT = ROOT / "bench" / "out"
 SPLIT = """
 import json, sys, time
 t0 = time.perf_counter()
-from collectors.importers import load_any
+from collectors.readers.importers import load_any
 from rooftop.analysis import analyze
 from rooftop.report import report_text
 t1 = time.perf_counter(); tr = load_any(sys.argv[1])

@@ -47,16 +47,16 @@ def _subparsers(parser: argparse.ArgumentParser):
     p.add_argument("--top", type=int, default=10)
 
     p = sub.add_parser("import", help="convert a Kineto/nsys/ncu trace to a rooftop trace")
-    _lazy_args(p, "collectors.importers", fallback=_import_fallback_args)
+    _lazy_args(p, "collectors.readers.importers", fallback=_import_fallback_args)
 
     p = sub.add_parser("collect", help="run a built-in model under the profiler and write a trace")
-    _lazy_args(p, "collectors.collect")
+    _lazy_args(p, "collectors.capture.collect")
 
     p = sub.add_parser("predict", help="write the analytic (roofline) trace of a model on a GPU")
     _lazy_args(p, "collectors.predict")
 
     p = sub.add_parser("calibrate", help="measure this GPU's achievable bandwidth and GEMM rate")
-    _lazy_args(p, "collectors.calibrate")
+    _lazy_args(p, "collectors.capture.calibrate")
 
     sub.add_parser("gpus", help="list the GPU spec table")
     return sub
@@ -70,7 +70,7 @@ def _import_fallback_args(p):
 def _lazy_args(p: argparse.ArgumentParser, module: str, fallback=None) -> None:
     """Let a command's own module declare its options, but only when that command is used.
 
-    Importing collectors.collect would import torch; `rooftop report` must not pay for that.
+    Importing collectors.capture.collect would import torch; `rooftop report` must not pay for that.
     """
     p.set_defaults(_module=module)
     p._rooftop_fallback = fallback  # type: ignore[attr-defined]
@@ -96,7 +96,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def _load(path: str):
     """Any supported trace (rooftop Parquet, or an import converted in memory)."""
     try:
-        from collectors.importers import load_any
+        from collectors.readers.importers import load_any
     except ImportError:
         from .trace import load_trace
         return load_trace(path)
@@ -148,7 +148,7 @@ def cmd_open(paths: list[str]) -> int:
         # Cheap content check before the terminal switches to the full-screen app: an empty or
         # unrecognised file gets the one-line error at once (the app reports deeper problems).
         try:
-            from collectors.importers import check_format
+            from collectors.readers.importers import check_format
         except ImportError:
             check_format = None
         if check_format is not None:

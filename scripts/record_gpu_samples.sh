@@ -43,7 +43,7 @@ log "collector overhead: profiled vs unprofiled decode step (batch 1, flash)"
 timeout 120 $PY - <<'PY' || echo "overhead measurement failed"
 import time, torch
 from rooftop.models import preset
-from collectors.workloads.llama import Llama
+from collectors.capture.workloads.llama import Llama
 m = Llama(preset("llama3-8b"), batch=1, max_len=2048 + 64, dtype="bf16", device="cuda", attn="flash", seed=0)
 tok = torch.randint(0, 1000, (1, 2048), device="cuda")
 m.prefill(tok, None)

@@ -1,4 +1,4 @@
-"""collectors.calibrate: the arithmetic (fake timer), the cache, and the no-GPU exit."""
+"""collectors.capture.calibrate: the arithmetic (fake timer), the cache, and the no-GPU exit."""
 import argparse
 import json
 
@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from collectors import calibrate  # noqa: E402
+from collectors.capture import calibrate  # noqa: E402
 
 
 class FakeTimer:

@@ -1,4 +1,4 @@
-"""collectors.collect: the real collector on CPU with the tiny workload."""
+"""collectors.capture.collect: the real collector on CPU with the tiny workload."""
 import argparse
 import builtins
 import sys
@@ -7,8 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from collectors import collect  # noqa: E402
-from collectors.workloads.llama import Llama, attention_backend  # noqa: E402
+from collectors.capture import collect  # noqa: E402
+from collectors.capture.workloads.llama import Llama, attention_backend  # noqa: E402
 from rooftop.models import preset  # noqa: E402
 from rooftop.trace import TraceError, load_trace  # noqa: E402
 
@@ -104,12 +104,12 @@ def test_counters_without_ncu_keeps_the_timeline(tmp_path, capsys, monkeypatch):
     real_import = builtins.__import__
 
     def no_ncu(name, globals=None, locals=None, fromlist=(), level=0):
-        if (level and "ncu" in (fromlist or ())) or name == "collectors.ncu":
-            raise ImportError("No module named 'collectors.ncu'")
+        if (level and name == "ncu_run") or name == "collectors.capture.ncu_run":
+            raise ImportError("No module named 'collectors.capture.ncu_run'")
         return real_import(name, globals, locals, fromlist, level)
 
     monkeypatch.setattr(builtins, "__import__", no_ncu)
-    monkeypatch.delitem(sys.modules, "collectors.ncu", raising=False)
+    monkeypatch.delitem(sys.modules, "collectors.capture.ncu_run", raising=False)
     out = tmp_path / "c.parquet"
     rc = collect.run(_args("--device", "cpu", "--prompt-len", "8", "--gen-len", "1", "--warmup", "0",
                            "--counters", "-o", str(out)))
@@ -119,7 +119,7 @@ def test_counters_without_ncu_keeps_the_timeline(tmp_path, capsys, monkeypatch):
 
 
 def test_cached_calibration_goes_into_the_trace(tmp_path, monkeypatch):
-    from collectors import calibrate, record
+    from collectors.capture import calibrate, record
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     name = record.device_meta("cpu")["name"]
@@ -170,8 +170,8 @@ def test_collect_on_cuda(tmp_path, graphs):
 
 
 def test_counters_child_runs_without_profiler_or_file(tmp_path, monkeypatch):
-    # The ncu re-run (collectors/ncu_run.py child_command) needs the NVTX ranges, nothing else.
-    from collectors import record
+    # The ncu re-run (collectors/capture/ncu_run.py child_command) needs the NVTX ranges, nothing else.
+    from collectors.capture import record
 
     pushed = []
 

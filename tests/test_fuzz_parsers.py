@@ -54,7 +54,7 @@ event = st.fixed_dictionaries({}, optional={
 
 
 def _read_kineto(path):
-    from collectors.kineto import read_kineto
+    from collectors.readers.kineto import read_kineto
     read_kineto(path)
 
 
@@ -78,7 +78,7 @@ def test_kineto_random_events(events, head):
 @given(st.lists(event, max_size=8))
 def test_kineto_random_events_through_the_importer(events):
     """What a user meets: `load_any` turns whatever the Kineto reader raises into one line."""
-    from collectors.importers import load_any
+    from collectors.readers.importers import load_any
 
     _only_trace_errors(load_any, _file(json.dumps({"traceEvents": events}).encode(), "t.json"))
 
@@ -101,7 +101,7 @@ def _csv_line(cells) -> str:
 
 
 def _read_csv(path):
-    from collectors.ncu_csv import read_ncu_csv
+    from collectors.readers.ncu_csv import read_ncu_csv
     read_ncu_csv(path)
 
 

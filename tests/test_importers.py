@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors import importers
-from collectors.importers import UnknownFormatError, default_output, detect, import_any, load_any
+from collectors.readers import importers
+from collectors.readers.importers import UnknownFormatError, default_output, detect, import_any, load_any
 from rooftop.trace import TraceError, load_trace, write_trace
 
 KINETO = "facebookresearch__HolisticTraceAnalysis__tests__data__triton_example__triton_example.json.gz"

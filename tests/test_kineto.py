@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import collectors._kineto_events as events
-from collectors import kineto
-from collectors.kineto import KinetoError, import_dir, read_kineto
+import collectors.readers._kineto_events as events
+from collectors.readers import kineto
+from collectors.readers.kineto import KinetoError, import_dir, read_kineto
 from rooftop.redact import REDACTED
 from rooftop.trace import load_trace, to_table
 

@@ -9,31 +9,81 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def imports_of(path: Path) -> set[str]:
+# The layer contracts, each by name (as import-linter states them). A wing is a folder; `forbidden`
+# are module prefixes its files may not import. `module_level_only` marks the front door
+# (`rooftop/cli.py`), which may reach the edges only inside the command that needs them.
+CONTRACTS = {
+    "the core is headless: rooftop/ imports no edge, no UI and no torch": dict(
+        wing="rooftop", forbidden=("torch", "textual", "textual_plotext", "textual_fastdatatable", "plotext",
+                                   "tui", "collectors"), exclude=("rooftop/cli.py",)),
+    "the front door reaches the edges lazily: rooftop/cli.py imports none at module level": dict(
+        wing="rooftop/cli.py", forbidden=("torch", "textual", "tui", "collectors"), module_level_only=True),
+    "readers of existing files import no torch and no collection code": dict(
+        wing="collectors/readers", forbidden=("torch", "nvtx", "collectors.capture", "collectors.predict",
+                                              "textual", "tui")),
+    "collection never imports the TUI": dict(
+        wing="collectors", forbidden=("textual", "textual_plotext", "textual_fastdatatable", "tui")),
+    "the TUI never imports torch, and opens files through the readers only": dict(
+        wing="tui", forbidden=("torch", "nvtx", "collectors.capture", "collectors.predict")),
+}
+
+
+def imports_of(path: Path, module_level_only: bool = False) -> set[str]:
+    """Absolute module names a file imports (`from a.b import c` gives `a.b` and `a.b.c`)."""
     tree = ast.parse(path.read_text(), filename=str(path))
+    nodes = tree.body if module_level_only else ast.walk(tree)
     names = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
-            names |= {a.name.split(".")[0] for a in node.names}
+            names |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
+            names.add(node.module)
+            names |= {f"{node.module}.{a.name}" for a in node.names}
     return names
 
 
-@pytest.mark.parametrize("room,forbidden", [
-    ("rooftop", {"torch", "textual", "tui", "collectors", "textual_plotext", "textual_fastdatatable", "plotext"}),
-    ("tui", {"torch"}),
-    ("collectors", {"textual", "tui", "textual_plotext", "textual_fastdatatable"}),
-])
-def test_static_layer_rule(room, forbidden):
+def _breaks(name: str, forbidden) -> bool:
+    return any(name == f or name.startswith(f + ".") for f in forbidden)
+
+
+def violations(root: Path, wing: str, forbidden, module_level_only: bool = False,
+               exclude: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    base = root / wing
+    files = [base] if base.suffix == ".py" else sorted(base.rglob("*.py"))
+    files = [f for f in files if str(f.relative_to(root)) not in exclude]
     bad = {}
-    for f in (ROOT / room).rglob("*.py"):
-        if f.name == "cli.py" and room == "rooftop":
-            continue  # the front door imports the edges lazily, inside the command that needs them
-        hit = imports_of(f) & forbidden
+    for f in files:
+        hit = sorted(n for n in imports_of(f, module_level_only) if _breaks(n, forbidden))
         if hit:
-            bad[str(f.relative_to(ROOT))] = sorted(hit)
-    assert not bad, f"layer rule broken: {bad}"
+            bad[str(f.relative_to(root))] = hit
+    return bad
+
+
+@pytest.mark.parametrize("contract", list(CONTRACTS))
+def test_layer_contract(contract):
+    bad = violations(ROOT, **CONTRACTS[contract])
+    assert not bad, f"broken contract '{contract}': {bad}"
+
+
+@pytest.mark.parametrize("contract,wrong", [
+    ("the core is headless: rooftop/ imports no edge, no UI and no torch", "from collectors.readers import kineto"),
+    ("the front door reaches the edges lazily: rooftop/cli.py imports none at module level", "import tui.app"),
+    ("readers of existing files import no torch and no collection code", "from collectors.capture.record import Recorder"),
+    ("readers of existing files import no torch and no collection code", "import torch"),
+    ("collection never imports the TUI", "from textual.app import App"),
+    ("the TUI never imports torch, and opens files through the readers only", "from collectors.capture import collect"),
+])
+def test_each_contract_catches_a_wrong_import(tmp_path, contract, wrong):
+    """A deliberately wrong import in each wing breaks its contract (the check is not vacuous)."""
+    spec = CONTRACTS[contract]
+    target = tmp_path / spec["wing"]
+    if target.suffix == ".py":
+        target.parent.mkdir(parents=True)
+    else:
+        target.mkdir(parents=True)
+        target = target / "wrong.py"
+    target.write_text(f"{wrong}\n")
+    assert violations(tmp_path, **spec)
 
 
 def _modules_after(code: str) -> set[str]:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.ncu import NcuError
-from collectors.ncu_csv import parse_number, read_ncu_csv, unit_factor
+from collectors.readers.ncu import NcuError
+from collectors.readers.ncu_csv import parse_number, read_ncu_csv, unit_factor
 from rooftop.trace import to_table
 
 

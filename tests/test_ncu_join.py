@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from collectors.ncu import join_counters
+from collectors.readers.ncu import join_counters
 from rooftop.trace import to_table
 
 P0 = "decode/step=0/layer=0/attn"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from collectors.ncu import NcuError
-from collectors.ncu_run import (EXIT_NO_COUNTERS, EXIT_OK, build_ncu_command, child_command,
+from collectors.readers.ncu import NcuError
+from collectors.capture.ncu_run import (EXIT_NO_COUNTERS, EXIT_OK, build_ncu_command, child_command,
                                 count_filtered_kernels, estimate_replay_seconds, parse_counter_steps,
                                 run_counters)
 from rooftop.trace import load_trace, write_trace

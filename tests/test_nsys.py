@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.nsys import NsysError, read_nsys
+from collectors.readers.nsys import NsysError, read_nsys
 from rooftop.trace import to_table
 
 SQLITE = "extra-p__extrap__tests__data__nsight__concurrent_example__concurrent.s1__profile1.sqlite"

@@ -1,4 +1,4 @@
-"""collectors.record (the Recorder) and collectors.torch_profiler (events -> rows), on CPU.
+"""collectors.capture.record (the Recorder) and collectors.capture.torch_profiler (events -> rows), on CPU.
 
 The GPU half of the conversion is tested on fabricated events with the attributes the profiler's
 Kineto results have, since this machine has no GPU; the real-CUDA test is marked `gpu`.
@@ -7,9 +7,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from collectors import record as record_mod  # noqa: E402
-from collectors.record import Recorder  # noqa: E402
-from collectors.torch_profiler import RawEvent, convert  # noqa: E402
+from collectors.capture import record as record_mod  # noqa: E402
+from collectors.capture.record import Recorder  # noqa: E402
+from collectors.capture.torch_profiler import RawEvent, convert  # noqa: E402
 from rooftop.models import preset  # noqa: E402
 from rooftop.trace import TraceError, load_trace  # noqa: E402
 

@@ -146,7 +146,7 @@ def _plain_kernels(path) -> tuple[int, int]:
 
 @pytest.mark.parametrize("copies", [1, 7])
 def test_kineto_replicated_synthetic_blocks_scale_exactly(tmp_path, copies):
-    from collectors.kineto import read_kineto
+    from collectors.readers.kineto import read_kineto
 
     block = make_kineto.synthetic_block(layers=2)
     one = make_kineto.write_trace(block, 1, tmp_path / "one.json")
@@ -166,7 +166,7 @@ def test_kineto_replicated_synthetic_blocks_scale_exactly(tmp_path, copies):
 
 
 def test_kineto_replicated_seed_trace_scales_exactly(tmp_path, fixtures_dir):
-    from collectors.kineto import read_kineto
+    from collectors.readers.kineto import read_kineto
 
     seed = fixtures_dir / "traces" / make_kineto.SEED_NAME
     k1, d1 = _plain_kernels(seed)

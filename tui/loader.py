@@ -68,11 +68,11 @@ def preview(path: str) -> Preview | None:
 
 
 def _importer():
-    """`collectors.importers.load_any` when a colleague's importers are installed, else None."""
+    """`collectors.readers.importers.load_any` when a colleague's importers are installed, else None."""
     try:
-        from collectors.importers import load_any
+        from collectors.readers.importers import load_any
     except ModuleNotFoundError as exc:
-        if exc.name in ("collectors.importers", "collectors"):
+        if exc.name in ("collectors.readers.importers", "collectors"):
             return None
         raise
     return load_any

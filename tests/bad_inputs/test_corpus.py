@@ -66,7 +66,7 @@ def test_native_in_subprocess(case, tmp_path, request):
     check(run_subprocess(["report", str(path)]), path, case.expect)
 
 
-# Kineto reader problems (collectors/kineto.py is being rewritten elsewhere): the importer already
+# Kineto reader problems (collectors/readers/kineto.py is being rewritten elsewhere): the importer already
 # turns them into one line naming the file; the reader itself should raise KinetoError or load.
 # Event shapes that once escaped the Kineto reader as a bare Python error (now fixed; kept as checks).
 KINETO_ODD = {
@@ -79,7 +79,7 @@ KINETO_ODD = {
 
 @pytest.mark.parametrize("name", sorted(KINETO_ODD))
 def test_kineto_reader_raises_only_kineto_error(name, tmp_path, request):
-    from collectors.kineto import KinetoError, read_kineto
+    from collectors.readers.kineto import KinetoError, read_kineto
 
     case = next(c for c in CASES if c.name == name)
     path = _make(case, tmp_path, request)

@@ -232,7 +232,7 @@ def _meta(db: _Db, origin: int, gpu: pd.DataFrame, graphs: bool, warnings: list[
         row = db.con.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
         epoch = int(row[0]) if row and row[0] is not None else None
     # only what rooftop needs: user names, hosts and local paths in EXPORT_META_DATA stay behind
-    source = {"tool": "nsys", "importer": "rooftop.collectors.nsys", "file": db.path.name,
+    source = {"tool": "nsys", "importer": "rooftop.collectors.readers.nsys", "file": db.path.name,
               "version": info.get("EXPORT_PRODUCT_VERSION"), "schema": info.get("EXPORT_SCHEMA_VERSION")}
     return {"source": source, "device": _device_meta(db, dev),
             "origin_ns": epoch + origin if epoch is not None else None,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from collectors.ncu import NcuError, device_meta, finish_rows, row_from_metrics, total_only_warning
+from collectors.readers.ncu import NcuError, device_meta, finish_rows, row_from_metrics, total_only_warning
 
 INSTALL_HINT = "pip install 'rooftop[ncu]'"
 DEFAULT_DOMAIN = "<default domain>"

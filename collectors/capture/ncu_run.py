@@ -7,7 +7,7 @@ counters onto the timeline's kernels by NVTX path and launch order, then rewrite
 atomically. Whatever fails (no `ncu`, no permission, a replay error), the timeline trace stays as
 it was and the message says what to do.
 
-Contract with the collector (`collectors/collect.py`): the child command is
+Contract with the collector (`collectors/capture/collect.py`): the child command is
 `python -m rooftop collect <same workload options> --counters-child`, and `--counters-child` means
 "run the workload with the Recorder's NVTX ranges but without the torch profiler, and write no
 trace". The workload options read from `args` are: preset, batch, prompt_len, gen_len, dtype,
@@ -26,7 +26,7 @@ from typing import Any, TextIO
 
 import pandas as pd
 
-from collectors.ncu import NcuError, join_counters
+from collectors.readers.ncu import NcuError, join_counters
 
 DEFAULT_STEPS = "prefill,decode:0-2"
 EXIT_OK = 0
@@ -221,7 +221,7 @@ def run_counters(args: Any, trace_path: str | os.PathLike, *, ncu: str | None = 
     if not report.is_file():
         return fail(f"ncu wrote no report {report}: {_error_lines(proc.stdout)}")
     try:
-        from collectors.ncu_rep import read_ncu_rep
+        from collectors.readers.ncu_rep import read_ncu_rep
 
         rows, rep_meta = read_ncu_rep(report)
     except NcuError as exc:

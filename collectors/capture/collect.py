@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--counter-steps", default=None,
                         help="steps to profile with ncu, e.g. 'prefill,decode:0-2'")
     parser.add_argument("-o", "--output", default="run.parquet", help="trace file to write")
-    # The re-run under ncu (collectors/ncu_run.py): NVTX ranges only, no profiler, no trace.
+    # The re-run under ncu (collectors/capture/ncu_run.py): NVTX ranges only, no profiler, no trace.
     parser.add_argument("--counters-child", action="store_true", help=argparse.SUPPRESS)
 
 
@@ -162,15 +162,11 @@ def _generate(model, prompt, n: int, rec, graphed, progress: Progress | None = N
 
 
 def _counters(args) -> int:
-    """Hand over to the ncu collector (collectors/ncu.py); the timeline trace is kept either way."""
+    """Hand over to the ncu runner (collectors/capture/ncu_run.py); the timeline trace is kept either way."""
     try:
-        from . import ncu
+        from .ncu_run import run_counters
     except ImportError as exc:
         print(f"rooftop collect: hardware counters unavailable ({exc}); the timeline trace "
               f"{args.output} is complete without them", file=sys.stderr)
-        return 0
-    run_counters = getattr(ncu, "run_counters", None)
-    if run_counters is None:
-        print("rooftop collect: collectors.ncu has no run_counters(); counters skipped", file=sys.stderr)
         return 0
     return int(run_counters(args, args.output) or 0)

@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from collectors.ncu import NcuError, device_meta, finish_rows, row_from_metrics, total_only_warning
+from collectors.readers.ncu import NcuError, device_meta, finish_rows, row_from_metrics, total_only_warning
 
 _IDENTITY = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time", "Context",
              "Stream", "Block Size", "Grid Size", "Device", "CC")

@@ -235,7 +235,7 @@ def _meta(head: dict, path: Path, sink: Collector, kernel_dev: np.ndarray, range
             steps.append({"phase": phase, "index": step})
     keep = ("schemaVersion", "cupti_version", "cuda_runtime_version", "cuda_driver_version",
             "displayTimeUnit", "record_shapes", "with_stack", "with_flops")
-    source = {"tool": "kineto", "importer": "rooftop.collectors.kineto", "file": path.name,
+    source = {"tool": "kineto", "importer": "rooftop.collectors.readers.kineto", "file": path.name,
               **{k: head[k] for k in keep if k in head and isinstance(head[k], (str, int, float))},
               "base_time_ns": base}
     return {

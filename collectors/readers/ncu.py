@@ -1,9 +1,10 @@
 """Nsight Compute: read `.ncu-rep` and ncu CSV, join counters onto a timeline, run `ncu`.
 
 This module is the façade and holds what the readers share: `NcuError`, the mapping from ncu
-metric names (in base units) to trace columns, and `join_counters`. The readers and the runner
-live in `ncu_rep.py`, `ncu_csv.py` and `ncu_run.py` and are re-exported here lazily, so importing
-`collectors.ncu` costs nothing (no `ncu_report`, no torch).
+metric names (in base units) to trace columns, and `join_counters`. The readers live in
+`ncu_rep.py` and `ncu_csv.py` and are re-exported here lazily, so importing
+`collectors.readers.ncu` costs nothing (no `ncu_report`, no torch). The runner that puts a model
+under `ncu` is collection, not reading: `collectors.capture.ncu_run`.
 
 Metric names and formulas: `reference/ncu.md` (sections 1a-1d), checked against NVIDIA's section
 files. Everything is normalised to base units: bytes, ns, Hz, %; a metric the report lacks is
@@ -23,17 +24,11 @@ from rooftop.trace import STALL_COLUMNS, STALL_REASONS, TraceError
 __all__ = [
     "NcuError", "COUNTER_COLUMNS", "row_from_metrics", "flops_from_metrics", "join_counters",
     "read_ncu_rep", "read_ncu_csv", "run_counters", "build_ncu_command", "parse_counter_steps",
-    "estimate_replay_seconds", "child_command",
 ]
 
 _LAZY = {
-    "read_ncu_rep": "collectors.ncu_rep",
-    "read_ncu_csv": "collectors.ncu_csv",
-    "run_counters": "collectors.ncu_run",
-    "build_ncu_command": "collectors.ncu_run",
-    "parse_counter_steps": "collectors.ncu_run",
-    "estimate_replay_seconds": "collectors.ncu_run",
-    "child_command": "collectors.ncu_run",
+    "read_ncu_rep": "collectors.readers.ncu_rep",
+    "read_ncu_csv": "collectors.readers.ncu_csv",
 }
 
 
