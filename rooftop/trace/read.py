@@ -1,313 +1,19 @@
-"""The rooftop trace file, format version 1: one Parquet table of events + a JSON metadata document.
-
-A file is one run (or one rank of a run). A directory of such files (`rank=0/…`, `*rank*`) is one
-multi-rank run. Everything a reader needs is in the file: no GPU, no torch, no rooftop required
-(pyarrow, DuckDB and Spark read it as plain Parquet).
-
-Unknown is null, never 0.
-"""
+"""Reading a trace: the footer's metadata, validation, conforming, scrubbing, multi-rank directories."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
-import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-FORMAT_VERSION = 1
-META_KEY = b"rooftop"
+from .schema import (FORMAT_VERSION, META_KEY, NUMERIC_CHECKED, REQUIRED, SCHEMA, TEXT_COLUMNS, Trace,
+                     TraceError, one_line)
 
-KINDS = ("kernel", "memcpy", "memset", "range", "op")
-
-# The 19 warp stall reasons of Hopper's WarpStateStats section, in Nsight Compute's order.
-STALL_REASONS = (
-    "long_scoreboard", "short_scoreboard", "mio_throttle", "lg_throttle", "wait", "barrier",
-    "membar", "math_pipe_throttle", "tex_throttle", "not_selected", "selected", "dispatch_stall",
-    "drain", "imc_miss", "branch_resolving", "no_instruction", "sleeping", "misc", "gmma",
-)
-STALL_COLUMNS = tuple(f"stall_{r}" for r in STALL_REASONS)
-
-_DICT = pa.dictionary(pa.int32(), pa.string())
-_SHAPE = pa.list_(pa.int32(), 3)
-
-SCHEMA = pa.schema(
-    [
-        ("id", pa.int64()),
-        ("kind", _DICT),
-        ("name", pa.string()),
-        ("short_name", pa.string()),
-        ("start_ns", pa.int64()),
-        ("dur_ns", pa.int64()),
-        ("device", pa.int32()),
-        ("stream", pa.int32()),
-        ("correlation", pa.int64()),
-        ("path", pa.string()),
-        ("phase", _DICT),
-        ("step", pa.int32()),
-        ("layer", pa.int32()),
-        ("op", pa.string()),
-        ("category", _DICT),
-        ("grid", _SHAPE),
-        ("block", _SHAPE),
-        ("registers", pa.int32()),
-        ("shared_mem", pa.int32()),
-        ("flops", pa.float64()),
-        ("dram_read", pa.float64()),
-        ("dram_write", pa.float64()),
-        ("model_flops", pa.float64()),
-        ("model_bytes", pa.float64()),
-        ("counters", pa.bool_()),
-        ("sm_pct", pa.float32()),
-        ("dram_pct", pa.float32()),
-        ("occupancy_pct", pa.float32()),
-        ("l1_hit_pct", pa.float32()),
-        ("l2_hit_pct", pa.float32()),
-    ]
-    + [(c, pa.float32()) for c in STALL_COLUMNS]
-    # `rank` is not written into per-rank files (the directory name carries it, hive style);
-    # it exists in memory once a multi-rank run is loaded.
-)
-COLUMNS = tuple(SCHEMA.names)
-REQUIRED = ("id", "kind", "name", "start_ns", "dur_ns")
-_NUMERIC_CHECKED = ("flops", "dram_read", "dram_write", "model_flops", "model_bytes")
-
-
-class TraceError(Exception):
-    """A trace could not be read. The message is one line and names the file and the problem."""
-
-    def __init__(self, path: str | os.PathLike | None, problem: str, hint: str | None = None):
-        self.path = str(path) if path is not None else None
-        self.problem = problem
-        self.hint = hint
-        where = f"{self.path}: " if self.path else ""
-        tail = f" ({hint})" if hint else ""
-        super().__init__(_one_line(f"{where}{problem}{tail}"))
-
-
-def _one_line(text: str, limit: int = 400) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-@dataclass
-class Trace:
-    """A loaded run: the event rows (pandas, one row per event) and the metadata document."""
-
-    events: pd.DataFrame
-    meta: dict[str, Any]
-    path: str | None = None
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def modeled(self) -> bool:
-        return bool(self.meta.get("modeled"))
-
-    @property
-    def source(self) -> dict[str, Any]:
-        return self.meta.get("source") or {}
-
-    @property
-    def device_meta(self) -> dict[str, Any]:
-        return self.meta.get("device") or {}
-
-    @property
-    def ranks(self) -> list[int]:
-        if "rank" not in self.events.columns:
-            return []
-        return sorted(int(r) for r in self.events["rank"].dropna().unique())
-
-    @property
-    def label(self) -> str:
-        if self.path:
-            return Path(self.path).name
-        return self.meta.get("model", {}).get("name") or "trace"
-
-    def timed(self) -> pd.DataFrame:
-        """The rows that carry the run's time: kernels/memcpy/memset, or ops on a CPU-only run."""
-        ev = self.events
-        gpu = ev["kind"].isin(["kernel", "memcpy", "memset"])
-        if gpu.all():
-            return ev  # no copy: a million-kernel trace is mostly kernels
-        if gpu.any():
-            return ev[gpu]
-        return ev[ev["kind"] == "op"]
-
-
-# --- building tables --------------------------------------------------------------------------
-
-def _as_frame(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    if isinstance(events, pd.DataFrame):
-        return events
-    if isinstance(events, pa.Table):
-        return events.to_pandas()
-    return pd.DataFrame(list(events))
-
-
-def _column(frame: pd.DataFrame, name: str, typ: pa.DataType, n: int) -> pa.Array:
-    if name not in frame.columns:
-        return pa.nulls(n, type=typ)
-    col = frame[name]
-    if pa.types.is_dictionary(typ):
-        arr = pa.array(col.astype(object).where(col.notna(), None), type=pa.string(), from_pandas=True)
-        return arr.dictionary_encode().cast(typ)
-    if pa.types.is_fixed_size_list(typ):
-        values = [None if v is None or (isinstance(v, float) and math.isnan(v)) else [int(x) for x in v]
-                  for v in col.tolist()]
-        return pa.array(values, type=typ)
-    if pa.types.is_string(typ):
-        return pa.array(col.astype(object).where(col.notna(), None), type=typ, from_pandas=True)
-    if pa.types.is_floating(typ):
-        return pa.array(pd.to_numeric(col, errors="coerce").astype("float64"), type=pa.float64(),
-                        from_pandas=True).cast(typ)
-    if pa.types.is_integer(typ):
-        num = pd.to_numeric(col, errors="coerce")
-        return pa.array(num.astype("Int64"), type=pa.int64(), from_pandas=True).cast(typ)
-    if pa.types.is_boolean(typ):
-        return pa.array(col.astype(object).where(col.notna(), None), type=typ, from_pandas=True)
-    return pa.array(col, type=typ, from_pandas=True)
-
-
-def to_table(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]], fill_derived: bool = True) -> pa.Table:
-    """Conform rows to the v1 schema: missing columns become null, derived columns are filled.
-
-    `fill_derived` computes `short_name`, `category`, `phase`, `step` and `layer` where the
-    producer left them null.
-    """
-    from .names import categorize, parse_paths, short_names
-
-    frame = _as_frame(events).copy()
-    n = len(frame)
-    if "id" not in frame.columns or frame["id"].isna().all():
-        frame["id"] = np.arange(n, dtype="int64")
-    if fill_derived and n:
-        if "name" in frame.columns:
-            frame["name"] = frame["name"].astype(object).where(frame["name"].notna(), "")
-            sn = frame["short_name"] if "short_name" in frame.columns else pd.Series(None, index=frame.index, dtype=object)
-            need = sn.isna()
-            if need.any():
-                sn = sn.astype(object)
-                sn[need] = short_names(frame.loc[need, "name"])
-                frame["short_name"] = sn
-        if "category" not in frame.columns or frame["category"].isna().any():
-            cat = frame["category"].astype(object) if "category" in frame.columns else pd.Series(None, index=frame.index, dtype=object)
-            need = cat.isna()
-            cat[need] = categorize(frame.loc[need, "name"], frame.loc[need, "op"] if "op" in frame.columns else None,
-                                   frame.loc[need, "kind"] if "kind" in frame.columns else None)
-            frame["category"] = cat
-        if "path" in frame.columns:
-            parsed = parse_paths(frame["path"])
-            for c in ("phase", "step", "layer"):
-                if c not in frame.columns:
-                    frame[c] = parsed[c]
-                else:
-                    cur = frame[c]
-                    if c == "phase":
-                        frame[c] = cur.astype(object).where(cur.notna(), parsed[c])
-                    else:
-                        frame[c] = _fill_int(cur, parsed[c])
-    arrays = [_column(frame, f.name, f.type, n) for f in SCHEMA]
-    table = pa.Table.from_arrays(arrays, schema=SCHEMA)
-    if "rank" in frame.columns:
-        table = table.append_column("rank", _column(frame, "rank", pa.int32(), n))
-    return table
-
-
-def _fill_int(cur: pd.Series, fallback: pd.Series) -> pd.Series:
-    cur = pd.array(pd.to_numeric(cur, errors="coerce"), dtype="Int32")
-    out = pd.Series(cur, index=fallback.index)
-    return out.where(out.notna(), fallback)
-
-
-# --- writing ----------------------------------------------------------------------------------
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating,)):
-        v = float(obj)
-        return None if math.isnan(v) or math.isinf(v) else v
-    if isinstance(obj, (set, tuple)):
-        return list(obj)
-    if isinstance(obj, Path):
-        return str(obj)
-    return str(obj)
-
-
-def _clean_json(obj: Any) -> Any:
-    """NaN/inf are not JSON: unknown is null."""
-    if isinstance(obj, float):
-        return None if math.isnan(obj) or math.isinf(obj) else obj
-    if isinstance(obj, dict):
-        return {str(k): _clean_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean_json(v) for v in obj]
-    return obj
-
-
-def encode_meta(meta: Mapping[str, Any]) -> bytes:
-    doc = dict(meta)
-    doc["format"] = FORMAT_VERSION
-    return json.dumps(_clean_json(doc), default=_json_default, ensure_ascii=False).encode("utf-8")
-
-
-def write_trace(path: str | os.PathLike, events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]],
-                meta: Mapping[str, Any], *, conform: bool = True) -> Path:
-    """Write a trace atomically (temporary file in the same directory, then rename)."""
-    path = Path(path)
-    table = to_table(events) if conform or not isinstance(events, pa.Table) else events
-    if "rank" in table.column_names:
-        table = table.drop(["rank"])
-    table = table.replace_schema_metadata({META_KEY: encode_meta(meta)})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp, compression="zstd", use_dictionary=True)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a trace is a normal file
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def check_writable(path: str | os.PathLike) -> None:
-    """Raise TraceError before a long run if `path` cannot be written (missing dir, read-only, full)."""
-    path = Path(path)
-    parent = path.parent if str(path.parent) else Path(".")
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=parent)
-        try:
-            os.write(fd, b"\0" * 4096)
-        finally:
-            os.close(fd)
-            os.unlink(tmp)
-    except OSError as exc:
-        raise TraceError(path, f"cannot write here: {exc.strerror or exc}",
-                         "choose another -o path") from None
-    if path.is_dir():
-        raise TraceError(path, "is a directory", "give a file name ending in .parquet")
-
-
-# --- reading ----------------------------------------------------------------------------------
 
 _RANK_RE = re.compile(r"rank[=_\-]?(\d+)", re.IGNORECASE)
 
@@ -414,7 +120,7 @@ def _read_file(path: Path) -> tuple[pa.Table, dict[str, Any]]:
         # dictionary-encoded, as pandas categoricals: ~6x faster to load and smaller than strings.
         schema = pq.read_schema(path)
         meta = _parse_meta(path, schema.metadata)
-        text = [c for c in _TEXT_COLUMNS if c in schema.names and pa.types.is_string(schema.field(c).type)]
+        text = [c for c in TEXT_COLUMNS if c in schema.names and pa.types.is_string(schema.field(c).type)]
         table = pq.ParquetFile(path, read_dictionary=text).read()
         table.validate(full=True)  # a flipped byte can leave dictionary indices out of range
     except TraceError:
@@ -425,7 +131,7 @@ def _read_file(path: Path) -> tuple[pa.Table, dict[str, Any]]:
             fh.seek(max(0, size - 4))
             if fh.read(4) != b"PAR1":
                 reason = "truncated Parquet file (no footer)"
-        raise TraceError(path, f"{reason}: {_one_line(exc, 160)}") from None
+        raise TraceError(path, f"{reason}: {one_line(exc, 160)}") from None
     return table, meta
 
 
@@ -445,7 +151,7 @@ def validate(table: pa.Table, path: Path | str | None) -> list[str]:
         raise TraceError(path, f"{neg} event(s) with negative duration")
     if not pa.types.is_integer(table.column("start_ns").type):
         raise TraceError(path, f"column start_ns has type {table.column('start_ns').type}, expected int64")
-    for c in _NUMERIC_CHECKED:
+    for c in NUMERIC_CHECKED:
         if c in table.column_names and pa.types.is_floating(table.column(c).type):
             col = table.column(c)
             bad = pc.sum(pc.or_(pc.is_nan(col), pc.less(col, 0))).as_py() or 0
@@ -463,20 +169,17 @@ def _conform_loaded(table: pa.Table) -> pa.Table:
     return table
 
 
-_TEXT_COLUMNS = ("name", "short_name", "path", "op")
-
-
 def _to_frame(table: pa.Table) -> pd.DataFrame:
     """pandas rows: text columns as categoricals (the dictionary columns of the file, and names
     and paths, which repeat), nullable ints, plain int64 time columns."""
-    for c in _TEXT_COLUMNS:
+    for c in TEXT_COLUMNS:
         if c in table.column_names and not pa.types.is_dictionary(table.column(c).type):
             i = table.column_names.index(c)
             table = table.set_column(i, c, table.column(c).cast(pa.string()).dictionary_encode())
     frame = table.to_pandas(types_mapper={
         pa.int64(): pd.Int64Dtype(), pa.int32(): pd.Int32Dtype(), pa.bool_(): pd.BooleanDtype(),
     }.get)
-    for c in _NUMERIC_CHECKED:
+    for c in NUMERIC_CHECKED:
         if c in frame.columns:
             col = frame[c].astype("float64")
             frame[c] = col.where(col >= 0)
@@ -545,17 +248,14 @@ def load_trace(path: str | os.PathLike) -> Trace:
     return trace_from_table(table, meta, path)
 
 
-_TEXT_COLUMNS = ("name", "short_name", "path", "op")
-
-
 def scrub(table: pa.Table, meta: Mapping[str, Any]) -> tuple[pa.Table, dict[str, Any]]:
     """Secrets out of what is shown: token-shaped strings in names and paths, and secret-named or
     token-shaped values in the metadata (a file written by another tool may carry an env dump)."""
     import pyarrow.compute as pc
 
-    from .redact import _PREFIX, redact, redact_names
+    from ..redact import _PREFIX, redact, redact_names
 
-    for c in _TEXT_COLUMNS:
+    for c in TEXT_COLUMNS:
         if c not in table.column_names or not pa.types.is_string(table.column(c).type):
             continue
         col = table.column(c)
@@ -626,4 +326,4 @@ def read_meta(path: str | os.PathLike) -> dict[str, Any]:
     try:
         return _parse_meta(path, pq.read_schema(path).metadata)
     except (pa.ArrowException, OSError) as exc:
-        raise TraceError(path, f"truncated or corrupt Parquet: {_one_line(exc, 160)}") from None
+        raise TraceError(path, f"truncated or corrupt Parquet: {one_line(exc, 160)}") from None

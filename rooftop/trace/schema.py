@@ -1,0 +1,134 @@
+"""The v1 trace schema: event columns and their types, the metadata key, `Trace` and `TraceError`.
+
+A file is one run (or one rank of a run): one Parquet table of events and a JSON metadata document
+under the key `rooftop`. Unknown is null, never 0.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+FORMAT_VERSION = 1
+META_KEY = b"rooftop"
+
+KINDS = ("kernel", "memcpy", "memset", "range", "op")
+
+# The 19 warp stall reasons of Hopper's WarpStateStats section, in Nsight Compute's order.
+STALL_REASONS = (
+    "long_scoreboard", "short_scoreboard", "mio_throttle", "lg_throttle", "wait", "barrier",
+    "membar", "math_pipe_throttle", "tex_throttle", "not_selected", "selected", "dispatch_stall",
+    "drain", "imc_miss", "branch_resolving", "no_instruction", "sleeping", "misc", "gmma",
+)
+STALL_COLUMNS = tuple(f"stall_{r}" for r in STALL_REASONS)
+
+_DICT = pa.dictionary(pa.int32(), pa.string())
+_SHAPE = pa.list_(pa.int32(), 3)
+
+SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("kind", _DICT),
+        ("name", pa.string()),
+        ("short_name", pa.string()),
+        ("start_ns", pa.int64()),
+        ("dur_ns", pa.int64()),
+        ("device", pa.int32()),
+        ("stream", pa.int32()),
+        ("correlation", pa.int64()),
+        ("path", pa.string()),
+        ("phase", _DICT),
+        ("step", pa.int32()),
+        ("layer", pa.int32()),
+        ("op", pa.string()),
+        ("category", _DICT),
+        ("grid", _SHAPE),
+        ("block", _SHAPE),
+        ("registers", pa.int32()),
+        ("shared_mem", pa.int32()),
+        ("flops", pa.float64()),
+        ("dram_read", pa.float64()),
+        ("dram_write", pa.float64()),
+        ("model_flops", pa.float64()),
+        ("model_bytes", pa.float64()),
+        ("counters", pa.bool_()),
+        ("sm_pct", pa.float32()),
+        ("dram_pct", pa.float32()),
+        ("occupancy_pct", pa.float32()),
+        ("l1_hit_pct", pa.float32()),
+        ("l2_hit_pct", pa.float32()),
+    ]
+    + [(c, pa.float32()) for c in STALL_COLUMNS]
+    # `rank` is not written into per-rank files (the directory name carries it, hive style);
+    # it exists in memory once a multi-rank run is loaded.
+)
+COLUMNS = tuple(SCHEMA.names)
+REQUIRED = ("id", "kind", "name", "start_ns", "dur_ns")
+NUMERIC_CHECKED = ("flops", "dram_read", "dram_write", "model_flops", "model_bytes")
+# Text columns that repeat (a decode step launches the same kernels in every layer): read as categoricals.
+TEXT_COLUMNS = ("name", "short_name", "path", "op")
+
+
+class TraceError(Exception):
+    """A trace could not be read. The message is one line and names the file and the problem."""
+
+    def __init__(self, path: str | os.PathLike | None, problem: str, hint: str | None = None):
+        self.path = str(path) if path is not None else None
+        self.problem = problem
+        self.hint = hint
+        where = f"{self.path}: " if self.path else ""
+        tail = f" ({hint})" if hint else ""
+        super().__init__(one_line(f"{where}{problem}{tail}"))
+
+
+def one_line(text: str, limit: int = 400) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass
+class Trace:
+    """A loaded run: the event rows (pandas, one row per event) and the metadata document."""
+
+    events: pd.DataFrame
+    meta: dict[str, Any]
+    path: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def modeled(self) -> bool:
+        return bool(self.meta.get("modeled"))
+
+    @property
+    def source(self) -> dict[str, Any]:
+        return self.meta.get("source") or {}
+
+    @property
+    def device_meta(self) -> dict[str, Any]:
+        return self.meta.get("device") or {}
+
+    @property
+    def ranks(self) -> list[int]:
+        if "rank" not in self.events.columns:
+            return []
+        return sorted(int(r) for r in self.events["rank"].dropna().unique())
+
+    @property
+    def label(self) -> str:
+        if self.path:
+            return Path(self.path).name
+        return self.meta.get("model", {}).get("name") or "trace"
+
+    def timed(self) -> pd.DataFrame:
+        """The rows that carry the run's time: kernels/memcpy/memset, or ops on a CPU-only run."""
+        ev = self.events
+        gpu = ev["kind"].isin(["kernel", "memcpy", "memset"])
+        if gpu.all():
+            return ev  # no copy: a million-kernel trace is mostly kernels
+        if gpu.any():
+            return ev[gpu]
+        return ev[ev["kind"] == "op"]

@@ -1,0 +1,96 @@
+"""Writing a trace atomically (temporary file in the same directory, then rename)."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .build import to_table
+from .schema import FORMAT_VERSION, META_KEY, TraceError
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating,)):
+        v = float(obj)
+        return None if math.isnan(v) or math.isinf(v) else v
+    if isinstance(obj, (set, tuple)):
+        return list(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    return str(obj)
+
+
+def _clean_json(obj: Any) -> Any:
+    """NaN/inf are not JSON: unknown is null."""
+    if isinstance(obj, float):
+        return None if math.isnan(obj) or math.isinf(obj) else obj
+    if isinstance(obj, dict):
+        return {str(k): _clean_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean_json(v) for v in obj]
+    return obj
+
+
+def encode_meta(meta: Mapping[str, Any]) -> bytes:
+    doc = dict(meta)
+    doc["format"] = FORMAT_VERSION
+    return json.dumps(_clean_json(doc), default=_json_default, ensure_ascii=False).encode("utf-8")
+
+
+def write_trace(path: str | os.PathLike, events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]],
+                meta: Mapping[str, Any], *, conform: bool = True) -> Path:
+    """Write a trace atomically (temporary file in the same directory, then rename)."""
+    path = Path(path)
+    table = to_table(events) if conform or not isinstance(events, pa.Table) else events
+    if "rank" in table.column_names:
+        table = table.drop(["rank"])
+    table = table.replace_schema_metadata({META_KEY: encode_meta(meta)})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp, compression="zstd", use_dictionary=True)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a trace is a normal file
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def check_writable(path: str | os.PathLike) -> None:
+    """Raise TraceError before a long run if `path` cannot be written (missing dir, read-only, full)."""
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=parent)
+        try:
+            os.write(fd, b"\0" * 4096)
+        finally:
+            os.close(fd)
+            os.unlink(tmp)
+    except OSError as exc:
+        raise TraceError(path, f"cannot write here: {exc.strerror or exc}",
+                         "choose another -o path") from None
+    if path.is_dir():
+        raise TraceError(path, "is a directory", "give a file name ending in .parquet")
