@@ -1,0 +1,114 @@
+"""Which compute ceiling a kernel is judged against: the peak of the dtype it computes in.
+
+A trace mixes dtypes: an FP8 or NVFP4 GEMM runs against a peak 2-4x the bf16 one, a TF32 GEMM
+against the TF32 tensor peak, an fp32 elementwise kernel against the non-tensor FP32 rate. One
+trace-wide peak would make an FP4 GEMM look 4x better than it is. The dtype is read from the
+kernel name (CUTLASS, cuBLAS/cuBLASLt, nvjet, DeepGEMM, FlashAttention and torch spellings), else
+from the launching op's input types where the trace has them, else it is the trace's own dtype.
+Integer (int8) work has no FLOP/s ceiling: its MFU is unknown, not 0.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from ..devices import Peaks
+
+# Checked in order: the first that matches names the dtype. Lower precisions come first because
+# a name also carries its accumulator/epilogue types (`..._e4m3_..._bf16_...` is an FP8 GEMM with
+# a bf16 output; `gemv<__nv_bfloat16, float>` a bf16 GEMV accumulating in float).
+_B = r"(?<![a-z0-9])"   # token start: not inside a longer word or number
+_E = r"(?![a-z0-9])"
+_RULES: tuple[tuple[str, re.Pattern], ...] = tuple((d, re.compile(p)) for d, p in (
+    # Blackwell's `kind::f8f6f4` MMA runs at the FP8 rate whatever its operands (e2m1 included);
+    # the FP4 rate needs the mxf4/mxf4nvf4 kinds.
+    ("fp8", r"f8f6f4"),
+    ("fp4", r"nvfp4|mxfp4|mxf4|nvf4|e2m1|float4|" + _B + r"fp4" + _E),
+    ("fp8", r"e4m3|e5m2|float8|fp8|__nv_fp8|" + _B + r"f8" + _E + r"|qmma|qgmma"),
+    ("int8", r"int8|imma|igmma|" + _B + r"[isu]8(?![0-9])"),
+    ("bf16", r"bf16|bfloat16"),
+    ("fp16", r"fp16|float16|__half|" + _B + r"half" + _E + r"|(?<![a-z0-9b])f16|" + _B + r"h(884|1688|16816)gemm|hgemm|hmma|hgmma"),
+    ("tf32", r"tf32|xf32|" + _B + r"s1688gemm"),
+    ("fp32", r"sgemm|fp32|" + _B + r"f32" + _E + r"|" + _B + r"float" + _E),
+))
+# cuBLASLt's nvjet kernels spell their types as one letter each: `nvjet_tst_...` (bf16 in/out,
+# fp32 compute), `nvjet_hsh_...` (fp16), `nvjet_qqtst_...` (e4m3 inputs), as seen in cuBLAS 12.x
+# traces. An all-`s` name may run in fp32 or TF32: left unknown.
+_NVJET = re.compile(r"nvjet_([a-z]{3,6})_")
+_NVJET_LETTERS = (("q", "fp8"), ("o", "fp8"), ("t", "bf16"), ("h", "fp16"))
+
+# torch op input types (Kineto "Input type") -> dtype, for names that say nothing.
+_TORCH = (("float8", "fp8"), ("float4", "fp4"), ("bfloat16", "bf16"), ("half", "fp16"),
+          ("qint8", "int8"), ("signed char", "int8"), ("float", "fp32"))
+
+
+def name_dtype(name: str | None) -> str | None:
+    """The compute dtype a kernel name spells, or None when it spells none."""
+    if not isinstance(name, str) or not name:
+        return None
+    text = name.lower()
+    m = _NVJET.search(text)
+    if m:
+        letters = m.group(1)
+        for letter, dtype in _NVJET_LETTERS:
+            if letter in letters:
+                return dtype
+    for dtype, pattern in _RULES:
+        if pattern.search(text):
+            return dtype
+    return None
+
+
+def op_dtype(inputs: str | None) -> str | None:
+    """The dtype of an op from its input types (`['c10::BFloat16', 'c10::BFloat16', '']`)."""
+    if not isinstance(inputs, str) or not inputs:
+        return None
+    text = inputs.lower()
+    found = [(text.find(token), dtype) for token, dtype in _TORCH if token in text]
+    return min(found)[1] if found else None
+
+
+def kernel_dtypes(names: pd.Series, ops: pd.Series | None = None) -> pd.Series:
+    """Per row, the compute dtype from the kernel name, else from `ops` (the launching op's input
+    types, aligned with `names`), else None. Classifies each distinct name once."""
+    names = pd.Series(names)
+    codes, uniques = pd.factorize(names.astype(object), use_na_sentinel=True)
+    table = np.array([name_dtype(u) for u in uniques] + [None], dtype=object)
+    out = table[codes]  # code -1 (missing name) picks the trailing None
+    if ops is not None:
+        ops = pd.Series(ops, index=names.index)
+        missing = pd.isna(pd.Series(out, index=names.index, dtype=object)).to_numpy()
+        if missing.any():
+            sub = ops[missing]
+            c2, u2 = pd.factorize(sub.astype(object), use_na_sentinel=True)
+            t2 = np.array([op_dtype(u) for u in u2] + [None], dtype=object)
+            out = out.copy()
+            out[missing] = t2[c2]
+    return pd.Series(out, index=names.index, dtype=object, name="dtype")
+
+
+def row_peak_flops(rows: pd.DataFrame, peaks: Peaks) -> pd.Series:
+    """Per row, the peak FLOP/s of its compute dtype (`Peaks.flops_for`); rows whose dtype is
+    unknown get the trace's own peak; int8 rows and dtypes the GPU lacks get NaN."""
+    dtypes = rows["dtype"] if "dtype" in rows.columns else kernel_dtypes(rows["name"])
+    values = {d: (peaks.flops_for(d) or np.nan) for d in pd.unique(dtypes.dropna())}
+    peak = dtypes.map(values).astype("float64")
+    default = peaks.flops if peaks.flops else np.nan
+    return peak.where(dtypes.notna(), default).rename("peak_flops")
+
+
+def group_peak(flops: np.ndarray, row_peak: np.ndarray, gid: np.ndarray, n: int) -> np.ndarray:
+    """A group's effective peak when its rows have different peaks: the rate at which its FLOPs
+    would run if every row ran at its own peak (sum of FLOPs / sum of FLOPs/peak). A group with
+    no known FLOPs takes the peak of its rows (the first known one); NaN where none is known."""
+    f = np.where(np.isfinite(flops) & np.isfinite(row_peak) & (row_peak > 0), flops, 0.0)
+    ideal_s = np.bincount(gid, weights=np.divide(f, row_peak, out=np.zeros_like(f), where=f > 0), minlength=n)
+    total = np.bincount(gid, weights=f, minlength=n)
+    eff = np.divide(total, ideal_s, out=np.full(n, np.nan), where=ideal_s > 0)
+    fallback = np.full(n, np.nan)
+    known = np.isfinite(row_peak)
+    # the first known row peak of each group (reverse assignment keeps the first)
+    fallback[gid[known][::-1]] = row_peak[known][::-1]
+    return np.where(np.isnan(eff), fallback, eff)
