@@ -32,19 +32,20 @@ def _subparsers(parser: argparse.ArgumentParser):
 
     p = sub.add_parser("open", help="explore one trace, or compare two, in the terminal UI")
     p.add_argument("traces", nargs="+", metavar="TRACE", help="rooftop Parquet, Kineto JSON, nsys SQLite, ncu report/CSV")
+    _device_args(p, with_source=False)
 
     p = sub.add_parser("report", help="print the phase table, top kernels and findings")
     p.add_argument("trace", metavar="TRACE")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--top", type=int, default=10, help="kernel groups to list (default 10)")
-    p.add_argument("--peaks", choices=("auto", "datasheet", "measured"), default="auto",
-                   help="which ceilings to judge against (default: measured when calibrated)")
+    _device_args(p, with_source=True)
 
     p = sub.add_parser("diff", help="compare two traces: phase and kernel-group deltas, changed findings")
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B")
     p.add_argument("--json", action="store_true")
     p.add_argument("--top", type=int, default=10)
+    _device_args(p, with_source=False)
 
     p = sub.add_parser("import", help="convert a Kineto/nsys/ncu trace to a rooftop trace")
     _lazy_args(p, "collectors.readers.importers", fallback=_import_fallback_args)
@@ -60,6 +61,38 @@ def _subparsers(parser: argparse.ArgumentParser):
 
     sub.add_parser("gpus", help="list the GPU spec table")
     return sub
+
+
+_PEAK_SOURCES = ("auto", "datasheet", "measured")
+
+
+def _peaks_arg(text: str):
+    """`--peaks`: a ceiling source (auto, datasheet, measured) or explicit BW_TBps,TFLOPs."""
+    if text in _PEAK_SOURCES:
+        return text
+    from .devices import Override
+    try:
+        return Override.parse_peaks(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}; or one of {', '.join(_PEAK_SOURCES)}") from None
+
+
+def _device_args(p: argparse.ArgumentParser, with_source: bool) -> None:
+    p.add_argument("--gpu", metavar="NAME", help="judge against this GPU's datasheet (a key or name from "
+                   "`rooftop gpus`), whatever the trace says")
+    what = "which ceilings to judge against: auto (measured when calibrated), datasheet, measured, or " \
+        if with_source else ""
+    p.add_argument("--peaks", type=_peaks_arg, default="auto", metavar="BW_TBps,TFLOPs",
+                   help=f"{what}explicit peaks, e.g. 3.35,989 (HBM TB/s, TFLOP/s of the trace's dtype)")
+
+
+def _override(args):
+    """The user's --gpu/--peaks as a devices.Override (None when neither was given)."""
+    from .devices import Override
+    gpu = getattr(args, "gpu", None)
+    peaks = getattr(args, "peaks", "auto")
+    bw, flops = peaks if isinstance(peaks, tuple) else (None, None)
+    return Override(gpu=gpu, bw=bw, flops=flops) if gpu or bw else None
 
 
 def _import_fallback_args(p):
@@ -103,10 +136,18 @@ def _load(path: str):
     return load_any(path)
 
 
-def _analysis(path: str, peaks: str = "auto"):
+def _analysis(path: str, peaks="auto", override=None):
     from .analysis import analyze
-    a = analyze(_load(path))
-    if peaks != "auto":
+    from .devices import peaks as device_peaks
+    trace = _load(path)
+    given = None
+    if override is not None:
+        try:
+            given = device_peaks(trace.meta, override=override)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    a = analyze(trace, given)
+    if isinstance(peaks, str) and peaks != "auto":
         try:
             a = a.with_peaks(peaks)
         except ValueError as exc:
@@ -116,7 +157,7 @@ def _analysis(path: str, peaks: str = "auto"):
 
 def cmd_report(args) -> int:
     from .report import report_dict, report_text
-    a = _analysis(args.trace, args.peaks)
+    a = _analysis(args.trace, args.peaks, _override(args))
     if args.json:
         json.dump(report_dict(a, args.top), sys.stdout, indent=1, default=str, allow_nan=False)
         sys.stdout.write("\n")
@@ -128,7 +169,9 @@ def cmd_report(args) -> int:
 def cmd_diff(args) -> int:
     from .analysis import compare
     from .report import diff_text
-    a, b = _analysis(args.a), _analysis(args.b)
+    if isinstance(args.peaks, str) and args.peaks != "auto":
+        raise UsageError("diff --peaks takes BW_TBps,TFLOPs")
+    a, b = _analysis(args.a, override=_override(args)), _analysis(args.b, override=_override(args))
     if args.json:
         from .report import _clean
         doc = compare(a, b).to_dict()
@@ -140,7 +183,7 @@ def cmd_diff(args) -> int:
     return 0
 
 
-def cmd_open(paths: list[str]) -> int:
+def cmd_open(paths: list[str], override=None) -> int:
     for p in paths:
         if not Path(p).exists():
             raise TraceError(p, "no such file or directory")
@@ -157,6 +200,11 @@ def cmd_open(paths: list[str]) -> int:
         from tui.app import run_app
     except ImportError as exc:
         raise UsageError(f"the terminal UI needs textual: {exc}") from None
+    if override is not None:
+        from .devices import by_key, match
+        if override.gpu and by_key(override.gpu) is None and match(override.gpu) is None:
+            raise UsageError(f"--gpu {override.gpu!r}: no such GPU in the spec table (see `rooftop gpus`)")
+        return run_app(list(paths), peaks_override=override)
     return run_app(list(paths))
 
 
@@ -164,8 +212,11 @@ def cmd_gpus(args) -> int:
     from .devices import all_gpus
     from .format import fmt_rate
     for g in all_gpus():
-        print(f"{g.key:14s} {g.name:28s} bf16 {fmt_rate(g.peak_bf16, 'FLOP/s'):>14s}  "
-              f"bw {fmt_rate(g.peak_bw, 'B/s'):>10s}  ridge {g.ridge():5.0f} FLOP/B")
+        ridge = g.ridge() or g.ridge("fp32")
+        print(f"{g.key:15s} {g.name:42s} bf16 {fmt_rate(g.peak_bf16, 'FLOP/s'):>14s}  "
+              f"fp8 {fmt_rate(g.peak_fp8, 'FLOP/s'):>14s}  fp4 {fmt_rate(g.tflops.get('fp4'), 'FLOP/s'):>14s}  "
+              f"bw {fmt_rate(g.peak_bw, 'B/s'):>10s}  ridge {ridge or float('nan'):5.0f} FLOP/B"
+              f"{'' if g.confirmed else '  (unconfirmed)'}")
     return 0
 
 
@@ -179,7 +230,9 @@ def _dispatch(argv: list[str]) -> int:
         parser.print_help()
         return 0
     if args.command == "open":
-        return cmd_open(args.traces)
+        if isinstance(args.peaks, str) and args.peaks != "auto":
+            raise UsageError("open --peaks takes BW_TBps,TFLOPs")
+        return cmd_open(args.traces, _override(args))
     if args.command == "report":
         return cmd_report(args)
     if args.command == "diff":

@@ -392,6 +392,10 @@ def trace_dtype(meta: Mapping[str, Any]) -> str:
     return DEFAULT_DTYPE
 
 
+def _said_dtype(meta: Mapping[str, Any]) -> bool:
+    return any(normalize_dtype((meta.get(s) or {}).get("dtype")) for s in ("model", "workload"))
+
+
 def _is_cpu(meta: Mapping[str, Any]) -> bool:
     device = meta.get("device") or {}
     wl_device = str((meta.get("workload") or {}).get("device") or "")
@@ -456,6 +460,8 @@ def peaks(meta: Mapping[str, Any] | None, dtype: str | None = None, override: Ov
         table = {k: None for k in DTYPES}
         table[d] = _num(sheet.get("flops"))
         ds_bw = _num(sheet.get("bw"))
+    if dtype is None and not _said_dtype(meta) and gpu is not None and table.get(d) is None and table.get("fp32"):
+        d = "fp32"  # no dtype said and no bf16 rate (a pre-tensor-core GPU): its fp32 rate
     ds_flops = table.get(d) if d in FLOAT_DTYPES else None
     m_flops, m_bw = _num(measured.get("flops")), _num(measured.get("bw"))
     m_dtype = normalize_dtype(measured.get("dtype")) if measured.get("dtype") else None

@@ -59,7 +59,15 @@ def report_dict(a: Analysis, top: int = 10) -> dict:
                    "peak_flops": p.flops, "peak_bw": p.bw, "peaks_source": p.source, "peaks_reason": p.reason,
                    "datasheet": {"flops": p.datasheet_flops, "bw": p.datasheet_bw},
                    "measured": {"flops": p.measured_flops, "bw": p.measured_bw},
-                   "ridge": a.ridge, "dtype": p.dtype},
+                   "ridge": a.ridge, "dtype": p.dtype,
+                   # new keys: how the device was identified, every dtype's peak, ncu's own peaks
+                   "key": p.gpu.key if p.gpu is not None else None, "cc": t.device_meta.get("cc"),
+                   "matched_by": list(p.matched_by), "inferred": p.inferred, "override": p.override,
+                   "confirmed": p.gpu.confirmed if p.gpu is not None else None,
+                   "peak_flops_by_dtype": {k: v for k, v in p.table.items() if k != "int8"} or None,
+                   "ncu": ({"flops": p.ncu_flops, "bw": p.ncu_bw, "flops_by_dtype": dict(p.ncu_table)}
+                           if p.ncu_bw or any(p.ncu_table.values()) else None),
+                   "peaks_differ": p.differences},
         "totals": {"kernels": int(len(timed)), "kernel_time_ns": int(timed["dur_ns"].sum()) if len(timed) else 0,
                    "span_ns": span, "timed_kind": str(timed["kind"].iloc[0]) if len(timed) else None},
         "phases": records(a.phases, PHASE_KEYS),
@@ -110,10 +118,21 @@ def report_text(a: Analysis, top: int = 10) -> str:
             lines.append(f"  {label:9s}{_printable(ident[key])}")
     if p.flops or p.bw:
         gpu = f" {p.gpu.name}" if p.gpu is not None else ""
-        lines.append(f"  peaks    {p.source}{gpu}: {fmt_rate(p.flops, 'FLOP/s')} ({p.dtype}), {fmt_rate(p.bw, 'B/s')}"
+        how = ""
+        if p.override:
+            how = f" (from --{p.override})"
+        elif p.inferred:
+            how = f" (inferred from {', '.join(p.matched_by)}: the file names no device; --gpu overrides)"
+        lines.append(f"  peaks    {p.source}{gpu}{how}: {fmt_rate(p.flops, 'FLOP/s')} ({p.dtype}), {fmt_rate(p.bw, 'B/s')}"
                      f", ridge {fmt_num(a.ridge)} FLOP/B")
+        if p.reason:
+            lines.append(f"           {_printable(p.reason)}")
+        for d in p.differences:
+            unit = "B/s" if d["what"] == "bw" else "FLOP/s"
+            lines.append(f"           ncu measured {d['what']} {fmt_rate(d['ncu'], unit)} vs datasheet "
+                         f"{fmt_rate(d['datasheet'], unit)} ({fmt_pct(d['ratio'] - 1, 0)}; ncu locks clocks to base)")
     else:
-        lines.append(f"  peaks    none: {p.reason}")
+        lines.append(f"  peaks    none: {_printable(p.reason)}")
     if t.ranks:
         lines.append(f"  ranks    {len(t.ranks)} ({', '.join(map(str, t.ranks[:16]))}{'…' if len(t.ranks) > 16 else ''})")
     lines.append("")

@@ -13,7 +13,7 @@ import pandas as pd
 from ..devices import Peaks, peaks as device_peaks
 from ..format import fmt_bytes, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate
 from ..trace import STALL_COLUMNS, Trace
-from . import attention, diff, findings, gap, groups, metrics, stalls, tree
+from . import attention, ceilings, diff, findings, gap, groups, metrics, stalls, tree
 from .findings import Finding
 
 __all__ = ["Analysis", "analyze", "compare", "Finding"]
@@ -49,7 +49,7 @@ class Analysis:
     @property
     def ceilings(self) -> dict:
         p = self.peaks
-        fp32 = p.gpu.peak_fp32 if p.gpu is not None else None
+        fp32 = p.table.get("fp32") if p.table else (p.gpu.peak_fp32 if p.gpu is not None else None)
         return {"bw": p.bw, "flops": p.flops, "fp32": fp32, "source": p.source}
 
     # --- tables ---------------------------------------------------------------------------------
@@ -57,7 +57,15 @@ class Analysis:
     def timed(self) -> pd.DataFrame:
         """The timed rows (kernels, or ops on a CPU run), prepared once: phase label, end time,
         best-known bytes/FLOPs and their sources (see `metrics.prepare`)."""
-        return metrics.prepare(self.trace.timed())
+        rows = metrics.prepare(self.trace.timed())
+        if "dtype" not in rows.columns and len(rows):
+            rows = rows.assign(dtype=ceilings.kernel_dtypes(rows["name"]))
+        return rows
+
+    @cached_property
+    def row_peaks(self) -> pd.Series:
+        """Per timed row, the peak FLOP/s of its compute dtype (see ceilings.py)."""
+        return ceilings.row_peak_flops(self.timed, self.peaks) if len(self.timed) else pd.Series(dtype="float64")
 
     @cached_property
     def steps(self) -> pd.DataFrame:
@@ -83,7 +91,8 @@ class Analysis:
         key = (by, phase)
         if key not in self._groups:
             rows = self.timed if phase is None else self.timed[self.timed["phase"] == phase]
-            self._groups[key] = groups.kernel_groups(rows, by, self.peaks.flops, self.peaks.bw)
+            peak = self.row_peaks if len(rows) else self.peaks.flops
+            self._groups[key] = groups.kernel_groups(rows, by, peak, self.peaks.bw)
         return self._groups[key]
 
     def kernels(self, phase=None, step=None, path_prefix=None, key=None, by="short_name", rank=None) -> pd.DataFrame:
@@ -185,6 +194,8 @@ class Analysis:
             return []
         r = grow.iloc[0]
         src = r["bytes_source"] or "unknown"
+        dtype = r.get("dtype") if isinstance(r.get("dtype"), str) else None
+        peak = float(r.get("peak_flops", self.peaks.flops) or float("nan"))
         names = rows["name"].dropna().unique()
         out = [
             ("name", names[0] if len(names) == 1 else f"{len(names)} distinct names", "trace"),
@@ -200,6 +211,8 @@ class Analysis:
             ("achieved", fmt_rate(r["tflops"] * 1e12 if r["tflops"] == r["tflops"] else None, "FLOP/s"), src),
             ("achieved bandwidth", fmt_rate(r["tbps"] * 1e12 if r["tbps"] == r["tbps"] else None, "B/s"), src),
             ("% of roof", fmt_pct(r["pct_of_roof"]), f"{src} vs {self.peaks.source or 'no'} peaks"),
+            ("compute dtype", dtype or f"{self.peaks.dtype} (the trace's)", "kernel name" if dtype else "trace"),
+            ("peak", fmt_rate(peak if peak == peak else None, "FLOP/s"), self.peaks.source or "unknown"),
             ("bound", str(r["bound"] or "—"), "rooftop"),
         ]
         first = rows.iloc[0]

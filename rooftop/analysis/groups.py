@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .ceilings import group_peak
 from .metrics import _sum_known, prepare, source_labels
 
 LATENCY_NS = 5_000
@@ -48,9 +49,27 @@ def kernel_groups(timed: pd.DataFrame, by: str = "short_name", peak_flops=None, 
     total = out["time_ns"].sum()
     out["time_share"] = out["time_ns"] / total if total else np.nan
     out["mean_ns"] = out["time_ns"] / out["count"]
+    if isinstance(peak_flops, pd.Series):
+        # Per-row peaks (each kernel's compute dtype, see ceilings.py): each group is judged
+        # against the peak of its own dtype, not the trace's.
+        row_peak = peak_flops.reindex(timed.index).to_numpy(dtype="float64", na_value=np.nan)
+        peak_flops = group_peak(timed["work_flops"].to_numpy(dtype="float64"), row_peak, gid, n)
+        out["peak_flops"] = peak_flops
+        cols = cols + ["peak_flops"]
+        if "dtype" in timed.columns:
+            cols = cols + ["dtype"]
+            out["dtype"] = _dominant(gid, timed["dtype"].to_numpy(dtype=object), timed["dur_ns"].to_numpy(), n)
     add_rates(out, peak_flops, peak_bw)
     out = out.reset_index().rename(columns={"index": "key"})
     return out.sort_values("time_ns", ascending=False, kind="stable").reset_index(drop=True)[cols]
+
+
+def _dominant(gid: np.ndarray, values: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
+    """The value with the most weight in each group (None where all are None)."""
+    frame = pd.DataFrame({"gid": gid, "v": values, "w": weight}).dropna(subset=["v"])
+    top = frame.groupby(["gid", "v"], sort=False)["w"].sum().reset_index()
+    top = top.sort_values("w", ascending=False, kind="stable").drop_duplicates("gid").set_index("gid")["v"]
+    return top.reindex(range(n)).to_numpy(dtype=object)
 
 
 def add_rates(out: pd.DataFrame, peak_flops=None, peak_bw=None) -> pd.DataFrame:
@@ -61,14 +80,16 @@ def add_rates(out: pd.DataFrame, peak_flops=None, peak_bw=None) -> pd.DataFrame:
     out["ai"] = out["flops"] / out["bytes"].where(out["bytes"] > 0)
     out["tflops"] = out["flops"] / t / 1e12
     out["tbps"] = out["bytes"] / t / 1e12
-    if peak_flops and peak_bw:
+    if peak_flops is not None and np.any(np.asarray(peak_flops, dtype="float64") > 0) and peak_bw:
+        peak_flops = np.asarray(peak_flops, dtype="float64")
         attainable = np.minimum(peak_flops, peak_bw * out["ai"])
         pct = (out["flops"] / t) / attainable
         pct = pct.where(out["ai"].notna(), (out["bytes"] / t) / peak_bw)
         out["pct_of_roof"] = pct
         ridge = peak_flops / peak_bw
+        # a group whose dtype has no FLOP/s peak (int8) has no ridge: its bound is unknown
         bound = np.where(out["ai"].isna(), np.where(out["bytes"].notna(), "memory", None),
-                         np.where(out["ai"] < ridge, "memory", "compute"))
+                         np.where(np.isnan(ridge), None, np.where(out["ai"] < ridge, "memory", "compute")))
         latency = (out["mean_ns"] < LATENCY_NS) & (pct < LATENCY_ROOF_FRAC)
         out["bound"] = np.where(latency, "latency", bound)
         out["bound"] = out["bound"].astype(object).where(out["bound"].notna(), None)
@@ -83,5 +104,6 @@ def roofline_points(groups: pd.DataFrame) -> pd.DataFrame:
     """Roofline points from kernel groups: rows with a known AI and FLOP rate, biggest time first."""
     pts = groups[groups["ai"].notna() & groups["tflops"].notna() & (groups["ai"] > 0) & (groups["tflops"] > 0)]
     pts = pts.assign(achieved_flops=pts["tflops"] * 1e12, achieved_bw=pts["tbps"] * 1e12)
+    extra = [c for c in ("peak_flops", "dtype") if c in pts.columns]  # the point's own ceiling
     return pts[["key", "phase", "category", "ai", "achieved_flops", "achieved_bw", "time_ns", "time_share",
-                "pct_of_roof", "bound"]].reset_index(drop=True)
+                "pct_of_roof", "bound"] + extra].reset_index(drop=True)
