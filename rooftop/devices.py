@@ -413,12 +413,17 @@ def ncu_table(ncu: Mapping[str, Any] | None) -> dict[str, float | None]:
     """Per-dtype peaks from an Nsight Compute report (`device.peaks.ncu`)."""
     ncu = ncu or {}
     out: dict[str, float | None] = {"fp32": _num(ncu.get("fp32_flops"))}
+    best: dict[str, tuple[bool, float]] = {}
     for key, value in ncu.items():
         m = _NCU_TENSOR.match(str(key))
         v = _num(value)
         if m and v is not None:
             d = normalize_dtype(m.group(1))
-            out[d] = max(out.get(d) or 0.0, v)
+            # GeForce runs fp16 with fp32 accumulate at half the fp16-accumulate rate: the
+            # dst_fp32 rate is what inference kernels get, so it wins when both are there
+            cand = ("dst_fp32" in key, v)
+            best[d] = max(best.get(d, cand), cand)
+    out.update({d: v for d, (_, v) in best.items()})
     return {d: out.get(d) for d in FLOAT_DTYPES}
 
 

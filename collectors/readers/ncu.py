@@ -186,6 +186,14 @@ def row_from_metrics(m: Mapping[str, Any]) -> dict[str, Any]:
         total = _num(m.get("dram__bytes.sum"))
         if total is not None:
             row["dram_read"], row["dram_write"] = total, 0.0
+    if row["dur_ns"] is None:
+        # No gpu__time_duration.sum (a `--metrics` list without it): elapsed SM cycles over the SM
+        # clock, as the roofline sections time a kernel. Labelled derived by the readers.
+        cycles = _num(m.get("sm__cycles_elapsed.avg")) or _num(m.get("gpc__cycles_elapsed.max"))
+        clock = _num(m.get("sm__cycles_elapsed.avg.per_second")) or _num(m.get("gpc__cycles_elapsed.avg.per_second"))
+        if cycles is not None and clock:
+            row["dur_ns"] = cycles / clock * 1e9
+            row["dur_derived"] = True
     row["flops"] = flops_from_metrics(m)
     row["grid"] = _shape(m, "grid")
     row["block"] = _shape(m, "block")
@@ -214,7 +222,8 @@ def peaks_from_metrics(m: Mapping[str, Any]) -> dict[str, float | None]:
     for name in m:
         if name.startswith(_TENSOR_PREFIX) and name.endswith(".sum.peak_sustained"):
             base = name[len(_TENSOR_PREFIX):].split(".")[0]
-            if base.startswith("int"):
+            # integer ops are not FLOPs; a 2:4-sparse rate is not the dense peak we compare with
+            if base.startswith("int") or base.endswith("sparsity_on"):
                 continue
             peaks[f"tensor_{base}_flops"] = rate(name, sm_clock)
     # `flops` is the dense bf16 tensor peak, the one MFU uses by default.
@@ -228,9 +237,24 @@ def _median(values: list[float | None]) -> float | None:
     return vals[len(vals) // 2] if vals else None
 
 
+def bw_from_throughput(m: Mapping[str, Any], row: Mapping[str, Any] | None = None) -> float | None:
+    """The peak DRAM bandwidth a kernel's counters imply: achieved bytes/s over the DRAM throughput
+    percentage of peak. Files without `dram__bytes.sum.peak_sustained` (a CSV of a few `--metrics`)
+    still tell the device's bandwidth this way; only kernels above 5% are used (the percentage is
+    printed with two decimals)."""
+    row = row or row_from_metrics(m)
+    pct = row.get("dram_pct")
+    moved = (row.get("dram_read") or 0.0) + (row.get("dram_write") or 0.0)
+    dur = row.get("dur_ns")
+    if not pct or pct < 5 or not moved or not dur:
+        return None
+    return moved / (dur / 1e9) / (pct / 100)
+
+
 def device_meta(metrics: list[Mapping[str, Any]]) -> dict[str, Any]:
     """meta["device"] from the kernels' device__attribute_* and clock metrics (medians)."""
     first = metrics[0] if metrics else {}
+    memory = _num(first.get("device__attribute_total_memory"))
     name = first.get("device__attribute_display_name")
     major = _num(first.get("device__attribute_compute_capability_major"))
     minor = _num(first.get("device__attribute_compute_capability_minor"))
@@ -249,7 +273,9 @@ def device_meta(metrics: list[Mapping[str, Any]]) -> dict[str, Any]:
             "sm_max_hz": khz * 1e3 if khz is not None else None,
             "mem_max_hz": mem_khz * 1e3 if mem_khz is not None else None,
         },
-        "peaks": {"ncu": {k: _median([p.get(k) for p in all_peaks]) for k in keys}},
+        "memory_bytes": int(memory) if memory is not None else None,
+        "peaks": {"ncu": {**{k: _median([p.get(k) for p in all_peaks]) for k in keys},
+                          "bw_from_throughput": _median([bw_from_throughput(m) for m in metrics])}},
     }
 
 

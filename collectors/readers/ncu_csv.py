@@ -15,7 +15,6 @@ NVTX ranges are not in ncu's CSV: `path` is null (use a `.ncu-rep` for steps).
 from __future__ import annotations
 
 import csv
-import io
 import os
 import re
 from pathlib import Path
@@ -42,6 +41,7 @@ _LABELS = {
     "Static Shared Memory Per Block": ("launch__shared_mem_per_block_static", "bytes"),
     "Dynamic Shared Memory Per Block": ("launch__shared_mem_per_block_dynamic", "bytes"),
     "SM Frequency": ("sm__cycles_elapsed.avg.per_second", "hz"),
+    "Elapsed Cycles": ("gpc__cycles_elapsed.max", None),
     "DRAM Frequency": ("dram__cycles_elapsed.avg.per_second", "hz"),
 }
 
@@ -147,6 +147,51 @@ def _find_header(lines: list[str], path: Path) -> tuple[int, list[str]]:
                    "export with `ncu --csv --page details` or `--page raw`")
 
 
+def _records(lines: list[str], header: list[str], path: Path) -> tuple[list[list[str]], int, str | None]:
+    """The CSV records after the header, fitted to the header's width.
+
+    ncu writes the rule columns (`Rule Name` ... `Estimated Speedup`) in the header but ends a
+    metric row right after its value with a trailing comma: such a short row is padded with empty
+    cells. Extra trailing empty cells are dropped. Lines ncu or the application printed among the
+    rows (`==PROF==`, `==WARNING==`, the app's own output) are left out; any other record whose
+    width cannot be fitted is unreadable: counted, with one example line kept for the warning.
+    """
+    body = [ln for ln in lines if ln.strip() and not ln.startswith("==")]
+    reader = csv.reader(body)
+    width = len(header)
+    out, bad, example = [], 0, None
+    while True:
+        before = reader.line_num
+        try:
+            rec = next(reader)
+        except StopIteration:
+            break
+        except csv.Error:
+            bad += 1
+            example = example or body[min(before, len(body) - 1)]
+            continue
+        if not rec:
+            continue
+        if len(rec) > width and not any(c.strip() for c in rec[width:]):
+            rec = rec[:width]
+        if len(rec) < width and len(rec) >= _min_width(header):
+            rec = rec + [""] * (width - len(rec))
+        if len(rec) != width:
+            bad += 1
+            example = example or body[reader.line_num - 1]
+            continue
+        out.append(rec)
+    return out, bad, example
+
+
+def _min_width(header: list[str]) -> int:
+    """Cells a record must have: up to `Metric Value` on the details page (the rule columns may be
+    cut off), every column on the raw page."""
+    if "Metric Value" in header:
+        return header.index("Metric Value") + 1
+    return len(header)
+
+
 def read_ncu_csv(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]:
     """One row per profiled kernel from an ncu CSV export (details or raw page) and its metadata."""
     path = Path(path)
@@ -155,20 +200,22 @@ def read_ncu_csv(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]
     _grow_field_limit()
     lines = _read_lines(path)
     start, header = _find_header(lines, path)
-    # Later ==PROF==/==WARNING== lines and app output can be interleaved with the rows.
-    body = [ln for ln in lines[start + 1:] if ln.strip() and not ln.startswith("==")]
+    # A header that ends with a comma has an empty last column: not a metric.
+    while header and not header[-1].strip():
+        header = header[:-1]
     try:
-        records = [r for r in csv.reader(io.StringIO("\n".join(body))) if r]
+        records, bad, example = _records(lines[start + 1:], header, path)
     except csv.Error as exc:
         raise NcuError(path, f"malformed CSV: {exc}") from None
-    bad = sum(1 for r in records if len(r) != len(header))
-    records = [dict(zip(header, r)) for r in records if len(r) == len(header)]
+    records = [dict(zip(header, r)) for r in records]
     if "Metric Name" in header and "Metric Value" in header:
         kernels, fmt = _details(records), "details"
     else:
         kernels, fmt = _raw(records, header, path), "raw"
+    kernels = [(ident, m) for ident, m in kernels if ident.get("Kernel Name") or m]
     if not kernels:
-        raise NcuError(path, f"ncu CSV ({fmt} page) holds no kernel rows")
+        hint = f"{bad} unreadable line(s), e.g. {_quote(example)}" if bad else None
+        raise NcuError(path, f"ncu CSV ({fmt} page) holds no kernel rows", hint)
 
     rows, metrics, cc = [], [], None
     for ident, m in kernels:
@@ -186,6 +233,7 @@ def read_ncu_csv(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]
         cc = cc or (ident.get("CC") or None)
         rows.append(row)
         metrics.append(m)
+    derived = sum(1 for r in rows if r.pop("dur_derived", False))
     frame = finish_rows(rows)
     device = device_meta(metrics)
     if device["cc"] is None and cc:
@@ -193,11 +241,20 @@ def read_ncu_csv(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]
     warnings = ["ncu has no timeline: start_ns places the profiled kernels back to back",
                 "ncu CSV carries no NVTX ranges: kernels have no path (use a .ncu-rep for steps)"]
     warnings += total_only_warning(metrics)
+    if derived:
+        warnings.append(f"{derived} kernel(s) lack gpu__time_duration.sum: duration derived from "
+                        "sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second")
     if bad:
-        warnings.append(f"{bad} CSV line(s) with the wrong number of fields skipped")
-    meta = {"source": {"tool": "ncu", "version": None, "format": f"csv-{fmt}", "file": str(path)},
+        warnings.append(f"{bad} unreadable CSV line(s) skipped, e.g. {_quote(example)}")
+    meta = {"source": {"tool": "ncu", "version": None, "format": f"csv-{fmt}", "file": str(path),
+                       "duration": "derived" if derived == len(rows) else "mixed" if derived else "measured"},
             "device": device, "warnings": warnings, "modeled": False}
     return frame, meta
+
+
+def _quote(line: str | None, limit: int = 160) -> str:
+    text = " ".join((line or "").split())
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def _kernel_key(rec: dict[str, str]) -> tuple[str, str]:
@@ -232,7 +289,7 @@ def _raw(records: list[dict[str, str]], header: list[str], path: Path):
     """Wide format: one column per metric, and a units row (empty ID) right after the header."""
     units: dict[str, str] = {}
     if records and not records[0].get("ID", "").strip():
-        units = records.pop(0)
+        units = records.pop(0)  # the units row: empty identity cells, a unit under each metric
     kernels = []
     for rec in records:
         ident = {k: rec[k] for k in _IDENTITY if k in rec}

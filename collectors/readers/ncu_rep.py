@@ -36,7 +36,8 @@ _WANTED = {
     "device__attribute_display_name", "device__attribute_compute_capability_major",
     "device__attribute_compute_capability_minor", "device__attribute_multiprocessor_count",
     "device__attribute_clock_rate", "device__attribute_memory_clock_rate",
-    "profiler__replayer_passes",
+    "profiler__replayer_passes", "device__attribute_total_memory",
+    "gpc__cycles_elapsed.max", "gpc__cycles_elapsed.avg.per_second",
 }
 _WANTED_PREFIXES = (
     "launch__grid_dim_", "launch__block_dim_",
@@ -121,6 +122,10 @@ def read_ncu_rep(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]
         warnings.append(f"{skipped} non-kernel result(s) (range or graph replay) skipped")
     warnings.append("ncu has no timeline: start_ns places the profiled kernels back to back")
     warnings += total_only_warning(metrics)
+    derived = sum(1 for r in rows if r.pop("dur_derived", False))
+    if derived:
+        warnings.append(f"{derived} kernel(s) lack gpu__time_duration.sum: duration derived from "
+                        "sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second")
     frame = finish_rows(rows)
     meta = {
         "source": {"tool": "ncu", "version": None, "reader": f"ncu_report {ctx.get_version()}",
