@@ -176,3 +176,173 @@ def test_errors_are_one_line(tmp_path):
     with pytest.raises(NcuError, match="no such file") as exc:
         read_ncu_csv(tmp_path / "nope.csv")
     assert "\n" not in str(exc.value)
+
+
+# --- every layout ncu writes, generated here --------------------------------------------------
+
+IDENT = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
+         "Grid Size", "Device", "CC"]
+RULES = ["Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type", "Estimated Speedup"]
+# (kernel, metric, unit, value as ncu prints it, value in base units)
+KERNELS = {
+    0: ("void gemv<__nv_bfloat16, 4>(Params, int)", {
+        "gpu__time_duration.sum": ("usecond", "1,250.50", 1_250_500),
+        "dram__bytes_read.sum": ("Mbyte", "4.74", 4.74e6),
+        "dram__bytes_write.sum": ("byte", "1,024", 1024.0),
+        "sm__cycles_elapsed.avg": ("cycle", "2,501,000", 2_501_000.0),
+        "sm__cycles_elapsed.avg.per_second": ("Ghz", "2.00", 2.0e9)}),
+    1: ('flash_fwd_kernel<Traits<128, 64>, "x,y">', {
+        "gpu__time_duration.sum": ("nsecond", "10,340", 10_340),
+        "dram__bytes_read.sum": ("Kbyte", "512", 512e3),
+        "dram__bytes_write.sum": ("byte", "0", 0.0),
+        "sm__cycles_elapsed.avg": ("cycle", "20,680", 20_680.0),
+        "sm__cycles_elapsed.avg.per_second": ("Ghz", "2.00", 2.0e9)}),
+}
+
+
+def _q(cells):
+    return ",".join('"' + str(c).replace('"', '""') + '"' for c in cells)
+
+
+def _ident(i, name):
+    return [str(i), "4242", "python3.12", "127.0.0.1", name, "1", "7", "(128, 1, 1)", "(1, 8, 10)", "0", "12.0"]
+
+
+def details_csv(rules: bool, trailing_comma: bool, drop=(), prof=True, sections=True) -> str:
+    """`ncu --csv --page details`: one row per metric. With the rule columns, ncu ends each metric
+    row right after its value with a comma (what the RTX 5090 exports look like)."""
+    header = IDENT + ["Section Name", "Metric Name", "Metric Unit", "Metric Value"] + (RULES if rules else [])
+    lines = ["==PROF== Connected to process 4242 (/usr/bin/python3.12)"] if prof else []
+    lines.append(_q(header))
+    for i, (name, metrics) in KERNELS.items():
+        if prof:
+            lines.append(f'==PROF== Profiling "kernel" - {i}: 0%....50%....100% - 9 passes')
+        for metric, (unit, text, _) in metrics.items():
+            if metric in drop:
+                continue
+            section = "Command line profiler metrics" if sections else ""
+            row = _q(_ident(i, name) + [section, metric, unit, text])
+            if rules and not trailing_comma:
+                row += "," + _q([""] * len(RULES))
+            elif trailing_comma:
+                row += ","
+            lines.append(row)
+        if rules:  # a rule row: empty metric cells, rule text with commas
+            lines.append(_q(_ident(i, name) + ["SpeedOfLight", "", "", "", "SOLBottleneck", "OPT",
+                                               "This grid is too small, resulting in 0.5 waves.", "", ""]))
+    lines.append("==PROF== Disconnected from process 4242")
+    return "\n".join(lines) + "\n"
+
+
+def raw_csv(units_row: bool, trailing_comma: bool, drop=()) -> str:
+    """`ncu --csv --page raw`: one row per kernel, one column per metric, a units row first."""
+    metrics = [m for m in KERNELS[0][1] if m not in drop]
+    end = "," if trailing_comma else ""
+    lines = ["==PROF== Connected to process 4242", _q(IDENT + metrics) + end]
+    # one unit per column (ncu scales a column, not a cell); without the units row, base units
+    units = {m: (RAW_UNITS[m] if units_row else ("", 1.0)) for m in metrics}
+    if units_row:
+        lines.append(_q([""] * len(IDENT) + [units[m][0] for m in metrics]) + end)
+    for i, (name, ms) in KERNELS.items():
+        lines.append(_q(_ident(i, name) + [f"{ms[m][2] / units[m][1]:,.4f}".rstrip("0").rstrip(".") for m in metrics]) + end)
+    return "\n".join(lines) + "\n"
+
+
+RAW_UNITS = {"gpu__time_duration.sum": ("usecond", 1e3), "dram__bytes_read.sum": ("Kbyte", 1e3),
+             "dram__bytes_write.sum": ("byte", 1.0), "sm__cycles_elapsed.avg": ("cycle", 1.0),
+             "sm__cycles_elapsed.avg.per_second": ("Ghz", 1e9)}
+
+
+def _expected(drop=()):
+    out = []
+    for i, (name, ms) in KERNELS.items():
+        dur = ms["gpu__time_duration.sum"][2] if "gpu__time_duration.sum" not in drop else \
+            ms["sm__cycles_elapsed.avg"][2] / ms["sm__cycles_elapsed.avg.per_second"][2] * 1e9
+        out.append((name, round(dur), ms["dram__bytes_read.sum"][2], ms["dram__bytes_write.sum"][2]))
+    return out
+
+
+def _check(rows, drop=()):
+    got = list(zip(rows["name"], rows["dur_ns"].astype(int), rows["dram_read"], rows["dram_write"]))
+    exp = _expected(drop)
+    assert [g[0] for g in got] == [e[0] for e in exp]
+    for g, e in zip(got, exp):
+        assert g[1] == e[1] and g[2] == pytest.approx(e[2]) and g[3] == pytest.approx(e[3])
+
+
+@pytest.mark.parametrize("rules,trailing", [(False, False), (True, False), (True, True), (False, True)])
+@pytest.mark.parametrize("prof,sections", [(True, True), (False, False)])
+def test_details_layouts(tmp_path, rules, trailing, prof, sections):
+    rows, meta = read_ncu_csv(write(tmp_path, details_csv(rules, trailing, prof=prof, sections=sections)))
+    assert len(rows) == 2 and meta["source"]["format"] == "csv-details"
+    _check(rows)
+    assert meta["source"]["duration"] == "measured"
+    assert not any("unreadable" in w for w in meta["warnings"])
+    assert meta["device"]["cc"] == "12.0"
+
+
+@pytest.mark.parametrize("units_row", [True, False])
+@pytest.mark.parametrize("trailing", [False, True])
+def test_raw_layouts(tmp_path, units_row, trailing):
+    rows, meta = read_ncu_csv(write(tmp_path, raw_csv(units_row, trailing)))
+    assert meta["source"]["format"] == "csv-raw" and len(rows) == 2
+    _check(rows)
+    assert not any("unreadable" in w for w in meta["warnings"])
+
+
+@pytest.mark.parametrize("layout", ["details", "raw"])
+def test_duration_derived_from_cycles(tmp_path, layout):
+    drop = ("gpu__time_duration.sum",)
+    text = details_csv(True, True, drop=drop) if layout == "details" else raw_csv(True, False, drop=drop)
+    rows, meta = read_ncu_csv(write(tmp_path, text))
+    _check(rows, drop)
+    # by hand: 2,501,000 cycles at 2.00 GHz = 1,250,500 ns; 20,680 at 2 GHz = 10,340 ns
+    assert rows["dur_ns"].tolist() == [1_250_500, 10_340]
+    assert meta["source"]["duration"] == "derived"
+    assert any("derived from sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second" in w for w in meta["warnings"])
+
+
+def test_unreadable_rows_counted_with_an_example(tmp_path):
+    text = details_csv(True, True).splitlines()
+    text.insert(3, "Epoch 1: loss 0.25")  # the app printing among the rows
+    text.insert(5, '"0","4242","cut short"')
+    rows, meta = read_ncu_csv(write(tmp_path, "\n".join(text)))
+    _check(rows)
+    warn = [w for w in meta["warnings"] if "unreadable" in w]
+    assert len(warn) == 1 and warn[0].startswith("2 unreadable CSV line(s) skipped, e.g. ")
+    assert "'Epoch 1: loss 0.25'" in warn[0]
+
+
+def _fixture_reference(path):
+    """Kernels and metrics of a details CSV, read with the stdlib only."""
+    with open(path, newline="") as fh:
+        recs = list(csv.reader(fh))
+    header, body = recs[0], recs[1:]
+    col = {h: i for i, h in enumerate(header)}
+    kernels: dict[str, dict] = {}
+    for r in body:
+        k = kernels.setdefault(r[col["ID"]], {"name": r[col["Kernel Name"]], "cc": r[col["CC"]]})
+        if r[col["Metric Name"]]:
+            k[r[col["Metric Name"]]] = (r[col["Metric Unit"]], r[col["Metric Value"]])
+    return kernels
+
+
+@pytest.mark.parametrize("kernel", ["0001_67bdb7e29d1bb4e0ca0aec954ef18af3", "0013_178ff748c21ea29399b8568af3cd1f02"])
+def test_rtx5090_details_fixtures(ncu_fixtures, kernel):
+    path = ncu_fixtures / f"ncu/CodeGandee__llm-perf-opt__reports__20251107-dsocr__ncu-v2__kernel_{kernel}__ncu.details.csv"
+    rows, meta = read_ncu_csv(path)
+    ref = _fixture_reference(path)
+    assert len(rows) == len(ref) == 1
+    k = next(iter(ref.values()))
+    assert rows["name"].iloc[0] == k["name"]
+    unit, value = k["gpu__time_duration.sum"]
+    assert unit == "us" and rows["dur_ns"].iloc[0] == round(float(value) * 1e3)
+    unit, value = k["dram__bytes_read.sum"]
+    assert unit == "Mbyte" and rows["dram_read"].iloc[0] == pytest.approx(float(value) * 1e6)
+    assert rows["dram_pct"].iloc[0] == pytest.approx(float(k["dram__throughput.avg.pct_of_peak_sustained_elapsed"][1]))
+    assert meta["device"]["cc"] == k["cc"] == "12.0"
+    assert not any("unreadable" in w for w in meta["warnings"])
+    # bandwidth the counters imply: bytes / time / DRAM %, by hand from the file's own numbers
+    read = float(k["dram__bytes_read.sum"][1]) * 1e6
+    implied = read / (float(k["gpu__time_duration.sum"][1]) * 1e-6) / (float(k["dram__throughput.avg.pct_of_peak_sustained_elapsed"][1]) / 100)
+    assert meta["device"]["peaks"]["ncu"]["bw_from_throughput"] == pytest.approx(implied, rel=0.01)
