@@ -66,8 +66,9 @@ def op_dtype(inputs: str | None) -> str | None:
     if not isinstance(inputs, str) or not inputs:
         return None
     text = inputs.lower()
-    found = [(text.find(token), dtype) for token, dtype in _TORCH if token in text]
-    return min(found)[1] if found else None
+    # the first input's type; at one position the longer spelling ("float8" over "float") wins
+    found = [(text.find(token), rank, dtype) for rank, (token, dtype) in enumerate(_TORCH) if token in text]
+    return min(found)[2] if found else None
 
 
 def kernel_dtypes(names: pd.Series, ops: pd.Series | None = None) -> pd.Series:
