@@ -440,3 +440,18 @@ def test_report_shows_ncu_and_datasheet_where_they_differ(fixtures_dir, capsys):
     # ncu measures fp32 at its locked ~1.03 GHz: 6,912 FMA/cycle x 2 x 1.03 GHz = 14.2 TFLOP/s
     assert [d["what"] for d in dev_["peaks_differ"]] == ["fp32 flops"]
     assert dev_["ncu"]["flops_by_dtype"]["fp32"] == pytest.approx(6912 * 2 * 1.03e9, rel=0.02)
+
+
+def test_open_takes_the_same_override(tmp_path, capsys):
+    from rooftop.cli import main
+    from rooftop.trace import load_trace, write_trace
+    from tui.loader import analyze_warm
+    rows = [dict(kind="kernel", name="k", start_ns=0, dur_ns=10, device=0, stream=7)]
+    path = write_trace(tmp_path / "t.parquet", rows, {"device": {"name": "Tesla T4"}})
+    a = analyze_warm(load_trace(path), Override(gpu="h200"))
+    assert a.peaks.gpu.key == "h200" and a.peaks.override == "gpu"
+    assert analyze_warm(load_trace(path)).peaks.gpu is None
+    # an unknown --gpu is refused before the terminal switches to the app
+    assert main(["open", str(path), "--gpu", "h900"]) == 2
+    assert "no such GPU" in capsys.readouterr().err
+    assert main(["open", str(path), "--peaks", "datasheet"]) == 2

@@ -155,7 +155,8 @@ class RooftopApp(App[int]):
             self.post_message(Previewed(p))
             p.shown.wait(timeout=PAINT_WAIT_S)
         try:
-            analysis = open_analysis(path, self.peaks_override)
+            over = self.peaks_override
+            analysis = open_analysis(path, over) if over is not None else open_analysis(path)
         except TraceError as exc:
             self.post_message(LoadFailed(index, str(exc)))
             return
