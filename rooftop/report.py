@@ -17,7 +17,7 @@ STEP_KEYS = ("rank", "phase", "step", "kernels", "start_ns", "span_ns", "busy_ns
              "bytes", "bytes_source", "tflops", "tbps", "mfu", "mbu", "model_mbu", "batch", "new_tokens", "context",
              "tokens_per_s", "bound")
 GROUP_KEYS = ("key", "category", "phase", "count", "time_ns", "time_share", "mean_ns", "flops", "bytes",
-              "bytes_source", "ai", "tflops", "tbps", "pct_of_roof", "bound")
+              "bytes_source", "ai", "tflops", "tbps", "pct_of_roof", "bound", "dtype", "peak_flops")
 
 
 def _clean(v: Any) -> Any:

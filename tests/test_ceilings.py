@@ -41,6 +41,9 @@ H100 = {"device": {"name": "NVIDIA H100 80GB HBM3"}, "workload": {"dtype": "bf16
     ("cutlass_80_tensorop_s1688gemm_128x128_16x3_nn_align4", "tf32"),
     ("ampere_sgemm_128x64_nn", "fp32"),
     ("basic(int, int, int, const float *, const float *, float *)", "fp32"),
+    ("void cutlass::Kernel<cutlass::gemm::kernel::Gemm<..., signed char, cutlass::layout::RowMajor, ..., float>>", "int8"),
+    # CUDA's float4 is four floats, not FP4
+    ("distribution_nullary_kernel<c10::Half, float, float4, at::CUDAGeneratorImpl *>", "fp16"),
     ("Kernel", None), ("triton_poi_fused_add_0", None), ("", None), (None, None),
     ("half2_unpack", None),  # "half" only as a whole word
 ])
@@ -83,6 +86,9 @@ def test_group_peak_is_the_time_at_peak_mix():
     # one group, 1e12 FLOP at 1e15 and 1e12 at 2e15: ideal 1.5 ms for 2e12 -> 1.333e15
     got = group_peak(np.array([1e12, 1e12, np.nan]), np.array([1e15, 2e15, 1e15]), np.array([0, 0, 1]), 2)
     assert got[0] == pytest.approx(2e12 / (1e-3 + 0.5e-3)) and got[1] == 1e15
+    # no FLOPs known: the peak of the group's longest row
+    got = group_peak(np.full(3, np.nan), np.array([1e15, 2e15, 3e15]), np.array([0, 0, 0]), 1, np.array([5, 9, 1]))
+    assert got.tolist() == [2e15]
 
 
 def test_groups_and_roofline_use_their_own_dtype(tmp_path):

@@ -25,9 +25,10 @@ _RULES: tuple[tuple[str, re.Pattern], ...] = tuple((d, re.compile(p)) for d, p i
     # Blackwell's `kind::f8f6f4` MMA runs at the FP8 rate whatever its operands (e2m1 included);
     # the FP4 rate needs the mxf4/mxf4nvf4 kinds.
     ("fp8", r"f8f6f4"),
-    ("fp4", r"nvfp4|mxfp4|mxf4|nvf4|e2m1|float4|" + _B + r"fp4" + _E),
+    # not "float4": in CUDA that is a vector of four floats
+    ("fp4", r"nvfp4|mxfp4|mxf4|nvf4|e2m1|" + _B + r"fp4" + _E),
     ("fp8", r"e4m3|e5m2|float8|fp8|__nv_fp8|" + _B + r"f8" + _E + r"|qmma|qgmma"),
-    ("int8", r"int8|imma|igmma|" + _B + r"[isu]8(?![0-9])"),
+    ("int8", r"int8|imma|igmma|signed char|" + _B + r"[isu]8(?![0-9])"),
     ("bf16", r"bf16|bfloat16"),
     ("fp16", r"fp16|float16|__half|" + _B + r"half" + _E + r"|(?<![a-z0-9b])f16|" + _B + r"h(884|1688|16816)gemm|hgemm|hmma|hgmma"),
     ("tf32", r"tf32|xf32|" + _B + r"s1688gemm"),
@@ -100,16 +101,19 @@ def row_peak_flops(rows: pd.DataFrame, peaks: Peaks) -> pd.Series:
     return peak.where(dtypes.notna(), default).rename("peak_flops")
 
 
-def group_peak(flops: np.ndarray, row_peak: np.ndarray, gid: np.ndarray, n: int) -> np.ndarray:
+def group_peak(flops: np.ndarray, row_peak: np.ndarray, gid: np.ndarray, n: int,
+               dur: np.ndarray | None = None) -> np.ndarray:
     """A group's effective peak when its rows have different peaks: the rate at which its FLOPs
     would run if every row ran at its own peak (sum of FLOPs / sum of FLOPs/peak). A group with
-    no known FLOPs takes the peak of its rows (the first known one); NaN where none is known."""
+    no known FLOPs takes the peak of its longest row with a known peak; NaN where none is known."""
     f = np.where(np.isfinite(flops) & np.isfinite(row_peak) & (row_peak > 0), flops, 0.0)
     ideal_s = np.bincount(gid, weights=np.divide(f, row_peak, out=np.zeros_like(f), where=f > 0), minlength=n)
     total = np.bincount(gid, weights=f, minlength=n)
     eff = np.divide(total, ideal_s, out=np.full(n, np.nan), where=ideal_s > 0)
     fallback = np.full(n, np.nan)
-    known = np.isfinite(row_peak)
-    # the first known row peak of each group (reverse assignment keeps the first)
-    fallback[gid[known][::-1]] = row_peak[known][::-1]
+    known = np.flatnonzero(np.isfinite(row_peak))
+    if dur is not None:
+        known = known[np.argsort(np.asarray(dur, dtype="float64")[known], kind="stable")]  # longest last
+    # fancy assignment keeps the last write per group: the longest row's peak
+    fallback[gid[known]] = row_peak[known]
     return np.where(np.isnan(eff), fallback, eff)

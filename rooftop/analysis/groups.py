@@ -53,7 +53,8 @@ def kernel_groups(timed: pd.DataFrame, by: str = "short_name", peak_flops=None, 
         # Per-row peaks (each kernel's compute dtype, see ceilings.py): each group is judged
         # against the peak of its own dtype, not the trace's.
         row_peak = peak_flops.reindex(timed.index).to_numpy(dtype="float64", na_value=np.nan)
-        peak_flops = group_peak(timed["work_flops"].to_numpy(dtype="float64"), row_peak, gid, n)
+        peak_flops = group_peak(timed["work_flops"].to_numpy(dtype="float64"), row_peak, gid, n,
+                                timed["dur_ns"].to_numpy(dtype="float64"))
         out["peak_flops"] = peak_flops
         cols = cols + ["peak_flops"]
         if "dtype" in timed.columns:
