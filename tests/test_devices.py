@@ -455,3 +455,15 @@ def test_open_takes_the_same_override(tmp_path, capsys):
     assert main(["open", str(path), "--gpu", "h900"]) == 2
     assert "no such GPU" in capsys.readouterr().err
     assert main(["open", str(path), "--peaks", "datasheet"]) == 2
+
+
+def test_diff_takes_the_override(fixtures_dir, capsys):
+    from rooftop import cli
+    a = fixtures_dir / "traces/facebookresearch__HolisticTraceAnalysis__tests__data__trace_filter__sampled_rank-0.json.gz"
+    b = fixtures_dir / "traces/facebookresearch__HolisticTraceAnalysis__tests__data__trace_filter__sampled_rank-1.json.gz"
+    over = Override(gpu="a100-80gb")
+    assert cli._analysis(str(a), override=over).peaks.bw == 2.039e12
+    assert cli.main(["diff", str(a), str(b), "--gpu", "a100-80gb", "--json"]) == 0
+    json.loads(capsys.readouterr().out)
+    assert cli.main(["diff", str(a), str(b), "--gpu", "nope"]) == 2
+    assert "no such GPU" in capsys.readouterr().err

@@ -95,10 +95,11 @@ def row_peak_flops(rows: pd.DataFrame, peaks: Peaks) -> pd.Series:
     """Per row, the peak FLOP/s of its compute dtype (`Peaks.flops_for`); rows whose dtype is
     unknown get the trace's own peak; int8 rows and dtypes the GPU lacks get NaN."""
     dtypes = rows["dtype"] if "dtype" in rows.columns else kernel_dtypes(rows["name"])
-    values = {d: (peaks.flops_for(d) or np.nan) for d in pd.unique(dtypes.dropna())}
-    peak = dtypes.map(values).astype("float64")
+    codes, uniques = pd.factorize(dtypes.astype(object), use_na_sentinel=True)
     default = peaks.flops if peaks.flops else np.nan
-    return peak.where(dtypes.notna(), default).rename("peak_flops")
+    # one lookup per distinct dtype; the trailing entry (code -1: dtype unknown) is the trace's peak
+    table = np.array([peaks.flops_for(d) or np.nan for d in uniques] + [default], dtype="float64")
+    return pd.Series(table[codes], index=rows.index, name="peak_flops")
 
 
 def group_peak(flops: np.ndarray, row_peak: np.ndarray, gid: np.ndarray, n: int,
