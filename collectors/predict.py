@@ -179,7 +179,7 @@ def predict(cfg: ModelConfig, gpu: GPUSpec, batch: int, prompt_len: int, gen_len
     peaks for `dtype`. Raises ValueError for impossible inputs.
     """
     d = normalize_dtype(dtype)
-    if d is None:
+    if d not in ("bf16", "fp16", "fp8", "fp32", "tf32"):  # fp4/int8 weights are not modelled
         raise ValueError(f"unknown dtype {dtype!r} (use bf16, fp16, fp8 or fp32)")
     if attn not in ATTN_CHOICES:
         raise ValueError(f"unknown attention {attn!r} (use {' or '.join(ATTN_CHOICES)})")

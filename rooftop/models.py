@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 DTYPE_BYTES = {"bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2, "fp32": 4, "float32": 4,
-               "float": 4, "fp8": 1, "float8_e4m3fn": 1, "int8": 1}
+               "float": 4, "fp8": 1, "float8_e4m3fn": 1, "int8": 1, "tf32": 4}  # tf32 is stored as fp32
 
 
 def dtype_bytes(dtype: str | None, default: int = 2) -> int:
