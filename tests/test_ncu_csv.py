@@ -346,3 +346,20 @@ def test_rtx5090_details_fixtures(ncu_fixtures, kernel):
     read = float(k["dram__bytes_read.sum"][1]) * 1e6
     implied = read / (float(k["gpu__time_duration.sum"][1]) * 1e-6) / (float(k["dram__throughput.avg.pct_of_peak_sustained_elapsed"][1]) / 100)
     assert meta["device"]["peaks"]["ncu"]["bw_from_throughput"] == pytest.approx(implied, rel=0.01)
+
+
+@pytest.mark.parametrize("encoding,newline", [("utf-8-sig", "\r\n"), ("utf-16", "\r\n"), ("utf-8", "\n")])
+def test_windows_encodings_and_line_ends(tmp_path, encoding, newline):
+    p = tmp_path / "k.csv"
+    p.write_bytes(details_csv(True, True).replace("\n", newline).encode(encoding))
+    rows, meta = read_ncu_csv(p)
+    _check(rows)
+    assert not any("unreadable" in w for w in meta["warnings"])
+
+
+def test_utf16_csv_is_detected_and_loaded(tmp_path):
+    from collectors.readers.importers import detect, load_any
+    p = tmp_path / "out.txt"
+    p.write_bytes(details_csv(True, True).encode("utf-16"))
+    assert detect(p) == "ncu-csv"
+    assert len(load_any(p).events) == 2

@@ -84,6 +84,8 @@ def _peek_text(path: Path, head: bytes) -> str:
                 data = fh.read(_PEEK)
     except (OSError, EOFError, zlib.error):
         return ""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 (PowerShell's `>`), e.g. an ncu CSV
+        return data.decode("utf-16", errors="replace").lstrip("\ufeff \t\r\n")
     return data.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
 
 

@@ -120,9 +120,12 @@ def _read_lines(path: Path) -> list[str]:
         raw = path.read_bytes()
     except OSError as exc:
         raise NcuError(path, f"cannot read: {exc.strerror or exc}") from None
+    # PowerShell's `>` writes UTF-16 with a byte-order mark; editors on Windows add a UTF-8 one
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return raw.decode("utf-16", errors="replace").splitlines()
     if b"\0" in raw[:4096]:
         raise NcuError(path, "binary file, not ncu CSV", "a .ncu-rep is read with read_ncu_rep")
-    return raw.decode("utf-8", errors="replace").splitlines()
+    return raw.decode("utf-8-sig", errors="replace").splitlines()
 
 
 def _grow_field_limit() -> None:
