@@ -70,13 +70,29 @@ class Analysis:
     @cached_property
     def steps(self) -> pd.DataFrame:
         p = self.peaks
-        return metrics.step_table(self.timed, self.trace.meta, p.flops, p.bw, self.ridge)
+        out = metrics.step_table(self.timed, self.trace.meta, p.flops, p.bw, self.ridge)
+        if len(out) and self._mixed_dtypes:
+            rows = self.timed[self.timed["step"].notna()]
+            keys = [k for k in ("rank", "phase", "step") if k in out.columns and k in rows.columns]
+            out["mfu"] = ceilings.dtype_mfu(out, rows, self.row_peaks, keys)
+        return out
 
     @cached_property
     def phases(self) -> pd.DataFrame:
         p = self.peaks
         out = metrics.phase_table(self.timed, self.steps, self.trace.meta, p.flops, p.bw, self.ridge)
+        if len(out) and self._mixed_dtypes:
+            rows = self.timed
+            if "rank" in rows.columns and rows["rank"].notna().any():
+                rows = rows[rows["rank"] == rows["rank"].min()]  # the phase table is the lowest rank's
+            out["mfu"] = ceilings.dtype_mfu(out, rows, self.row_peaks, ["phase"])
         return metrics.both_utilizations(out, p)
+
+    @cached_property
+    def _mixed_dtypes(self) -> bool:
+        """Whether some kernel's FLOPs run against another peak than the trace's dtype's (an FP8
+        GEMM in a bf16 model): then MFU counts each kernel's FLOPs at its own peak."""
+        return len(self.timed) > 0 and ceilings.mixed(self.timed, self.row_peaks, self.peaks.flops)
 
     @cached_property
     def rank_steps(self) -> pd.DataFrame | None:

@@ -118,3 +118,30 @@ def group_peak(flops: np.ndarray, row_peak: np.ndarray, gid: np.ndarray, n: int,
     # fancy assignment keeps the last write per group: the longest row's peak
     fallback[gid[known]] = row_peak[known]
     return np.where(np.isnan(eff), fallback, eff)
+
+
+def mixed(rows: pd.DataFrame, row_peak: pd.Series, trace_peak: float | None) -> bool:
+    """Whether any kernel with known FLOPs is judged against another peak than the trace's."""
+    has = np.isfinite(rows["work_flops"].to_numpy(dtype="float64"))
+    peak = row_peak.reindex(rows.index).to_numpy(dtype="float64")[has]
+    ref = np.nan if not trace_peak else float(trace_peak)
+    return bool(len(peak)) and not np.all(peak == ref)
+
+
+def dtype_mfu(table: pd.DataFrame, rows: pd.DataFrame, row_peak: pd.Series, keys: list[str]) -> pd.Series:
+    """MFU per row of `table` (one row per `keys` group of `rows`) with every kernel at the peak of
+    its own dtype: the time its FLOPs would take at those peaks, over the group's span. Equal to
+    FLOPs / span / peak when all kernels share one dtype; integer (int8) work, which has no FLOP/s
+    peak, is left out. NaN where no kernel's FLOPs and peak are both known."""
+    flops = rows["work_flops"].to_numpy(dtype="float64")
+    peak = row_peak.reindex(rows.index).to_numpy(dtype="float64")
+    ok = np.isfinite(flops) & np.isfinite(peak) & (peak > 0)
+    ideal_s = pd.Series(np.divide(flops, peak, out=np.full(len(flops), np.nan), where=ok), index=rows.index)
+    by = [rows[k].astype(object) if k == "phase" else rows[k] for k in keys]
+    total = ideal_s.groupby(by, sort=False, dropna=False).sum(min_count=1)
+    idx = pd.MultiIndex.from_frame(table[keys].astype(object)) if len(keys) > 1 else pd.Index(table[keys[0]].astype(object))
+    if len(keys) == 1:
+        total.index = pd.Index(total.index.astype(object))
+    got = total.reindex(idx).to_numpy(dtype="float64")
+    span_s = table["span_ns"].to_numpy(dtype="float64") / 1e9
+    return pd.Series(np.divide(got, span_s, out=np.full(len(got), np.nan), where=span_s > 0), index=table.index)
