@@ -379,10 +379,6 @@ class Peaks:
         return out
 
 
-def _positive(value: Any) -> float | None:
-    return _num(value)
-
-
 def trace_dtype(meta: Mapping[str, Any]) -> str:
     """The trace's compute dtype: model.dtype, else workload.dtype, else bf16."""
     for section in ("model", "workload"):
@@ -497,7 +493,7 @@ def peaks(meta: Mapping[str, Any] | None, dtype: str | None = None, override: Ov
             reason = ident.reason
         elif flops is None:
             who = gpu.name if gpu else repr(name)
-            reason = (f"int8 work is integer ops: no FLOP/s peak, MFU unknown" if d == "int8"
+            reason = ("int8 work is integer ops: no FLOP/s peak, MFU unknown" if d == "int8"
                       else f"{who} has no {d} peak in the spec table")
         else:
             reason = f"peak bandwidth unknown; {HOW_TO_SAY}"
