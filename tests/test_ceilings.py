@@ -51,6 +51,10 @@ def test_name_dtype(name, dtype):
     assert name_dtype(name) == dtype
 
 
+def _plain(series):
+    return [None if pd.isna(v) else v for v in series]
+
+
 def test_kernel_dtypes_classifies_each_distinct_name_once(monkeypatch):
     calls = []
     real = ceilings.name_dtype
@@ -58,8 +62,11 @@ def test_kernel_dtypes_classifies_each_distinct_name_once(monkeypatch):
     names = pd.Series(["a_fp8_gemm", "b_bf16", "a_fp8_gemm", None, "plain"] * 1000)
     got = kernel_dtypes(names)
     assert sorted(calls) == ["a_fp8_gemm", "b_bf16", "plain"]
-    assert got.iloc[:5].tolist() == ["fp8", "bf16", "fp8", None, None] and len(got) == 5000
+    assert _plain(got.iloc[:5]) == ["fp8", "bf16", "fp8", None, None] and len(got) == 5000
     assert got.index.equals(names.index)
+    # a categorical column (as traces load) is classified from its categories
+    cat = kernel_dtypes(names.astype("category"))
+    assert _plain(cat) == _plain(got)
 
 
 def test_ops_fill_names_that_say_nothing():
@@ -67,7 +74,7 @@ def test_ops_fill_names_that_say_nothing():
     ops = pd.Series(["['c10::BFloat16', 'c10::BFloat16']", "['float']", "['c10::Float8_e4m3fn', 'float']", None],
                     index=[10, 11, 12, 13])
     got = kernel_dtypes(names, ops)
-    assert got.tolist() == ["bf16", "fp8", "fp8", None]  # the name wins where it speaks
+    assert _plain(got) == ["bf16", "fp8", "fp8", None]  # the name wins where it speaks
     assert op_dtype("['c10::Half', 'float']") == "fp16" and op_dtype("") is None
 
 

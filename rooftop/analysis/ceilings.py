@@ -74,28 +74,36 @@ def op_dtype(inputs: str | None) -> str | None:
 
 def kernel_dtypes(names: pd.Series, ops: pd.Series | None = None) -> pd.Series:
     """Per row, the compute dtype from the kernel name, else from `ops` (the launching op's input
-    types, aligned with `names`), else None. Classifies each distinct name once."""
+    types, aligned with `names`), else missing. Classifies each distinct name once; a categorical
+    Series (a million rows cost their codes, not a million strings)."""
     names = pd.Series(names)
-    codes, uniques = pd.factorize(names.astype(object), use_na_sentinel=True)
-    table = np.array([name_dtype(u) for u in uniques] + [None], dtype=object)
-    out = table[codes]  # code -1 (missing name) picks the trailing None
+    codes, uniques = _codes(names)
+    per_name = [name_dtype(u) for u in uniques]
     if ops is not None:
         ops = pd.Series(ops, index=names.index)
-        missing = pd.isna(pd.Series(out, index=names.index, dtype=object)).to_numpy()
-        if missing.any():
-            sub = ops[missing]
-            c2, u2 = pd.factorize(sub.astype(object), use_na_sentinel=True)
-            t2 = np.array([op_dtype(u) for u in u2] + [None], dtype=object)
-            out = out.copy()
-            out[missing] = t2[c2]
-    return pd.Series(out, index=names.index, dtype=object, name="dtype")
+        o_codes, o_uniques = _codes(ops)
+        per_op = np.array([op_dtype(u) for u in o_uniques] + [None], dtype=object)
+        by_name = np.array(per_name + [None], dtype=object)[codes]
+        values = np.where(pd.isna(by_name), per_op[o_codes], by_name)
+        return pd.Series(pd.Categorical(values), index=names.index, name="dtype")
+    cats = sorted({d for d in per_name if d is not None})
+    lookup = np.array([cats.index(d) if d is not None else -1 for d in per_name] + [-1], dtype=np.int8)
+    return pd.Series(pd.Categorical.from_codes(lookup[codes], categories=cats), index=names.index, name="dtype")
+
+
+def _codes(values: pd.Series) -> tuple[np.ndarray, list]:
+    """Integer codes (-1 for missing) and the distinct values: a categorical's own, else factorized."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return values.cat.codes.to_numpy(), list(values.cat.categories)
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    return codes, list(uniques)
 
 
 def row_peak_flops(rows: pd.DataFrame, peaks: Peaks) -> pd.Series:
     """Per row, the peak FLOP/s of its compute dtype (`Peaks.flops_for`); rows whose dtype is
     unknown get the trace's own peak; int8 rows and dtypes the GPU lacks get NaN."""
     dtypes = rows["dtype"] if "dtype" in rows.columns else kernel_dtypes(rows["name"])
-    codes, uniques = pd.factorize(dtypes.astype(object), use_na_sentinel=True)
+    codes, uniques = _codes(dtypes)
     default = peaks.flops if peaks.flops else np.nan
     # one lookup per distinct dtype; the trailing entry (code -1: dtype unknown) is the trace's peak
     table = np.array([peaks.flops_for(d) or np.nan for d in uniques] + [default], dtype="float64")
