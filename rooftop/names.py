@@ -392,6 +392,23 @@ def whole_names(names: pd.Series, shorts: pd.Series) -> dict[str, str]:
     return dict(zip(one["s"], one["n"]))
 
 
+def with_whole_names(frame: pd.DataFrame, mapping: dict[str, str]) -> pd.DataFrame:
+    """`frame` with every column of display names (all its values in `mapping`) holding the whole
+    names instead: what a CSV export writes. Other columns (categories, phases) are left alone."""
+    if not mapping or frame is None or frame.empty:
+        return frame
+    out = frame
+    for col in frame.columns:
+        values = frame[col]
+        if values.dtype != object and not isinstance(values.dtype, pd.CategoricalDtype):
+            continue
+        known = values.dropna().astype(object)
+        if len(known) and known.map(lambda v: isinstance(v, str) and v in mapping).all():
+            out = out.copy() if out is frame else out
+            out[col] = values.astype(object).map(lambda v: mapping.get(v, v) if isinstance(v, str) else v)
+    return out
+
+
 # --- categories --------------------------------------------------------------------------------
 
 # Order matters: the first rule that matches wins. Each rule reads the kernel's own name (template
