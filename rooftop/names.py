@@ -225,7 +225,7 @@ def short_name(name: str | None, limit: int = SHORT_LIMIT) -> str | None:
     comps = _components(text) or [text]
     last = len(comps) - 1
     # `F<...>::operator()` or `f()::{lambda(int)#1}`: the named part is the one before.
-    while last > 0 and (comps[last].startswith(("{lambda", "{unnamed", "operator()")) or comps[last] == "operator()"):
+    while last > 0 and comps[last].startswith(("{lambda", "{unnamed", "operator")):
         last -= 1
     base = _strip_templates(comps[last])
     if last < len(comps) - 1:
@@ -259,13 +259,13 @@ def _region(texts: list[str]) -> tuple[list[str], bool, bool]:
     p = 0
     while p < len(first) and first[p] == last[p]:
         p += 1
-    while p > 0 and first[p - 1] not in "<,( ":
+    while p > 0 and first[p - 1] not in "<,( _:":
         p -= 1
     s = 0
     shortest = min(len(t) for t in texts)
     while s < shortest - p and len({t[len(t) - 1 - s] for t in texts}) == 1:
         s += 1
-    while s > 0 and texts[0][len(texts[0]) - s] not in ">,)":
+    while s > 0 and texts[0][len(texts[0]) - s] not in ">,)_:":
         s -= 1
     return [t[p: len(t) - s].strip() for t in texts], p > 0, s > 0
 
@@ -400,7 +400,7 @@ def with_whole_names(frame: pd.DataFrame, mapping: dict[str, str]) -> pd.DataFra
     out = frame
     for col in frame.columns:
         values = frame[col]
-        if values.dtype != object and not isinstance(values.dtype, pd.CategoricalDtype):
+        if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
             continue
         known = values.dropna().astype(object)
         if len(known) and known.map(lambda v: isinstance(v, str) and v in mapping).all():
@@ -462,15 +462,20 @@ def _own_name(name: str) -> str:
 
 
 def category_of(name: str | None, op: str | None = None, kind: str | None = None) -> str:
-    """Category of one event from its kernel name, falling back to the op that launched it."""
+    """Category of one event from its kernel name, falling back to the op that launched it.
+
+    The op never makes a kernel `attention`: it names the layer, not what each of its kernels does
+    (vLLM's `gdn_attention_core` launches a causal conv1d; an attention op launches KV-cache copies)."""
     if kind in ("memcpy", "memset"):
         return "memory"
-    for text in (name, op):
+    for text, from_op in ((name, False), (op, True)):
         if not text:
             continue
         own = _own_name(text)
         for cat, rx in _CATEGORY_RE:
             if rx.search(own):
+                if cat == "attention" and from_op and name:
+                    break
                 return cat
     return "other"
 
