@@ -213,7 +213,7 @@ def short_name(name: str | None, limit: int = SHORT_LIMIT) -> str | None:
     elided, so `void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)` becomes
     `vectorized_elementwise_kernel<>`. Wrapper kernels whose meaning is their template argument
     (cutlass `Kernel2<...gemm...>`, `device_kernel<flash::...>`) keep that argument's own name.
-    A long name is cut in the middle. Mangled names are demangled first.
+    A long name is cut at `limit` characters. Mangled names are demangled first.
 
     Not unique by itself: two instantiations of one template share it. `short_names` resolves that
     for the names of one trace.
@@ -239,7 +239,9 @@ def short_name(name: str | None, limit: int = SHORT_LIMIT) -> str | None:
             if head:
                 base = f"{stem}<{head}>"
     base = base.strip() or full.strip()
-    return fit(base, limit)
+    # The head carries a cuBLAS/CUTLASS name's tile and dtype; where two names differ only past
+    # the cut, `unique_short_names` shows the difference.
+    return base if len(base) <= limit else base[: limit - 1] + "…"
 
 
 def _detail(name: str, level: int) -> str:

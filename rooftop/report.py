@@ -8,7 +8,6 @@ import pandas as pd
 
 from .analysis import Analysis, compare
 from .format import fmt_bytes, fmt_ns, fmt_num, fmt_pct, fmt_rate
-from .names import fit
 
 PHASE_KEYS = ("phase", "steps", "kernels", "span_ns", "busy_ns", "idle_ns", "idle_frac", "flops", "bytes",
               "bytes_source", "bytes_coverage", "flops_source", "tflops", "tbps", "mfu", "mbu", "model_mbu",
@@ -169,7 +168,7 @@ def report_text(a: Analysis, top: int = 10) -> str:
         lines.append("")
     g = a.groups("short_name").head(top)
     if not g.empty:
-        rows = [[fit(_printable(r.key), 64), str(r.category), str(r.phase), fmt_num(r.count), fmt_ns(r.time_ns),
+        rows = [[_printable(r.key), str(r.category), str(r.phase), fmt_num(r.count), fmt_ns(r.time_ns),
                  fmt_pct(r.time_share), fmt_num(r.ai), fmt_pct(r.pct_of_roof), str(r.bound or "—")] for r in g.itertuples()]
         lines.append(f"top {len(g)} kernel groups by time")
         lines.append(_table(["kernel", "category", "phase", "count", "time", "share", "AI", "% roof", "bound"], rows,
@@ -214,7 +213,7 @@ def diff_text(a: Analysis, b: Analysis, top: int = 10) -> str:
                          "—" if ratio is None or ratio != ratio else f"{ratio:.2f}x"])
     lines.append(_table(["phase", "metric", "A", "B", "B/A"], rows, right={2, 3, 4}))
     lines.append("")
-    rows = [[fit(_printable(r["key"]), 64), fmt_ns(r["time_ns_a"]), fmt_ns(r["time_ns_b"]),
+    rows = [[_printable(r["key"]), fmt_ns(r["time_ns_a"]), fmt_ns(r["time_ns_b"]),
              ("+" if r["time_delta"] > 0 else "") + fmt_ns(r["time_delta"]), fmt_bytes(r["bytes_delta"]), r["status"]]
             for r in d.groups.head(top).to_dict(orient="records")]
     lines.append("kernel groups with the largest time change")

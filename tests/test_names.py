@@ -89,6 +89,11 @@ def test_short_name_handles_nested_brackets_lambdas_and_operators(name, short):
     assert short_name(name) == short
 
 
+def test_a_long_name_is_cut_at_the_limit():
+    name = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel"
+    assert short_name(name) == name[:79] + "…"
+
+
 def test_fit_keeps_head_and_tail():
     name = "triton_red_fused__to_copy_add_copy__mean_mul_pow_rsqrt_scaled_fp4_quant_zeros_5"
     cut = fit(name, 40)
@@ -107,8 +112,8 @@ def test_instantiations_of_one_template_get_their_differing_argument():
 
 
 def test_names_that_differ_only_in_the_middle_or_the_parameters_stay_apart():
-    # long names whose cut (head…tail) would be the same: the differing middle is shown
-    head, tail = "triton_red_fused_" + "add_" * 15, "_mean_mul_pow_rsqrt_" + "zeros_" * 8 + "4"
+    # long names that differ only past the cut: the differing part is shown
+    head, tail = "triton_red_fused_" + "add_" * 20, "_mean_mul_pow_rsqrt_" + "zeros_" * 8 + "4"
     a, b = head + "scaled_fp4_quant" + tail, head + "to_copy_clone_xx" + tail
     cuda_a, cuda_b = "void foo<int>(int)", "void foo<int>(float)"
     got = unique_short_names([a, b, cuda_a, cuda_b, "ns1::bar(int)", "ns2::bar(int)"])
