@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 
+import numpy as np
 import pandas as pd
 from pycxxfilt import itanium_demangle as _itanium_demangle
 
@@ -36,16 +37,25 @@ def demangle(name: str | None) -> str | None:
         return name
 
 
+def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(code per row, distinct values); missing values get code -1. One hash pass over the rows."""
+    codes, uniq = pd.factorize(values, use_na_sentinel=True)
+    return codes, np.asarray(uniq, dtype=object)
+
+
+def _take(labels: list, codes: np.ndarray, index) -> pd.Series:
+    """Row values from per-distinct `labels` (code -1: missing)."""
+    table = np.array(list(labels) + [None], dtype=object)
+    return pd.Series(table[codes], index=index, dtype=object)
+
+
 def demangle_all(names: pd.Series) -> pd.Series:
     """Vectorised `demangle`: only the distinct names that look mangled are demangled."""
-    text = names.astype(object)
-    uniq = pd.unique(text.dropna())
-    mangled = {n: demangle(n) for n in uniq if isinstance(n, str) and n.startswith(("_Z", "__Z"))}
-    mangled = {k: v for k, v in mangled.items() if v != k}
-    if not mangled:
+    codes, uniq = _factorize(names)
+    out = [demangle(n) if isinstance(n, str) else n for n in uniq]
+    if all(o is n for o, n in zip(out, uniq)):
         return names
-    plain = text.map(mangled)  # a dict lookup per row, no Python call
-    return text.where(plain.isna(), plain)
+    return _take(out, codes, names.index)
 
 
 # --- C++ name structure ------------------------------------------------------------------------
@@ -375,14 +385,14 @@ def unique_short_names(names, given: dict | None = None) -> dict[str, str]:
 def short_names(names: pd.Series, given: pd.Series | None = None) -> pd.Series:
     """Vectorised `short_name`, unique within `names`: each distinct name is shortened once, and
     two different names never share a display name (see `unique_short_names`)."""
-    text = names.astype(object)
-    uniq = pd.unique(text.dropna())
-    known = {}
+    codes, uniq = _factorize(names)
+    known: dict = {}
     if given is not None:
-        pairs = pd.DataFrame({"n": text, "s": given.astype(object)}).dropna().drop_duplicates("n")
-        known = dict(zip(pairs["n"], pairs["s"]))
+        _, first = np.unique(codes, return_index=True)
+        firsts = given.astype(object).to_numpy()[first]
+        known = {uniq[c]: g for c, g in zip(codes[first], firsts) if c >= 0 and isinstance(g, str)}
     mapping = unique_short_names(uniq, known)
-    return text.map(mapping)
+    return _take([mapping.get(n) for n in uniq], codes, names.index)
 
 
 def whole_names(names: pd.Series, shorts: pd.Series) -> dict[str, str]:
@@ -484,17 +494,20 @@ def category_of(name: str | None, op: str | None = None, kind: str | None = None
 
 def categorize(names: pd.Series, ops: pd.Series | None = None, kinds: pd.Series | None = None) -> pd.Series:
     """Vectorised `category_of`: classify each distinct (name, op, kind) once."""
-    frame = pd.DataFrame({
-        "n": names.astype(object),
-        "o": (ops if ops is not None else pd.Series(None, index=names.index)).astype(object),
-        "k": (kinds if kinds is not None else pd.Series(None, index=names.index)).astype(object),
-    })
-    keys = frame.drop_duplicates()
-    cats = [category_of(n if isinstance(n, str) else None, o if isinstance(o, str) else None,
-                        k if isinstance(k, str) else None) for n, o, k in keys.itertuples(index=False)]
-    keys = keys.assign(c=cats)
-    merged = frame.merge(keys, on=["n", "o", "k"], how="left")
-    return pd.Series(merged["c"].to_numpy(), index=names.index)
+    parts = [_factorize(x) if x is not None else (np.full(len(names), -1), np.array([], dtype=object))
+             for x in (names, ops, kinds)]
+    key = np.zeros(len(names), dtype=np.int64)
+    for codes, uniq in parts:  # one integer per (name, op, kind) combination
+        key = key * (len(uniq) + 1) + (codes + 1)
+    combos, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+
+    def value(i: int, j: int):
+        codes, uniq = parts[j]
+        c = codes[i]
+        return uniq[c] if c >= 0 and isinstance(uniq[c], str) else None
+
+    cats = [category_of(value(i, 0), value(i, 1), value(i, 2)) for i in first]
+    return pd.Series(np.array(cats, dtype=object)[inverse.reshape(-1)], index=names.index)
 
 
 def gpu_work_counts(events: pd.DataFrame) -> dict[str, int]:
