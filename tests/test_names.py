@@ -295,3 +295,15 @@ def test_the_launching_op_fills_in_but_never_makes_attention():
     assert category_of("_causal_conv1d_update_kernel", op="vllm::gdn_attention_core") == "other"
     assert category_of("Kernel", op="aten::mm") == "gemm"
     assert category_of("aten::scaled_dot_product_attention", kind="op") == "attention"
+
+
+def test_phase_and_step_kernel_counts_leave_copies_out(tmp_path):
+    rows = [dict(kind="kernel", name=FLASH, start_ns=0, dur_ns=100, device=0, stream=7, path="decode/step=0"),
+            dict(kind="kernel", name=RMS, start_ns=200, dur_ns=50, device=0, stream=7, path="decode/step=0"),
+            dict(kind="memcpy", name="Memcpy HtoD (Pinned -> Device)", start_ns=300, dur_ns=30, device=0, stream=7,
+                 path="decode/step=0"),
+            dict(kind="memset", name="Memset (Device)", start_ns=400, dur_ns=5, device=0, stream=7, path="decode/step=0")]
+    a = analyze(load_trace(write_trace(tmp_path / "t.parquet", rows, {"device": {"name": "NVIDIA H100 80GB HBM3"}})))
+    assert a.phases.set_index("phase").loc["decode", "kernels"] == 2
+    assert a.steps["kernels"].tolist() == [2]
+    assert a.phases.set_index("phase").loc["decode", "span_ns"] == 405  # copies still take time in the span
