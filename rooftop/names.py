@@ -129,6 +129,10 @@ def _strip_return(text: str) -> str:
     return text[5:] if text.startswith("void ") else text
 
 
+# GCC/LLVM and NVIDIA's (EDG) demanglers spell an anonymous namespace differently.
+_ANONYMOUS = ("(anonymous namespace)", "<unnamed>")
+
+
 def _components(text: str) -> list[str]:
     """`a::b<c::d>::e` -> ['a', 'b<c::d>', 'e'] (only the top-level `::`)."""
     parts, start, prev = [], 0, -2
@@ -139,7 +143,7 @@ def _components(text: str) -> list[str]:
         if c == ":":
             prev = i
     parts.append(text[start:])
-    return [p for p in parts if p and p != "(anonymous namespace)"]
+    return [p for p in parts if p and p not in _ANONYMOUS]
 
 
 def _strip_templates(text: str) -> str:
@@ -187,7 +191,7 @@ def _template_args(text: str) -> list[str]:
 # Lambdas of AT_DISPATCH macros: `f(...)::{lambda()#1}::operator()() const::{lambda(int)#1}` says
 # `f()::{lambda(int)#1}`; namespaces say nothing that tells two kernels apart.
 _DISPATCH_LAMBDA = re.compile(r"::\{lambda\([^{}]*?\)#\d+\}::operator\(\)\(\) const")
-_NAMESPACE = re.compile(r"\(anonymous namespace\)::|(?<![\w>])[A-Za-z_]\w*::(?!\{|operator)")
+_NAMESPACE = re.compile(r"\(anonymous namespace\)::|<unnamed>::|(?<![\w>])[A-Za-z_]\w*::(?!\{|operator)")
 
 
 def _plain(text: str) -> str:
@@ -279,13 +283,20 @@ def _region(texts: list[str]) -> tuple[list[str], bool, bool]:
         s += 1
     while s > 0 and texts[0][len(texts[0]) - s] not in ">,)_:":
         s -= 1
-    return [t[p: len(t) - s].strip() for t in texts], p > 0, s > 0
+    out = []
+    for t in texts:
+        end = len(t) - s
+        while end < len(t) and t[end] in ">)]}" and t.count("<", p, end) + t.count("(", p, end) > \
+                t.count(">", p, end) + t.count(")", p, end):
+            end += 1  # close what the stretch opened: `add<int>`, not `add<int`
+        out.append(t[p:end].strip())
+    return out, p > 0, s > 0
 
 
 _REGION_WIDTH = 48
 # A function inside a template argument (a dispatch lambda's enclosing function): its parameters
 # repeat the kernel's and tell nothing apart.
-_INNER_PARAMS = re.compile(r"(\w)\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)(?=::)")
+_INNER_PARAMS = re.compile(r"([\w>])\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)(?=::)")
 
 
 def _arg_text(arg: str) -> str:
@@ -325,16 +336,25 @@ def _disambiguate(label: str, names: list[str], depth: int = 0) -> dict[str, str
     picked = _pick_args(arglists) if depth == 0 and all(arglists) and label.endswith(">") else None
     if picked is not None:
         width = max(len(a) for a in arglists)
+        shown_arg: dict[tuple[int, str], str] = {}
+        for j in picked:  # a long argument: the stretch where the values differ
+            values = sorted({_arg_text(a[j]) if j < len(a) else "" for a in arglists})
+            if max(len(v) for v in values) <= _REGION_WIDTH or len(values) < 2:
+                shown_arg.update({(j, v): v for v in values})
+                continue
+            regions, before, after = _region(values)
+            for v, r in zip(values, regions):
+                shown_arg[(j, v)] = ("…" if before else "") + fit(r, _REGION_WIDTH) + ("…" if after else "")
         for n, args in zip(names, arglists):
             parts, prev = [], -1
             for j in picked:
                 if j > prev + 1:
                     parts.append("…")
-                parts.append(fit(_arg_text(args[j]) if j < len(args) else "", _REGION_WIDTH))
+                parts.append(shown_arg[(j, _arg_text(args[j]) if j < len(args) else "")])
                 prev = j
             if prev < width - 1:
                 parts.append("…")
-            shown = ", ".join(parts).replace("…, ", "…").replace(", …", "…")
+            shown = re.sub("…+", "…", ", ".join(parts).replace("…, ", "…").replace(", …", "…"))
             out[n] = f"{label[:-1]}{shown}>" if label.endswith("<>") else f"{label[:-1]}<{shown}>>"
     else:
         regions, before, after = _region(texts)
@@ -446,7 +466,7 @@ _CATEGORY_RULES: list[tuple[str, str]] = [
     # Dense, grouped and block-scaled GEMMs in every precision: cuBLAS/cuBLASLt (sm90_xmma, ampere_*,
     # gemv), nvjet, CUTLASS (sm90/sm100/sm120, `Kernel2<...gemm...>`), TensorRT-LLM `bmm_*`, DeepGEMM,
     # Marlin/Machete, Triton `fused_moe_kernel` and Inductor `mm` templates.
-    ("gemm", r"gemm|gemv|matmul|nvjet|cublas|cutlass|xmma|splitk|marlin|machete|fused_moe|moe_?(?:mm|gemm|wna16)|"
+    ("gemm", r"(?<!fb)gemm|gemv|matmul|scudnn|hcudnn|fprop|dgrad|wgrad|nvjet|cublas|cutlass|xmma|splitk|marlin|machete|fused_moe|moe_?(?:mm|gemm|wna16)|"
              r"(?:^|[^a-z])b?mm_|scaled_?mm|grouped_?mm|(?:^|[^a-z])(?:mm|addmm|bmm|baddbmm)(?:[^a-z]|$)|"
              r"ampere_.*(?:h|s)\d+|turing_|volta_|wvsplitk|dot_?product|\blinear\b"),
     # Quantize / convert: FP8/FP4/INT8 scaling and packing (vLLM `cvt_fp16_to_fp4`, `scaled_fp8_quant`).

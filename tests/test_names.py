@@ -307,3 +307,19 @@ def test_phase_and_step_kernel_counts_leave_copies_out(tmp_path):
     assert a.phases.set_index("phase").loc["decode", "kernels"] == 2
     assert a.steps["kernels"].tolist() == [2]
     assert a.phases.set_index("phase").loc["decode", "span_ns"] == 405  # copies still take time in the span
+
+
+def test_nsys_style_demangled_names():
+    # Nsight Systems' demangler writes `<unnamed>` and `[lambda() (instance 1)]`
+    a = ("void at::native::<unnamed>::distribution_elementwise_grid_stride_kernel<float, (int)4, void at::native::"
+         "templates::cuda::normal_and_transform<c10::BFloat16, float>(at::TensorIteratorBase &)::[lambda() (instance 1)]"
+         ">(long, at::PhiloxCudaState, T3, T4)")
+    b = a.replace("normal_and_transform<c10::BFloat16", "normal_and_transform<c10::Half")
+    assert short_name(a) == "distribution_elementwise_grid_stride_kernel<>"
+    assert category_of(a) == "elementwise"
+    got = unique_short_names([a, b])
+    assert "BFloat16" in got[a] and "Half" in got[b]
+
+
+def test_fbgemm_is_not_a_gemm():
+    assert category_of("void fbgemm_gpu::bounds_check_indices_kernel<long, 32>(long*, long*)") != "gemm"
