@@ -323,3 +323,12 @@ def test_nsys_style_demangled_names():
 
 def test_fbgemm_is_not_a_gemm():
     assert category_of("void fbgemm_gpu::bounds_check_indices_kernel<long, 32>(long*, long*)") != "gemm"
+
+
+def test_identity_exposes_gpu_work_counts(tmp_path):
+    rows = [dict(kind="kernel", name=FLASH, start_ns=0, dur_ns=100, device=0, stream=7),
+            dict(kind="memcpy", name="Memcpy HtoD (Pinned -> Device)", start_ns=300, dur_ns=30, device=0, stream=7),
+            dict(kind="memset", name="Memset (Device)", start_ns=400, dur_ns=5, device=0, stream=7),
+            dict(kind="memset", name="Memset (Device)", start_ns=500, dur_ns=5, device=0, stream=7)]
+    a = analyze(load_trace(write_trace(tmp_path / "t.parquet", rows, {})))
+    assert a.identity["gpu_work"] == {"kernel": 1, "memcpy": 1, "memset": 2}
