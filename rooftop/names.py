@@ -479,7 +479,7 @@ _CATEGORY_RULES: list[tuple[str, str]] = [
     ("memory", r"memcpy|memset|copy_?kernel|\bcopy_|catarray|cat_?array|gather|scatter|embedding|index_?select|"
                r"index_elementwise|\bfill|(?:^|_)copy(?:_|$)|page_indices|slot_mapping"),
     # A softmax outside attention (a sampler's, a classifier's) is a row reduction.
-    ("reduction", r"reduce|\bsum\b|\bmean\b|argmax|argmin|topk|sort|\bmax\b|\bmin\b|cumsum|scan|softmax|"
+    ("reduction", r"reduce|reduction|\bsum\b|\bmean\b|argmax|argmin|topk|sort|\bmax\b|\bmin\b|cumsum|scan|softmax|"
                   r"triton_red_|triton_per_"),
     ("elementwise", r"elementwise|vectorized|unrolled|pointwise|silu|gelu|relu|\bmul\b|\badd\b|rope|"
                     r"rotary|act_and_mul|aten::(?:mul|add|sub|div|neg|exp|rsqrt|pow|sigmoid|tanh|where|"

@@ -84,3 +84,22 @@ def test_display_names_are_unique_and_json_keys_whole(capture):
     names = set(ev["name"].astype(object))
     for k in doc["top_kernels"]:
         assert k["key"] in names and "…" not in k["key"]
+
+
+@pytest.mark.parametrize("fixture", ["traces/NVIDIA__Fuser__report1.sqlite", "traces/NVIDIA__Fuser__report1.h100-8fa9ec29.sqlite"])
+def test_nsys_gemm_kernels_are_gemm(fixtures_dir, fixture):
+    import sqlite3
+    path = fixtures_dir / fixture
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    con.text_factory = lambda b: b.decode("utf-8", "replace")
+    names = [n for (n,) in con.execute("SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                                        "JOIN StringIds s ON s.id = k.demangledName")]
+    con.close()
+    want = sum(n.startswith("nvjet") or "gemm" in n.lower() for n in names)
+    assert want > 0
+    trace = load_any(path)
+    kernels = trace.events[trace.events["kind"] == "kernel"]
+    assert len(kernels) == len(names)
+    assert int((kernels["category"] == "gemm").sum()) == want
+    pairs = kernels[["name", "short_name"]].astype(object).drop_duplicates()
+    assert pairs["short_name"].is_unique
