@@ -328,6 +328,8 @@ def _disambiguate(label: str, names: list[str], depth: int = 0) -> dict[str, str
         texts = [_detail(n, level) for n in names]
         if len(set(texts)) == len(texts):
             break
+    else:  # names that differ only in surrounding blanks: nothing to show, the hash tag tells them apart
+        return {n: label for n in names}
     out: dict[str, str] = {}
     arglists = [_template_args(t) for t in texts]
     wrapped = not label.endswith("<>") and label.endswith(">")

@@ -125,6 +125,7 @@ def test_names_that_differ_only_in_the_middle_or_the_parameters_stay_apart():
 def test_many_colliding_names_never_share_a_display_name():
     names = [f"void k<{i % 3}, std::array<char*, {i}ul>, Tile<{'x' * 60}{i}>, {i % 5}>(int)" for i in range(40)]
     names += [f"void ns{i}::k<0, std::array<char*, 0ul>, Tile<{'x' * 60}0>, 0>(int)" for i in range(3)]
+    names += ["foo", "foo ", "", " "]  # nothing to show but a tag
     got = unique_short_names(names)
     assert len(set(got.values())) == len(names)
 
