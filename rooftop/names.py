@@ -475,9 +475,9 @@ _CATEGORY_RULES: list[tuple[str, str]] = [
     ("quantize", r"quant|cvt_|_to_fp[48]|to_nvfp4|to_mxfp|fp[48]_?(?:cast|convert|pack)|convert_?(?:fp|to_f)"),
     # Random numbers (sampling) are elementwise work, not a norm (`normal_kernel`).
     ("elementwise", r"philox|curand|distribution_elementwise|\brandperm|random_|_random|exponential_kernel|"
-                    r"uniform_kernel|normal_kernel|bernoulli"),
+                    r"uniform_kernel|normal_kernel|normal_and_transform|bernoulli"),
     # Norms, and Inductor's RMSNorm (`..._mean_mul_pow_rsqrt_...`).
-    ("norm", r"norm(?!al)|rsqrt.*mean|mean.*rsqrt"),
+    ("norm", r"norm|rsqrt.*mean|mean.*rsqrt"),
     ("memory", r"memcpy|memset|copy_?kernel|\bcopy_|catarray|cat_?array|gather|scatter|embedding|index_?select|"
                r"index_elementwise|\bfill|(?:^|_)copy(?:_|$)|page_indices|slot_mapping"),
     # A softmax outside attention (a sampler's, a classifier's) is a row reduction.

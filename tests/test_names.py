@@ -230,6 +230,7 @@ CASES = {
         "void flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>(__nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*, "
         "unsigned int, unsigned int, unsigned int, float, float)",
         "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_4",
+        "void at::native::(anonymous namespace)::l2_normalize_kernel<float>(float*, float const*, int)",
     ],
     "elementwise": [
         # RNG: the sampler's random numbers, not a norm (`normal`)
