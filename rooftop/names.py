@@ -450,13 +450,13 @@ def with_whole_names(frame: pd.DataFrame, mapping: dict[str, str]) -> pd.DataFra
 _CATEGORY_RULES: list[tuple[str, str]] = [
     # NCCL, vLLM's custom all-reduce, NVLS multimem, TensorRT-LLM/FlashInfer fused all-reduce, DeepEP.
     ("comm", r"nccl|cross_device_reduce|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|"
-             r"multimem|lamport|deep_?ep::|(?:^|::)(?:intranode|internode(?:_ll)?)::"),
+             r"multimem|lamport|userbuffers|nvshmem|deep_?ep::|(?:^|::)(?:intranode|internode(?:_ll)?)::"),
     # MoE expert routing: top-k gating, token/expert alignment and sorting, permutation, finalize.
     ("routing", r"topk_?gating|topk_?softmax|topk_?sigmoid|grouped_?topk|fused_?topk|moe_?topk|group_idx_and_topk|"
                 r"moe_?align|align_block_size|count_and_sort_expert|sort_and_count_expert|expert_?(?:count|offset|map|"
                 r"histogram|index)|moe_?(?:histogram|sum|permute|unpermute|gate|routing|fused_gate)|routing(?:indices|main|"
-                r"kernel)|(?:^|::)routing::|finalize_?moe|finalizemoerouting|expand_?input_?rows|compute_?(?:expert|"
-                r"problem_sizes)|shuffle_?rows|(?:^|::|_)(?:un)?permute_?(?:tokens|rows)|moe_?softmax"),
+                r"kernel)|(?:^|::)routing::|finalize_?moe|finalizemoerouting|moe::dev::finalize|expand_?input_?rows|"
+                r"compute_?(?:expert|problem_sizes|arg_sorts)|shuffle_?(?:input_?)?rows|(?:^|::|_)(?:un)?permute_?(?:tokens|rows)|moe_?softmax"),
     # KV-cache writes read like attention (`reshape_and_cache_flash`) but only copy.
     ("memory", r"reshape_and_cache|concat_and_cache|copy_blocks|swap_blocks|kv_?cache_?(?:write|store|copy)|"
                r"set_kv_buffer|store_kvcache"),
@@ -472,7 +472,8 @@ _CATEGORY_RULES: list[tuple[str, str]] = [
              r"(?:^|[^a-z])b?mm_|scaled_?mm|grouped_?mm|(?:^|[^a-z])(?:mm|addmm|bmm|baddbmm)(?:[^a-z]|$)|"
              r"ampere_.*(?:h|s)\d+|turing_|volta_|wvsplitk|dot_?product|\blinear\b"),
     # Quantize / convert: FP8/FP4/INT8 scaling and packing (vLLM `cvt_fp16_to_fp4`, `scaled_fp8_quant`).
-    ("quantize", r"quant|cvt_|_to_fp[48]|to_nvfp4|to_mxfp|fp[48]_?(?:cast|convert|pack)|convert_?(?:fp|to_f)"),
+    ("quantize", r"quant|cvt_|_to_fp[48]|to_nvfp4|to_mxfp|fp[48]_?(?:cast|convert|pack)|convert_?(?:fp|to_f|sf)|"
+                 r"scale_?interleave"),
     # Random numbers (sampling) are elementwise work, not a norm (`normal_kernel`).
     ("elementwise", r"philox|curand|distribution_elementwise|\brandperm|random_|_random|exponential_kernel|"
                     r"uniform_kernel|normal_kernel|normal_and_transform|bernoulli"),
@@ -483,7 +484,7 @@ _CATEGORY_RULES: list[tuple[str, str]] = [
     # A softmax outside attention (a sampler's, a classifier's) is a row reduction.
     ("reduction", r"reduce|reduction|\bsum\b|\bmean\b|argmax|argmin|topk|sort|\bmax\b|\bmin\b|cumsum|scan|softmax|"
                   r"triton_red_|triton_per_"),
-    ("elementwise", r"elementwise|vectorized|unrolled|pointwise|silu|gelu|relu|\bmul\b|\badd\b|rope|"
+    ("elementwise", r"elementwise|vectorized|unrolled|pointwise|activation|silu|gelu|relu|\bmul\b|\badd\b|rope|"
                     r"rotary|act_and_mul|aten::(?:mul|add|sub|div|neg|exp|rsqrt|pow|sigmoid|tanh|where|"
                     r"silu|gelu|masked_fill|triu|tril)|triton_poi"),
 ]

@@ -181,6 +181,13 @@ CASES = {
         "void moe::dev::routing::routingIndicesHistogramKernel<moe::dev::routing::KernelParams<int, float> >("
         "moe::dev::routing::KernelParams<int, float>)",
         "void vllm::moe::grouped_topk_kernel<float>(float*, float const*, int*, int, int)",
+        "void moe::dev::routing::routingRenormalize::routingIndicesClusterKernel<moe::dev::routing::routingRenormalize::"
+        "KernelParams<int, __nv_bfloat16, 128, 8, true> >(moe::dev::routing::routingRenormalize::KernelParams<int, "
+        "__nv_bfloat16, 128, 8, true>)",
+        "void moe::dev::finalize::finalizeKernel<moe::dev::finalize::KernelParams<__nv_bfloat16, __nv_bfloat16> >("
+        "moe::dev::finalize::KernelParams<__nv_bfloat16, __nv_bfloat16>)",
+        "void vllm::moe::shuffleInputRowsKernel<__nv_bfloat16>(__nv_bfloat16 const*, __nv_bfloat16*, int const*, long, "
+        "long)",
     ],
     "quantize": [
         "void vllm::cvt_fp16_to_fp4<__nv_bfloat16, false>(int, int, int, __nv_bfloat16 const*, float const*, unsigned "
