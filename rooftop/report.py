@@ -46,6 +46,42 @@ def records(df: pd.DataFrame | None, keys) -> list[dict]:
     return [{k: _clean(v) for k, v in zip(keys, row)} for row in df[keys].itertuples(index=False, name=None)]
 
 
+def totals(timed: pd.DataFrame, span: int) -> dict:
+    """Counts and summed durations per kind: `kernels` counts kernel launches only, never copies;
+    memcpy and memset have their own keys (and `ops` on a CPU-only run, whose timed rows are ops)."""
+    kinds = timed["kind"].astype(object) if len(timed) else pd.Series(dtype=object)
+    agg = timed["dur_ns"].groupby(kinds.to_numpy(), sort=False).agg(["size", "sum"]) if len(timed) else None
+
+    def part(kind: str) -> tuple[int, int]:
+        if agg is None or kind not in agg.index:
+            return 0, 0
+        return int(agg.loc[kind, "size"]), int(agg.loc[kind, "sum"])
+
+    out = {}
+    for kind, count_key, time_key in (("kernel", "kernels", "kernel_time_ns"), ("memcpy", "memcpy", "memcpy_time_ns"),
+                                      ("memset", "memset", "memset_time_ns")):
+        out[count_key], out[time_key] = part(kind)
+    if agg is not None and "op" in agg.index:
+        out["ops"], out["op_time_ns"] = part("op")
+    out["span_ns"] = span
+    out["timed_kind"] = str(kinds.iloc[0]) if len(timed) else None
+    return out
+
+
+def top_kernels(a: Analysis, top: int) -> list[dict]:
+    """The longest kernel groups, keyed by the WHOLE kernel name (a machine output never carries a
+    cut name); `short_name` is the display name tables show."""
+    g = a.groups("name").head(top)
+    rows = records(g, GROUP_KEYS)
+    timed = a.timed
+    if rows and "short_name" in timed.columns:
+        pairs = pd.DataFrame({"n": timed["name"].astype(object), "s": timed["short_name"].astype(object)})
+        short = dict(pairs.drop_duplicates("n").itertuples(index=False, name=None))
+        for r in rows:
+            r["short_name"] = _clean(short.get(r["key"]))
+    return rows
+
+
 def report_dict(a: Analysis, top: int = 10) -> dict:
     t = a.trace
     p = a.peaks
@@ -68,11 +104,10 @@ def report_dict(a: Analysis, top: int = 10) -> dict:
                    "ncu": ({"flops": p.ncu_flops, "bw": p.ncu_bw, "flops_by_dtype": dict(p.ncu_table)}
                            if p.ncu_bw or any(p.ncu_table.values()) else None),
                    "peaks_differ": p.differences},
-        "totals": {"kernels": int(len(timed)), "kernel_time_ns": int(timed["dur_ns"].sum()) if len(timed) else 0,
-                   "span_ns": span, "timed_kind": str(timed["kind"].iloc[0]) if len(timed) else None},
+        "totals": totals(timed, span),
         "phases": records(a.phases, PHASE_KEYS),
         "steps": records(a.steps, STEP_KEYS),
-        "top_kernels": records(a.groups("short_name").head(top), GROUP_KEYS),
+        "top_kernels": top_kernels(a, top),
         "categories": records(a.groups("category"), GROUP_KEYS),
         "attention": [{k: _clean(v) for k, v in vars(v).items()} for v in a.attention],
         "gap": records(a.gap, ("phase", "measured_ns", "ideal_ns", "slow_kernels_ns", "extra_bytes_ns",
@@ -152,7 +187,7 @@ def report_text(a: Analysis, top: int = 10) -> str:
         lines.append("")
     g = a.groups("short_name").head(top)
     if not g.empty:
-        rows = [[_printable(r.key)[:48], str(r.category), str(r.phase), fmt_num(r.count), fmt_ns(r.time_ns),
+        rows = [[_printable(r.key), str(r.category), str(r.phase), fmt_num(r.count), fmt_ns(r.time_ns),
                  fmt_pct(r.time_share), fmt_num(r.ai), fmt_pct(r.pct_of_roof), str(r.bound or "—")] for r in g.itertuples()]
         lines.append(f"top {len(g)} kernel groups by time")
         lines.append(_table(["kernel", "category", "phase", "count", "time", "share", "AI", "% roof", "bound"], rows,
@@ -197,7 +232,7 @@ def diff_text(a: Analysis, b: Analysis, top: int = 10) -> str:
                          "—" if ratio is None or ratio != ratio else f"{ratio:.2f}x"])
     lines.append(_table(["phase", "metric", "A", "B", "B/A"], rows, right={2, 3, 4}))
     lines.append("")
-    rows = [[_printable(r["key"])[:48], fmt_ns(r["time_ns_a"]), fmt_ns(r["time_ns_b"]),
+    rows = [[_printable(r["key"]), fmt_ns(r["time_ns_a"]), fmt_ns(r["time_ns_b"]),
              ("+" if r["time_delta"] > 0 else "") + fmt_ns(r["time_delta"]), fmt_bytes(r["bytes_delta"]), r["status"]]
             for r in d.groups.head(top).to_dict(orient="records")]
     lines.append("kernel groups with the largest time change")

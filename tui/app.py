@@ -243,6 +243,7 @@ class RooftopApp(App[int]):
         if frame is None:
             self.notify("Nothing to export on this screen.", timeout=4)
             return
+        frame = _whole_names(frame, self.screen)
         name = getattr(self.screen, "EXPORT_NAME", "table")
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         path = Path.cwd() / f"rooftop-{name}-{stamp}.csv"
@@ -256,6 +257,18 @@ class RooftopApp(App[int]):
             self.notify(f"cannot write {path}: {exc.strerror or exc}", severity="error", markup=False)
             return
         self.notify(f"Wrote {len(frame)} rows to {path}", title="exported", markup=False)
+
+
+def _whole_names(frame, screen):
+    """A CSV carries whole kernel names, never the display names (cut with `…`) the table shows."""
+    from rooftop.names import whole_names, with_whole_names
+
+    mapping: dict[str, str] = {}
+    for analysis in (getattr(screen, "a", None), getattr(screen, "b", None), getattr(screen, "analysis", None)):
+        timed = getattr(analysis, "timed", None)
+        if timed is not None and {"name", "short_name"} <= set(timed.columns):
+            mapping.update(whole_names(timed["name"], timed["short_name"]))
+    return with_whole_names(frame, mapping)
 
 
 def run_app(paths: list[str], peaks_override: Any = None) -> int:

@@ -13,6 +13,7 @@ import pandas as pd
 from ..devices import Peaks, peaks as device_peaks
 from ..format import fmt_bytes, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate
 from ..trace import STALL_COLUMNS, Trace
+from ..names import gpu_work_counts
 from . import attention, ceilings, diff, findings, gap, groups, metrics, stalls, tree
 from .findings import Finding
 
@@ -199,6 +200,8 @@ class Analysis:
             "counters": self.has_counters,
             "incomplete": bool(m.get("incomplete")),
             "ranks": self.trace.ranks,
+            # kernels, memcpy and memset counted apart: a kernel count never includes copies
+            "gpu_work": gpu_work_counts(self.trace.events),
         }
 
     def kernel_detail(self, key: str, by: str = "short_name") -> list[tuple[str, str, str]]:

@@ -99,6 +99,10 @@ def _group_stats(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     gid = g.ngroup().to_numpy()
     out = g.size().to_frame("kernels")
     n = len(out)
+    # A kernel count never includes copies (on a CPU-only run the timed ops are what is counted).
+    copies = rows["kind"].astype(object).isin(("memcpy", "memset")).to_numpy() if "kind" in rows.columns else None
+    if copies is not None and copies.any():
+        out["kernels"] = out["kernels"] - np.bincount(gid, weights=copies, minlength=n).astype(np.int64)
     start, end, dur = rows["start_ns"].to_numpy(), rows["end_ns"].to_numpy(), rows["dur_ns"].to_numpy()
     starts = np.full(n, np.iinfo(np.int64).max)
     np.minimum.at(starts, gid, start)

@@ -47,23 +47,23 @@ def to_table(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]], fill
     """Conform rows to the v1 schema: missing columns become null, derived columns are filled.
 
     `fill_derived` computes `short_name`, `category`, `phase`, `step` and `layer` where the
-    producer left them null.
+    producer left them null. Every row's `name` is demangled here (Itanium `_Z...` symbols, as CUPTI
+    reports some kernels), so every importer stores C++ names; short names are made unique within
+    the table (two different kernels never share one).
     """
-    from ..names import categorize, parse_paths, short_names
+    from ..names import categorize, demangle_all, parse_paths, short_names
 
     frame = _as_frame(events).copy()
     n = len(frame)
     if "id" not in frame.columns or frame["id"].isna().all():
         frame["id"] = np.arange(n, dtype="int64")
+    if n and "name" in frame.columns:
+        frame["name"] = demangle_all(frame["name"])
     if fill_derived and n:
         if "name" in frame.columns:
             frame["name"] = frame["name"].astype(object).where(frame["name"].notna(), "")
-            sn = frame["short_name"] if "short_name" in frame.columns else pd.Series(None, index=frame.index, dtype=object)
-            need = sn.isna()
-            if need.any():
-                sn = sn.astype(object)
-                sn[need] = short_names(frame.loc[need, "name"])
-                frame["short_name"] = sn
+            given = frame["short_name"] if "short_name" in frame.columns else None
+            frame["short_name"] = short_names(frame["name"], given)
         if "category" not in frame.columns or frame["category"].isna().any():
             cat = frame["category"].astype(object) if "category" in frame.columns else pd.Series(None, index=frame.index, dtype=object)
             need = cat.isna()
