@@ -424,8 +424,8 @@ def locate_on_threads(wthread: np.ndarray, wstart: np.ndarray, wend: np.ndarray,
 def gpu_windows(steps: Steps, gpu_start: np.ndarray, gpu_end: np.ndarray, launch_thread: np.ndarray,
                 launch_time: np.ndarray, spans: tuple | None = None) -> tuple[np.ndarray, np.ndarray, list]:
     """Each step's window on the GPU clock: the hull of its GPU annotation spans (`spans`: (step
-    position, start, end) arrays) and of the GPU work launched inside its CPU range on its thread.
-    Returns (start, end, how) with start > end where the step has no GPU work."""
+    position, start, end) arrays) and of the GPU work launched inside its CPU range on its thread;
+    a step with neither keeps its CPU range. Returns (start, end, how)."""
     n = len(steps)
     lo = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
     hi = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
@@ -446,6 +446,12 @@ def gpu_windows(steps: Steps, gpu_start: np.ndarray, gpu_end: np.ndarray, launch
         grew = np.flatnonzero((lo != before_lo) | (hi != before_hi))
         for i in grew.tolist():
             how[i] = "launches" if how[i] is None else "gpu annotation + launches"
+    # no GPU work tied to the step (launched from a thread the trace did not link, or not recorded):
+    # its CPU range, which the GPU work it caused can only follow
+    none = np.flatnonzero(lo > hi)
+    lo[none], hi[none] = steps.start[none], steps.end[none]
+    for i in none.tolist():
+        how[i] = "cpu range"
     return lo, hi, how
 
 
