@@ -32,6 +32,7 @@ def _subparsers(parser: argparse.ArgumentParser):
 
     p = sub.add_parser("open", help="explore one trace, or compare two, in the terminal UI")
     p.add_argument("traces", nargs="+", metavar="TRACE", help="rooftop Parquet, Kineto JSON, nsys SQLite, ncu report/CSV")
+    _steps_arg(p)
 
     p = sub.add_parser("report", help="print the phase table, top kernels and findings")
     p.add_argument("trace", metavar="TRACE")
@@ -39,12 +40,14 @@ def _subparsers(parser: argparse.ArgumentParser):
     p.add_argument("--top", type=int, default=10, help="kernel groups to list (default 10)")
     p.add_argument("--peaks", choices=("auto", "datasheet", "measured"), default="auto",
                    help="which ceilings to judge against (default: measured when calibrated)")
+    _steps_arg(p)
 
     p = sub.add_parser("diff", help="compare two traces: phase and kernel-group deltas, changed findings")
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B")
     p.add_argument("--json", action="store_true")
     p.add_argument("--top", type=int, default=10)
+    _steps_arg(p)
 
     p = sub.add_parser("import", help="convert a Kineto/nsys/ncu trace to a rooftop trace")
     _lazy_args(p, "collectors.readers.importers", fallback=_import_fallback_args)
@@ -65,6 +68,33 @@ def _subparsers(parser: argparse.ArgumentParser):
 def _import_fallback_args(p):
     p.add_argument("src")
     p.add_argument("-o", "--output")
+
+
+def _steps_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--steps", metavar="REGEX", default=None,
+                   help="the range names that mark a step, when rooftop does not know the tool's own: a regular "
+                        "expression with optional named groups phase, tokens, step, e.g. "
+                        r"'iter(?P<step>\d+)_(?P<phase>prefill|decode)' (read while importing a profiler file)")
+
+
+def _use_steps(pattern: str | None, paths: list[str]) -> None:
+    """`--steps`: the step marker of every profiler file read in this process. Steps are found while
+    a profiler file is imported (launch records, GPU spans); a rooftop Parquet no longer has those."""
+    if pattern is None:
+        return
+    from .steps import set_user_pattern
+    try:
+        set_user_pattern(pattern)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        from collectors.readers.importers import detect
+    except ImportError:
+        return
+    for p in paths:
+        if Path(p).exists() and detect(p) == "rooftop":
+            raise TraceError(p, "--steps applies when a profiler file is imported; this is a rooftop trace already",
+                             "import the original Kineto/nsys file with --steps")
 
 
 def _lazy_args(p: argparse.ArgumentParser, module: str, fallback=None) -> None:
@@ -90,6 +120,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             missing = getattr(exc, "name", None) or str(exc)
             raise UsageError(f"`rooftop {command}` needs {missing}: pip install 'rooftop[collect]'") from None
         mod.add_arguments(p)
+        if command == "import" and "--steps" not in p._option_string_actions:
+            _steps_arg(p)
     return parser
 
 
@@ -178,6 +210,10 @@ def _dispatch(argv: list[str]) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    if args.command in ("open", "report", "diff", "import"):
+        paths = {"open": lambda: args.traces, "report": lambda: [args.trace], "diff": lambda: [args.a, args.b],
+                 "import": lambda: [args.src]}[args.command]()
+        _use_steps(getattr(args, "steps", None), paths)
     if args.command == "open":
         return cmd_open(args.traces)
     if args.command == "report":

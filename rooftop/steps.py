@@ -20,9 +20,11 @@ vLLM writes the same name for every step, so a step's identity is its occurrence
 Which GPU work belongs to a step (`assign`): GPU work runs later than the CPU code that launched it,
 so a step's window is on the GPU clock: the hull of the step's `gpu_user_annotation` spans (Kineto
 writes them per stream, from the kernels correlated to the annotation) and of the GPU work launched
-inside the step's CPU range on its thread (the launch correlation: this covers kernels under nested
-annotations, which Kineto gives to the inner span only, and CUDA-graph replays, whose kernels carry
-the cudaGraphLaunch's correlation). Windows that would overlap are cut at the next step's start.
+inside the step's CPU range on its thread, or on a thread without markers while the range was open
+(the launch correlation: this covers kernels under nested annotations, which Kineto gives to the
+inner span only, CUDA-graph replays, whose kernels carry the cudaGraphLaunch's correlation, and
+autograd's or a communication thread's launches). A step with neither keeps its CPU range. Windows
+that would overlap are cut at the next step's start.
 Every kernel, copy and memset then belongs to the window it *starts in*, whoever launched it (another
 thread, a graph, nothing recorded). Work outside every window is not a step: its step is null and its
 phase says where it ran (`before first step`, `between steps`, `after last step`), so no analysis
@@ -438,6 +440,16 @@ def gpu_windows(steps: Steps, gpu_start: np.ndarray, gpu_end: np.ndarray, launch
         for i in np.unique(k[ok]).tolist():
             how[i] = "gpu annotation"
     launched = locate_on_threads(steps.thread, steps.start, steps.end, launch_thread, launch_time)
+    # launched from a thread without step markers (autograd's backward thread, a communication
+    # thread): the step whose CPU range was open then, on whatever thread
+    other = np.flatnonzero((launched < 0) & ~np.isin(launch_thread, steps.thread))
+    if len(other) and n:
+        order = np.argsort(steps.start, kind="stable")
+        cut = steps.end[order].copy()
+        cut[:-1] = np.minimum(cut[:-1], steps.start[order][1:])
+        zeros = np.zeros(n, np.int64)
+        hit = locate_on_threads(zeros, steps.start[order], cut, np.zeros(len(other), np.int64), launch_time[other])
+        launched[other[hit >= 0]] = order[hit[hit >= 0]]
     ok = launched >= 0
     if ok.any():
         before_lo, before_hi = lo.copy(), hi.copy()
