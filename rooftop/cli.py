@@ -202,6 +202,14 @@ def cmd_gpus(args) -> int:
 
 
 def _dispatch(argv: list[str]) -> int:
+    try:
+        return _run(argv)
+    finally:
+        from .steps import set_user_pattern
+        set_user_pattern(None)  # `--steps` lasts one command (main() may be called again in-process)
+
+
+def _run(argv: list[str]) -> int:
     if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
         return cmd_open(argv)  # `rooftop TRACE [TRACE2]`
     command = argv[0] if argv and argv[0] in COMMANDS else None

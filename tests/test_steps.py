@@ -296,3 +296,27 @@ def test_hta_profiler_steps_match_plain_reader(fixtures_dir, name):
     got = {(int(c), int(s) + base): int(n) for c, s, n in zip(w["correlation"], w["start_ns"], w["step"])
            if n == n and n is not None}
     assert len(want) > 600 and all(got.get(k) == v for k, v in want.items())
+
+
+# --- `--steps REGEX` on the command line ----------------------------------------------------------
+
+def test_cli_steps_pattern_on_report_and_its_errors(fixtures_dir, tmp_path, capsys):
+    from rooftop.cli import main
+
+    src = fixtures_dir / "traces" / (HTA + "nccl_parser_config__nccl_data.json.gz")
+    assert main(["report", str(src), "--json", "--steps", r"^## (?P<phase>forward|backward) ##$"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    phases = {p["phase"]: p["steps"] for p in doc["phases"]}
+    # 3 profiler steps, each with one forward and one backward range: 3 + 3 steps, numbered in order
+    assert phases["forward"] == 3 and phases["backward"] == 3
+    assert sorted(s["step"] for s in doc["steps"]) == list(range(6))
+    assert st.user_pattern() is None  # the pattern lasts one command
+    assert main(["report", str(src), "--json"]) == 0  # without it: the ProfilerStep#N steps
+    assert sorted(s["step"] for s in json.loads(capsys.readouterr().out)["steps"]) == [4, 5, 6]
+    assert main(["report", str(src), "--steps", "(unclosed"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rooftop: error: --steps") and err.count("\n") == 1
+    out = tmp_path / "t.parquet"
+    assert main(["import", str(src), "-o", str(out), "--steps", r"ProfilerStep#(?P<step>\d+)"]) == 0
+    assert main(["report", str(out), "--steps", "x"]) == 2
+    assert "rooftop trace already" in capsys.readouterr().err
