@@ -12,6 +12,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from collectors.readers.kineto import read_kineto
@@ -190,6 +191,8 @@ def test_kineto_gpu_work_belongs_to_the_window_it_runs_in(tmp_path):
     assert (step["orphan_between"], phase["orphan_between"]) == (None, st.BETWEEN_STEPS)
     assert (step["late"], phase["late"]) == (None, st.AFTER_LAST_STEP)
     assert t.loc["graph_kernel_a", "path"] == "decode/step=0"  # the replay inherits the ranges around it
+    assert t.loc["graph_kernel_a", "op"] == "cudaGraphLaunch" and meta["workload"]["cuda_graphs"] is True
+    assert t.loc["gemv_splitk", "op"] == "aten::mm" and pd.isna(t.loc["no_launch_record", "op"])
     assert t.loc["gemv_splitk", "path"] == "decode/step=0/layer=0" and t.loc["gemv_splitk", "layer"] == 0
     assert [(s["phase"], s["index"], s["window"]) for s in meta["steps"]] == [
         ("decode", 0, "launches"), ("decode", 1, "launches")]
@@ -249,6 +252,10 @@ def test_vllm_gb10_decode_steps_match_plain_reader(fixtures_dir):
     n_after = sum(x >= last for x in outside)
     assert (out["phase"] == st.AFTER_LAST_STEP).sum() == n_after
     assert (out["phase"] == st.BETWEEN_STEPS).sum() == len(outside) - n_after
+    # CUDA-graph replays: every GPU row launched by a cudaGraphLaunch says so
+    graph = {e["args"]["correlation"] for e in ev if e["name"] == "cudaGraphLaunch"}
+    replayed = [e for e in ev if e["cat"] in ("kernel", "gpu_memcpy", "gpu_memset") and e["args"]["correlation"] in graph]
+    assert len(replayed) == (w["op"] == "cudaGraphLaunch").sum() == 12820 and meta["workload"]["cuda_graphs"]
     assert [s["index"] for s in meta["steps"]] == list(range(10))
     assert all(s["phase"] == "decode" and s["batch"] == 4 and s["new_tokens"] == 4 and s["decode_requests"] == 4
                and s["prefill_requests"] == 0 for s in meta["steps"])

@@ -196,6 +196,12 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
                     parts = split_by_duration(None if np.isnan(tot) else float(tot), d)
                     out[members] = [np.nan if v is None else v for v in parts]
         op_name[with_op] = name_of[onames[local]]
+    # a CUDA-graph replay outside any op: its kernels were launched by the cudaGraphLaunch itself
+    graph_ids = [i for i, n in enumerate(names) if n.startswith(("cudaGraphLaunch", "cuGraphLaunch"))]
+    replay = np.zeros(len(g), bool)
+    if graph_ids and len(rt):
+        replay = has_rt & np.isin(rt.np("name")[ri.clip(0)], graph_ids)
+        op_name[replay & (oi < 0)] = name_of[rt.np("name")[ri[replay & (oi < 0)]]]
     ops.release()  # the joins are done: free the CPU side before the rows are built
     rt.release()
     nb = g.np("nbytes")
@@ -243,6 +249,7 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
     })
     kernel_dev = g.np("device")[g.np("kind") == 0]
     meta = _meta(head, path, sink, kernel_dev[kernel_dev != NULL])
+    meta["workload"] = {"cuda_graphs": bool(replay.any())}
     meta["steps"] = st.attach_windows(steps, lo, hi, how, origin)
     return rows, meta
 
