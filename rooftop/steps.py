@@ -23,8 +23,9 @@ writes them per stream, from the kernels correlated to the annotation) and of th
 inside the step's CPU range on its thread, or on a thread without markers while the range was open
 (the launch correlation: this covers kernels under nested annotations, which Kineto gives to the
 inner span only, CUDA-graph replays, whose kernels carry the cudaGraphLaunch's correlation, and
-autograd's or a communication thread's launches). A step with neither keeps its CPU range. Windows
-that would overlap are cut at the next step's start.
+autograd's or a communication thread's launches). A step with neither has no window (in a trace where
+no step has one, the CPU ranges are the windows). Windows that would overlap are cut at the next
+step's start.
 Every kernel, copy and memset then belongs to the window it *starts in*, whoever launched it (another
 thread, a graph, nothing recorded). Work outside every window is not a step: its step is null and its
 phase says where it ran (`before first step`, `between steps`, `after last step`), so no analysis
@@ -427,7 +428,8 @@ def gpu_windows(steps: Steps, gpu_start: np.ndarray, gpu_end: np.ndarray, launch
                 launch_time: np.ndarray, spans: tuple | None = None) -> tuple[np.ndarray, np.ndarray, list]:
     """Each step's window on the GPU clock: the hull of its GPU annotation spans (`spans`: (step
     position, start, end) arrays) and of the GPU work launched inside its CPU range on its thread;
-    a step with neither keeps its CPU range. Returns (start, end, how)."""
+    start > end for a step with neither, unless no step has either: then the CPU ranges.
+    Returns (start, end, how)."""
     n = len(steps)
     lo = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
     hi = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
@@ -458,12 +460,12 @@ def gpu_windows(steps: Steps, gpu_start: np.ndarray, gpu_end: np.ndarray, launch
         grew = np.flatnonzero((lo != before_lo) | (hi != before_hi))
         for i in grew.tolist():
             how[i] = "launches" if how[i] is None else "gpu annotation + launches"
-    # no GPU work tied to the step (launched from a thread the trace did not link, or not recorded):
-    # its CPU range, which the GPU work it caused can only follow
-    none = np.flatnonzero(lo > hi)
-    lo[none], hi[none] = steps.start[none], steps.end[none]
-    for i in none.tolist():
-        how[i] = "cpu range"
+    # no GPU work tied to any step (no launch records, no GPU spans): the CPU ranges, the only clock
+    # there is. Never for some steps only: a CPU range would overlap the GPU windows of earlier steps,
+    # which run behind the CPU, and take their kernels.
+    if n and (lo > hi).all():
+        lo, hi = steps.start.copy(), steps.end.copy()
+        how = ["cpu range"] * n
     return lo, hi, how
 
 

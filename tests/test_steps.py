@@ -327,3 +327,35 @@ def test_cli_steps_pattern_on_report_and_its_errors(fixtures_dir, tmp_path, caps
     assert main(["import", str(src), "-o", str(out), "--steps", r"ProfilerStep#(?P<step>\d+)"]) == 0
     assert main(["report", str(out), "--steps", "x"]) == 2
     assert "rooftop trace already" in capsys.readouterr().err
+
+
+def test_vllm_python_stack_frames_are_the_steps_without_annotations(fixtures_dir, tmp_path):
+    """The same capture with its annotations taken out (a with_stack trace of a vLLM without
+    annotations): each outermost `gpu_worker.py(L): execute_model` frame is a step, and holds the GPU
+    work launched inside it (checked with plain json: launches by correlation, frames by time)."""
+    with gzip.open(fixtures_dir / "traces" / VLLM, "rt") as fh:
+        doc = json.load(fh)
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") not in ("user_annotation", "gpu_user_annotation")]
+    path = tmp_path / "no_annotations.json"
+    path.write_text(json.dumps(doc))
+    ev = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    frames = sorted((_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in ev if e["cat"] == "python_function"
+                    and "gpu_worker.py(" in e["name"] and e["name"].endswith(": execute_model"))
+    outer = [f for f in frames if not any(o[0] <= f[0] and f[1] <= o[1] and o != f for o in frames)]
+    launch = {e["args"]["correlation"]: _ns(e["ts"]) for e in ev if e["cat"] in ("cuda_runtime", "cuda_driver")}
+    work = [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"]), launch.get(e["args"]["correlation"])) for e in ev
+            if e["cat"] in ("kernel", "gpu_memcpy", "gpu_memset")]
+    windows = []  # per frame: first start to last end of the GPU work launched inside it
+    for lo, hi in outer:
+        mine = [(s, e) for s, e, t in work if t is not None and lo <= t < hi]
+        windows.append((min(s for s, _ in mine), max(e for _, e in mine)) if mine else None)
+    want = [sum(w[0] <= s < w[1] for s, _, _ in work) if w else 0 for w in windows]
+    rows, meta = read_kineto(path)
+    assert len(outer) == len(meta["steps"]) == 11  # the 11th ran when the profiler stopped (no annotation)
+    # the 11th launched nothing: no window, so it cannot take the kernels of the 10th, still running
+    assert [(s["source"], s.get("window")) for s in meta["steps"]] == [("python", "launches")] * 10 + [("python", None)]
+    t = to_table(rows).to_pandas()
+    w = t[t["kind"].isin(["kernel", "memcpy", "memset"])]
+    assert w.groupby("step")["id"].count().tolist() == want[:10] and want[10] == 0
+    rest = w[w["step"].isna()]  # vLLM's sampling, after each model step
+    assert len(rest) == len(w) - sum(want) and set(rest["phase"]) == {st.BETWEEN_STEPS, st.AFTER_LAST_STEP}
