@@ -5,7 +5,6 @@ import argparse
 import gzip
 import io
 import shutil
-from pathlib import Path
 
 import pytest
 
