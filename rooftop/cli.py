@@ -211,7 +211,10 @@ def _dispatch(argv: list[str]) -> int:
 
 def _run(argv: list[str]) -> int:
     if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
-        return cmd_open(argv)  # `rooftop TRACE [TRACE2]`
+        if any(a == "--steps" or a.startswith("--steps=") for a in argv):
+            argv = ["open"] + argv  # `rooftop TRACE --steps REGEX`: the open command's options
+        else:
+            return cmd_open(argv)  # `rooftop TRACE [TRACE2]`
     command = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(command)
     args = parser.parse_args(argv)

@@ -359,3 +359,16 @@ def test_vllm_python_stack_frames_are_the_steps_without_annotations(fixtures_dir
     assert w.groupby("step")["id"].count().tolist() == want[:10] and want[10] == 0
     rest = w[w["step"].isna()]  # vLLM's sampling, after each model step
     assert len(rest) == len(w) - sum(want) and set(rest["phase"]) == {st.BETWEEN_STEPS, st.AFTER_LAST_STEP}
+
+
+def test_cli_open_shortcut_takes_steps(tmp_path, monkeypatch):
+    """`rooftop TRACE --steps REGEX` is `rooftop open TRACE --steps REGEX`: the pattern is in force
+    while the explorer loads the trace."""
+    import rooftop.cli as cli
+
+    seen = []
+    monkeypatch.setattr(cli, "cmd_open", lambda paths: seen.append((paths, st.user_pattern().pattern)) or 0)
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps(_session()))
+    assert cli.main([str(trace), "--steps", r"step=(?P<step>\d+)"]) == 0
+    assert seen == [([str(trace)], r"step=(?P<step>\d+)")] and st.user_pattern() is None
