@@ -2,8 +2,11 @@
 
 kernel -> runtime call by `correlation`; runtime call -> cpu_op by `External id` (else the innermost
 cpu_op around the launch on its thread); launch -> the `user_annotation` ranges around it on its
-thread (else the `gpu_user_annotation` spans on the kernel's stream). Vectorised with numpy; the
-only Python loops run over interval nestings, once per range or launch.
+thread (else the `gpu_user_annotation` spans on the kernel's stream); GPU work -> the step whose
+GPU window it starts in (rooftop.steps: markers among the annotations, else Python frames; windows
+from the marker's GPU spans, matched by `External id`, and its launches). A CPU-only trace (no GPU
+activity) gets one `op` row per outermost cpu_op instead, as the collector always wrote on a CPU.
+Vectorised with numpy; the only Python loops run over interval nestings, once per range or launch.
 """
 from __future__ import annotations
 
