@@ -33,12 +33,14 @@ def _subparsers(parser: argparse.ArgumentParser):
     p = sub.add_parser("open", help="explore one trace, or compare two, in the terminal UI")
     p.add_argument("traces", nargs="+", metavar="TRACE", help="rooftop Parquet, Kineto JSON, nsys SQLite, ncu report/CSV")
     _device_args(p, with_source=False)
+    _steps_arg(p)
 
     p = sub.add_parser("report", help="print the phase table, top kernels and findings")
     p.add_argument("trace", metavar="TRACE")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--top", type=int, default=10, help="kernel groups to list (default 10)")
     _device_args(p, with_source=True)
+    _steps_arg(p)
 
     p = sub.add_parser("diff", help="compare two traces: phase and kernel-group deltas, changed findings")
     p.add_argument("a", metavar="A")
@@ -46,6 +48,7 @@ def _subparsers(parser: argparse.ArgumentParser):
     p.add_argument("--json", action="store_true")
     p.add_argument("--top", type=int, default=10)
     _device_args(p, with_source=False)
+    _steps_arg(p)
 
     p = sub.add_parser("import", help="convert a Kineto/nsys/ncu trace to a rooftop trace")
     _lazy_args(p, "collectors.readers.importers", fallback=_import_fallback_args)
@@ -100,6 +103,33 @@ def _import_fallback_args(p):
     p.add_argument("-o", "--output")
 
 
+def _steps_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--steps", metavar="REGEX", default=None,
+                   help="the range names that mark a step, when rooftop does not know the tool's own: a regular "
+                        "expression with optional named groups phase, tokens, step, e.g. "
+                        r"'iter(?P<step>\d+)_(?P<phase>prefill|decode)' (read while importing a profiler file)")
+
+
+def _use_steps(pattern: str | None, paths: list[str]) -> None:
+    """`--steps`: the step marker of every profiler file read in this process. Steps are found while
+    a profiler file is imported (launch records, GPU spans); a rooftop Parquet no longer has those."""
+    if pattern is None:
+        return
+    from .steps import set_user_pattern
+    try:
+        set_user_pattern(pattern)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        from collectors.readers.importers import detect
+    except ImportError:
+        return
+    for p in paths:
+        if Path(p).exists() and detect(p) == "rooftop":
+            raise TraceError(p, "--steps applies when a profiler file is imported; this is a rooftop trace already",
+                             "import the original Kineto/nsys file with --steps")
+
+
 def _lazy_args(p: argparse.ArgumentParser, module: str, fallback=None) -> None:
     """Let a command's own module declare its options, but only when that command is used.
 
@@ -123,6 +153,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             missing = getattr(exc, "name", None) or str(exc)
             raise UsageError(f"`rooftop {command}` needs {missing}: pip install 'rooftop[collect]'") from None
         mod.add_arguments(p)
+        if command == "import" and "--steps" not in p._option_string_actions:
+            _steps_arg(p)
     return parser
 
 
@@ -221,14 +253,29 @@ def cmd_gpus(args) -> int:
 
 
 def _dispatch(argv: list[str]) -> int:
+    try:
+        return _run(argv)
+    finally:
+        from .steps import set_user_pattern
+        set_user_pattern(None)  # `--steps` lasts one command (main() may be called again in-process)
+
+
+def _run(argv: list[str]) -> int:
     if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
-        return cmd_open(argv)  # `rooftop TRACE [TRACE2]`
+        if any(a == "--steps" or a.startswith("--steps=") for a in argv):
+            argv = ["open"] + argv  # `rooftop TRACE --steps REGEX`: the open command's options
+        else:
+            return cmd_open(argv)  # `rooftop TRACE [TRACE2]`
     command = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(command)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 0
+    if args.command in ("open", "report", "diff", "import"):
+        paths = {"open": lambda: args.traces, "report": lambda: [args.trace], "diff": lambda: [args.a, args.b],
+                 "import": lambda: [args.src]}[args.command]()
+        _use_steps(getattr(args, "steps", None), paths)
     if args.command == "open":
         if isinstance(args.peaks, str) and args.peaks != "auto":
             raise UsageError("open --peaks takes BW_TBps,TFLOPs")

@@ -541,55 +541,6 @@ def gpu_work_counts(events: pd.DataFrame) -> dict[str, int]:
     return {k: int(counts.get(k, 0)) for k in ("kernel", "memcpy", "memset")}
 
 
-# --- NVTX paths -------------------------------------------------------------------------------
+# --- NVTX paths: moved to rooftop.steps (kept importable from here) ----------------------------
 
-_STEP_RE = re.compile(r"(?:^|/)(?:step[=_# ]?|ProfilerStep#)(\d+)(?:/|$)")
-_LAYER_RE = re.compile(r"(?:^|/)(?:layer|layers)[=_.# ]?(\d+)(?:/|$)")
-_PHASE_RE = re.compile(r"(?:^|/)(prefill|decode)(?=/|$|[=_ ])", re.IGNORECASE)
-# vLLM V1 names its model-runner step `execute_context_<n>(<tok>)_generation_<m>(<tok>)`.
-_VLLM_RE = re.compile(r"execute_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)")
-# SGLang's profiler labels forward passes with the forward mode.
-_SGLANG_RE = re.compile(r"(?:forward_)?(extend|prefill|decode)(?:_batch)?\b", re.IGNORECASE)
-
-
-def parse_path(path: str | None) -> tuple[str | None, int | None, int | None]:
-    """(phase, step, layer) from a path like `decode/step=12/layer=3/attn`; None where absent."""
-    if not path:
-        return None, None, None
-    phase = None
-    m = _PHASE_RE.search(path)
-    if m:
-        phase = m.group(1).lower()
-    else:
-        v = _VLLM_RE.search(path)
-        if v:
-            n_ctx, n_gen = int(v.group(1)), int(v.group(3))
-            phase = "prefill" if n_ctx > 0 else ("decode" if n_gen > 0 else None)
-        else:
-            s = _SGLANG_RE.search(path)
-            if s:
-                phase = "prefill" if s.group(1).lower() in ("extend", "prefill") else "decode"
-    m = _STEP_RE.search(path)
-    step = _int32(m.group(1)) if m else None
-    m = _LAYER_RE.search(path)
-    layer = _int32(m.group(1)) if m else None
-    return phase, step, layer
-
-
-def _int32(digits: str) -> int | None:
-    """A step or layer number; one that does not fit the int32 column is not a number we can use."""
-    v = int(digits[:12])
-    return v if len(digits) <= 10 and v < 2**31 else None
-
-
-def parse_paths(paths: pd.Series) -> pd.DataFrame:
-    """Vectorised `parse_path` -> DataFrame(phase, step, layer) aligned with `paths`."""
-    uniq = pd.unique(paths.dropna())
-    parsed = {p: parse_path(p) for p in uniq}
-    def col(i):
-        return paths.map({p: v[i] for p, v in parsed.items()})
-    return pd.DataFrame({
-        "phase": col(0).astype(object),
-        "step": pd.array(col(1), dtype="Int32"),
-        "layer": pd.array(col(2), dtype="Int32"),
-    }, index=paths.index)
+from .steps import parse_path, parse_paths  # noqa: E402,F401

@@ -5,7 +5,10 @@
 #   2. collect Llama-3-8B shapes (random weights), bf16, batch 1 and 64, with fused (flash) and
 #      materialized (math) attention; counters (ncu) for a bounded replay: decode step 0 only,
 #      on the batch-1 runs (each replayed kernel costs ~0.2-0.5 s under the full section set),
-#   3. time the collector's own overhead (an unprofiled run vs the profiled one),
+#      each collect also keeps the profiler's own Kineto JSON next to its trace (--kineto): the trace
+#      is the Kineto importer's reading of that file, the same path as `rooftop import`,
+#   3. time the collector's own overhead (an unprofiled run vs the profiled one), and check that
+#      re-importing a kept Kineto file gives the collected rows exactly,
 #   4. run the tests marked `gpu`,
 #   5. print versions and each trace's report, so the closing note can quote them.
 # Usage: scripts/record_gpu_samples.sh [OUT_DIR]   (default sample_traces/gpu)
@@ -35,8 +38,30 @@ for b in 1 64; do
     if [ "$b" = 1 ] && command -v ncu >/dev/null; then counters=(--counters --counter-steps decode:0); fi
     log "collect $name"
     timeout 240 $PY -m rooftop collect --preset llama3-8b --batch $b --prompt-len $PROMPT --gen-len $GEN \
-      --dtype bf16 --attn $attn "${counters[@]}" -o "$OUT/$name" || echo "collect $name failed (rc=$?)"
+      --dtype bf16 --attn $attn "${counters[@]}" --kineto "$OUT/${name%.parquet}.pt.trace.json" \
+      -o "$OUT/$name" || echo "collect $name failed (rc=$?)"
   done
+done
+
+log "one path: collect == import of the kept Kineto file"
+for f in "$OUT"/*.pt.trace.json; do
+  timeout 120 $PY - "$f" <<'PY' || echo "re-import check failed for $f"
+import sys, tempfile
+from pathlib import Path
+from collectors.readers.importers import import_any
+from rooftop.trace import load_trace, write_trace
+src = Path(sys.argv[1])
+rows, meta = import_any(src)
+with tempfile.TemporaryDirectory() as tmp:
+    again = load_trace(write_trace(Path(tmp) / "t.parquet", rows, meta)).events
+collected = load_trace(src.with_name(src.name.replace(".pt.trace.json", ".parquet"))).events
+# the timeline columns (a --counters run adds ncu's counters to the collected file afterwards)
+cols = ["id", "kind", "name", "start_ns", "dur_ns", "device", "stream", "correlation", "path", "phase", "step",
+        "layer", "op", "model_flops", "model_bytes"]
+same = collected[cols].equals(again[cols])
+print(f"{src.name}: {len(again)} rows, {int((again['kind'] == 'kernel').sum())} kernels, steps "
+      f"{sorted({(s['phase'], s['index']) for s in meta['steps']})[:3]}..., identical to the collected trace: {same}")
+PY
 done
 
 log "collector overhead: profiled vs unprofiled decode step (batch 1, flash)"

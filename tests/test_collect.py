@@ -25,9 +25,25 @@ def _args(*argv):
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("collect") / "tiny.parquet"
     rc = collect.run(_args("--device", "cpu", "--preset", "tiny", "--batch", str(B), "--prompt-len", str(S),
-                           "--gen-len", str(N), "--warmup", "0", "-o", str(out)))
+                           "--gen-len", str(N), "--warmup", "0", "--kineto", str(out.with_suffix(".json")),
+                           "-o", str(out)))
     assert rc == 0
     return load_trace(out)
+
+
+def test_collect_and_export_then_import_give_identical_rows(run, tmp_path):
+    """One path from profiler to Parquet: the collector's rows are `rooftop import` of the
+    profiler's exported Kineto file, not a second conversion."""
+    from collectors.readers.importers import import_any
+    from rooftop.trace import write_trace
+
+    kineto = run.path.replace(".parquet", ".json")
+    rows, meta = import_any(kineto)
+    imported = load_trace(write_trace(tmp_path / "imported.parquet", rows, meta))
+    assert len(run.events) > 100 and run.events.equals(imported.events)
+    # what the file says about steps is the collector's too; the collector adds the workload
+    assert [(s["phase"], s["index"]) for s in meta["steps"]] == [(s["phase"], s["index"]) for s in run.meta["steps"]]
+    assert "batch" not in meta["steps"][0] and run.meta["steps"][0]["batch"] == B
 
 
 def test_prefill_and_decode_steps(run):
@@ -39,8 +55,10 @@ def test_prefill_and_decode_steps(run):
     assert set(ops.loc[ops["phase"] == "prefill", "step"]) == {0}
     assert {"prefill/step=0/layer=0/attn", "prefill/step=0/layer=1/mlp",
             f"decode/step={N - 1}/layer=1/attn", "decode/step=0/head"} <= set(ops["path"])
-    assert run.meta["steps"] == [{"phase": "prefill", "index": 0, "batch": B, "new_tokens": S, "context": S}] + [
+    declared = [{"phase": "prefill", "index": 0, "batch": B, "new_tokens": S, "context": S}] + [
         {"phase": "decode", "index": i, "batch": B, "new_tokens": 1, "context": S + i + 1} for i in range(N)]
+    assert [{k: s[k] for k in d} for s, d in zip(run.meta["steps"], declared)] == declared
+    assert len(run.meta["steps"]) == N + 1 and all(s["source"] == "recorder" for s in run.meta["steps"])
     w = run.meta["workload"]
     assert (w["batch"], w["prompt_len"], w["gen_len"], w["dtype"], w["attn"]) == (B, S, N, "fp32", "auto")
     assert run.meta["model"]["name"] == "tiny" and run.meta["source"]["tool"] == "rooftop collect"

@@ -10,6 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import collectors.readers._kineto_events as events
@@ -374,3 +375,28 @@ def test_many_batches_and_gzip_agree_with_one_batch(tmp_path, monkeypatch):
     _exact_only(monkeypatch)
     exact, _ = read_kineto(p)
     assert fast.equals(exact)
+
+
+def test_cpu_only_trace_gives_outermost_op_rows(tmp_path):
+    """A CPU-only profile (no GPU activity): one `op` row per cpu_op no other op of its thread
+    encloses, with the ranges around it, its step and its cost from the recorded shapes."""
+    def x(cat, name, ts, dur, tid=1, **args):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
+    ev = [x("user_annotation", "decode", 0.0, 100.0), x("user_annotation", "step=2", 1.0, 50.0),
+          x("cpu_op", "aten::linear", 2.0, 20.0, **{"External id": 1, "Input Dims": [[2, 3], [4, 3], []],
+                                                    "Input type": ["float", "float", ""]}),
+          x("cpu_op", "aten::t", 2.0, 1.0, **{"External id": 2}),          # same start, inside linear
+          x("cpu_op", "aten::addmm", 4.0, 10.0, **{"External id": 3}),     # inside linear
+          x("cpu_op", "aten::mul", 30.0, 5.0, **{"External id": 4}),
+          x("cpu_op", "aten::add", 3.0, 2.0, tid=2, **{"External id": 5}),  # another thread: its own outermost
+          x("cpu_op", "aten::cat", 60.0, 1.0, **{"External id": 6})]        # after the step
+    rows, meta = read_kineto(_write(tmp_path / "cpu.json", {"traceEvents": ev}))
+    ops = rows[rows["kind"] == "op"].set_index("name")
+    assert sorted(ops.index) == ["aten::add", "aten::cat", "aten::linear", "aten::mul"]
+    assert ops.loc["aten::linear", "path"] == "decode/step=2" and ops.loc["aten::linear", "model_flops"] == 2 * 2 * 4 * 3
+    assert ops.loc["aten::linear", "op"] == "aten::linear" and int(ops.loc["aten::linear", "dur_ns"]) == 20000
+    assert pd.isna(ops.loc["aten::add", "path"]) and ops.loc["aten::cat", "path"] == "decode"
+    t = to_table(rows).to_pandas().set_index("name")
+    assert t.loc["aten::linear", ["phase", "step"]].tolist() == ["decode", 2]
+    assert t.loc["aten::cat", "phase"] == "decode" and pd.isna(t.loc["aten::cat", "step"])
+    assert [(s["phase"], s["index"]) for s in meta["steps"]] == [("decode", 2)]

@@ -6,6 +6,7 @@ import hashlib
 import sqlite3
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from collectors.readers.nsys import NsysError, read_nsys
@@ -61,6 +62,68 @@ def test_nvtx_paths_match_plain_join(export):
     assert want[120].endswith("main->test_max_par->phase->kernel0")
     ranges = rows[rows["kind"] == "range"]
     assert len(ranges) == 76 and ranges["path"].iloc[0] == "main"
+
+
+@pytest.mark.parametrize("name", ["NVIDIA__Fuser__report1.sqlite", "NVIDIA__Fuser__report1.h100-8fa9ec29.sqlite"])
+def test_fuser_nvtx_ranges_are_paths_not_steps(fixtures_dir, name):
+    """nvFuser's host NVTX ranges (H200, H100 exports): each kernel's path is the push/pop ranges open
+    on the launching thread at the launch; none of them marks a step, so no kernel gets one."""
+    path = fixtures_dir / "traces" / name
+    con = _plain(path)
+    want = {}
+    for corr, tid, t in con.execute("SELECT k.correlationId, r.globalTid, r.start FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                                    "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId"):
+        names = con.execute("SELECT text FROM NVTX_EVENTS WHERE eventType = 59 AND globalTid = ? AND start <= ? "
+                            "AND ? < end ORDER BY start, end DESC", (tid, t, t)).fetchall()
+        want[corr] = "/".join(n for (n,) in names) or None
+    rows, meta = read_nsys(path)
+    k = rows[rows["kind"] == "kernel"]
+    got = k["path"].astype(object).where(k["path"].notna(), None)
+    assert len(k) == len(want) and dict(zip(k["correlation"].astype(int), got)) == want
+    assert any(p is not None for p in want.values())
+    n_ranges = con.execute("SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 59").fetchone()[0]
+    assert (rows["kind"] == "range").sum() == n_ranges
+    assert meta["steps"] == [] and k["step"].isna().all() and k["phase"].isna().all()
+
+
+def _build_steps(path: Path) -> Path:
+    """TensorRT-LLM's executor ranges around two steps: a context step, then a CUDA-graph decode step
+    whose two node kernels carry the cudaGraphLaunch's correlation; a kernel launched before both."""
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, deviceId INT, streamId INT,
+            correlationId INT, demangledName INT);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, globalTid INT, correlationId INT);
+        CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, text TEXT, textId INT, globalTid INT);
+    """)
+    con.executemany("INSERT INTO StringIds VALUES (?, ?)", [(1, "warmup_kernel"), (2, "fmha_prefill"),
+                                                            (3, "graph_gemm"), (4, "graph_norm")])
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?)",
+                    [(100, 110, 5, 1), (1000, 1010, 5, 2), (3000, 3010, 5, 3)])
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?, ?, ?, ?)", [
+        (150, 160, 0, 7, 1, 1), (1500, 2500, 0, 7, 2, 2), (3200, 3300, 0, 7, 3, 3), (3300, 3350, 0, 7, 3, 4)])
+    con.executemany("INSERT INTO NVTX_EVENTS VALUES (?, ?, ?, ?, ?, ?)", [
+        (900, 1200, 59, "[Executor] _forward_step 7: 2 ctx reqs, 0 gen reqs", None, 5),
+        (2900, 3100, 59, "[Executor] _forward_step 8: 0 ctx reqs, 2 gen reqs", None, 5)])
+    con.commit()
+    con.close()
+    return path
+
+
+def test_nvtx_step_markers_give_steps_and_phases(tmp_path):
+    rows, meta = read_nsys(_build_steps(tmp_path / "trt.sqlite"))
+    t = to_table(rows).to_pandas()
+    k = t[t["kind"] == "kernel"].set_index("name")
+    assert k.loc["fmha_prefill", ["phase", "step"]].tolist() == ["prefill", 7]
+    # the GPU ran the context step long after its range closed: still step 7, by its window
+    for name in ("graph_gemm", "graph_norm"):
+        assert k.loc[name, ["phase", "step"]].tolist() == ["decode", 8]
+    assert k.loc["warmup_kernel", "phase"] == "before first step" and pd.isna(k.loc["warmup_kernel", "step"])
+    assert [(s["phase"], s["index"], s["prefill_requests"], s["decode_requests"]) for s in meta["steps"]] == [
+        ("prefill", 7, 2, 0), ("decode", 8, 0, 2)]
+    origin = 150  # the first row, the warm-up kernel (runtime calls are no rows)
+    assert (meta["steps"][1]["gpu_start_ns"], meta["steps"][1]["gpu_end_ns"]) == (3200 - origin, 3350 - origin)
 
 
 def test_input_is_not_modified(export):

@@ -2,6 +2,8 @@
 
 A warm-up (untraced), then a prefill and N decode steps, each in its own step range, written to
 one trace. On a GPU the trace holds kernels; on CPU it holds ops, so the whole path runs anywhere.
+Either way the rows are the Kineto importer's reading of the profiler's exported file (`--kineto`
+keeps it), the same path as `rooftop import` of a capture made elsewhere.
 torch is imported inside `run` only: building the argument parser stays cheap.
 """
 from __future__ import annotations
@@ -33,6 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--counter-steps", default=None,
                         help="steps to profile with ncu, e.g. 'prefill,decode:0-2'")
     parser.add_argument("-o", "--output", default="run.parquet", help="trace file to write")
+    parser.add_argument("--kineto", default=None, metavar="PATH",
+                        help="also keep the profiler's own Kineto JSON (the trace is read from it either way)")
     # The re-run under ncu (collectors/capture/ncu_run.py): NVTX ranges only, no profiler, no trace.
     parser.add_argument("--counters-child", action="store_true", help=argparse.SUPPRESS)
 
@@ -106,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(args.warmup + 1 + N + 1)
     try:
         child = bool(getattr(args, "counters_child", False))
-        rec = Recorder(args.output, model=cfg, workload=workload, meta=meta, device=device, profile=not child)
+        rec = Recorder(args.output, model=cfg, workload=workload, meta=meta, device=device, profile=not child,
+                       kineto=getattr(args, "kineto", None))
         model = Llama(cfg, batch=B, max_len=S + N, dtype=dtype, device=device, attn=args.attn, seed=args.seed)
         gen = torch.Generator(device="cpu").manual_seed(args.seed)
         prompt = torch.randint(0, cfg.vocab, (B, S), generator=gen).to(device)

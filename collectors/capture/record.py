@@ -61,11 +61,13 @@ class Recorder:
     KeyboardInterrupt), what was captured is written with `incomplete: true` and a warning, and
     the exception propagates. `profile=False` emits the ranges only (no profiler, no file): the
     re-run of a workload under Nsight Compute, which needs the NVTX ranges and nothing else.
+    The rows come from the profiler's exported Kineto trace, read by the Kineto importer
+    (torch_profiler.import_session); `kineto=PATH` keeps that file.
     """
 
     def __init__(self, path: str | Path, model: ModelConfig | dict | None = None,
                  workload: dict | None = None, meta: dict | None = None, *, device: str | None = None,
-                 profile: bool = True):
+                 profile: bool = True, kineto: str | Path | None = None):
         self.path = Path(path)
         self.model = model
         self.workload = dict(workload or {})
@@ -78,6 +80,7 @@ class Recorder:
         self._prof = None
         self._cuda = False
         self.profile = profile
+        self.kineto = kineto  # where to keep the profiler's own Kineto JSON (else a temporary file)
 
     # --- ranges -------------------------------------------------------------------------------
 
@@ -136,7 +139,7 @@ class Recorder:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        from .torch_profiler import rows_from_profiler
+        from .torch_profiler import import_session
 
         if self._prof is None:
             return False
@@ -149,9 +152,8 @@ class Recorder:
                 import torch
                 torch.cuda.synchronize()  # the kernels in flight belong to the trace
             self._prof.__exit__(None, None, None)
-            rows, warnings = rows_from_profiler(self._prof)
-            self.warnings += warnings
-            self.written = write_trace(self.path, rows, self.build_meta(incomplete))
+            rows, found = import_session(self._prof, self.kineto)
+            self.written = write_trace(self.path, rows, self.build_meta(incomplete, found))
         except (TraceError, OSError, RuntimeError) as err:
             if not incomplete:
                 raise
@@ -163,9 +165,15 @@ class Recorder:
                 print(note, file=sys.stderr)
         return False
 
-    def build_meta(self, incomplete: bool = False) -> dict[str, Any]:
+    def build_meta(self, incomplete: bool = False, found: dict | None = None) -> dict[str, Any]:
+        """The trace's metadata: what the importer found in the profiler's file (`found`: steps and
+        their GPU windows, origin, rank), with what only the Recorder knows on top (model,
+        workload, each step's batch/context/new tokens, the device as torch names it)."""
         import torch
 
+        from .torch_profiler import merge_steps
+
+        found = dict(found or {})
         meta = dict(self.meta)
         dtype = self.workload.get("dtype")
         if isinstance(self.model, ModelConfig):
@@ -174,15 +182,22 @@ class Recorder:
             meta.setdefault("model", dict(self.model))
         if self.workload:
             meta.setdefault("workload", self.workload)
-        meta["steps"] = list(meta.get("steps") or []) + self.steps
+        meta["steps"] = merge_steps(found.get("steps") or [], list(meta.get("steps") or []) + self.steps)
         if "device" not in meta:
             meta["device"] = device_meta("cuda" if self._cuda else "cpu")
+        seen = found.get("device") or {}
+        meta["device"] = {**{k: v for k, v in seen.items() if v is not None}, **meta["device"]}
+        for key in ("origin_ns", "rank", "world_size"):
+            if found.get(key) is not None:
+                meta.setdefault(key, found[key])
         source = {"tool": "rooftop.Recorder", "version": _rooftop_version(), "torch": torch.__version__,
                   "command": " ".join(sys.argv), "host": socket.gethostname(),
                   "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
         source.update(meta.get("source") or {})
+        if found.get("source"):
+            source["kineto"] = found["source"]  # the profiler's file, as the importer read it
         meta["source"] = source
         meta["modeled"] = False
         meta["incomplete"] = bool(incomplete)
-        meta["warnings"] = list(meta.get("warnings") or []) + self.warnings
+        meta["warnings"] = list(meta.get("warnings") or []) + self.warnings + list(found.get("warnings") or [])
         return meta

@@ -25,7 +25,7 @@ NULL = -(1 << 62)  # "unknown" in the integer columns, turned into null when the
 GPU_KINDS = {"kernel": 0, "gpu_memcpy": 1, "gpu_memset": 2, "Kernel": 0}
 KIND_NAMES = ("kernel", "memcpy", "memset")
 RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "Runtime"}
-WANTED = {"cpu_op", "user_annotation", "gpu_user_annotation"} | RUNTIME_CATS | set(GPU_KINDS)
+WANTED = {"cpu_op", "user_annotation", "gpu_user_annotation", "python_function"} | RUNTIME_CATS | set(GPU_KINDS)
 SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
 
 
@@ -218,10 +218,13 @@ class Collector:
         self.shape_inputs: list[tuple] = []
         self.gpu = Columns("kind", "name", "ts", "dur", "device", "stream", "corr", "ext", "gx", "gy", "gz",
                            "bx", "by", "bz", "regs", "smem", "nbytes")
-        self.rt = Columns("corr", "ext", "thread", "ts", "dur")
+        self.rt = Columns("corr", "ext", "thread", "ts", "dur", "name")
         self.ops = Columns("ext", "thread", "ts", "dur", "name", "shape")
-        self.ann = Columns("thread", "ts", "dur", "name")
-        self.gann = Columns("device", "stream", "ts", "dur", "name")
+        self.ann = Columns("thread", "ts", "dur", "name", "ext")
+        self.gann = Columns("device", "stream", "ts", "dur", "name", "ext")
+        # Python-stack frames that can mark a step (rooftop.steps), never the other ~90% of a with_stack trace
+        self.py = Columns("thread", "ts", "dur", "name")
+        self._py_wanted: dict = {}
         self.origin: int | None = None
         self.events = 0
         self.typed = msgspec is not None
@@ -304,7 +307,7 @@ class Collector:
             sel = np.flatnonzero(keep)
             self.rt.extend({"corr": corr[keep], "ext": _ints([args[i].ext for i in sel.tolist()]),
                             "thread": [threads[(evs[i].pid, evs[i].tid)] for i in sel.tolist()],
-                            "ts": ts[keep], "dur": dur[keep]})
+                            "ts": ts[keep], "dur": dur[keep], "name": [names[evs[i].name or ""] for i in sel.tolist()]})
             return ts[keep]
         elif cat in GPU_KINDS:
             grid, block = _shapes([a.grid for a in args]), _shapes([a.block for a in args])
@@ -318,11 +321,28 @@ class Collector:
                 "smem": _ints([a.smem for a in args]), "nbytes": _ints([a.nbytes for a in args])})
         elif cat == "user_annotation":
             self.ann.extend({"thread": [threads[(e.pid, e.tid)] for e in evs], "ts": ts, "dur": dur,
-                             "name": [names[e.name or ""] for e in evs]})
+                             "name": [names[e.name or ""] for e in evs], "ext": _ints([a.ext for a in args])})
+        elif cat == "python_function":
+            keep = [self.wanted_frame(e.name) for e in evs]
+            sel = [i for i, k in enumerate(keep) if k]
+            self.py.extend({"thread": [threads[(evs[i].pid, evs[i].tid)] for i in sel], "ts": ts[sel],
+                            "dur": dur[sel], "name": [names[evs[i].name] for i in sel]})
+            return ts[sel]
         else:  # gpu_user_annotation
             self.gann.extend({"device": _ints([e.pid for e in evs]), "stream": _ints([e.tid for e in evs]),
-                              "ts": ts, "dur": dur, "name": [names[e.name or ""] for e in evs]})
+                              "ts": ts, "dur": dur, "name": [names[e.name or ""] for e in evs],
+                              "ext": _ints([a.ext for a in args])})
         return ts
+
+    def wanted_frame(self, name: Any) -> bool:
+        """A Python frame that can mark a step; decided once per distinct name."""
+        if type(name) is not str:
+            return False
+        hit = self._py_wanted.get(name)
+        if hit is None:
+            from rooftop.steps import wanted_python_frame
+            hit = self._py_wanted[name] = wanted_python_frame(name)
+        return hit
 
 
 class _ExactBatch:
@@ -331,12 +351,13 @@ class _ExactBatch:
     def __init__(self, sink: Collector):
         self.sink = sink
         self.cols = {k: {f: [] for f in c.fields} for k, c in
-                     (("gpu", sink.gpu), ("rt", sink.rt), ("ops", sink.ops), ("ann", sink.ann), ("gann", sink.gann))}
+                     (("gpu", sink.gpu), ("rt", sink.rt), ("ops", sink.ops), ("ann", sink.ann), ("gann", sink.gann),
+                      ("py", sink.py))}
 
     def add(self, events: list) -> None:
         sink = self.sink
         names, threads = sink.names, sink.threads
-        gpu, rt, ops, ann, gann = (self.cols[k] for k in ("gpu", "rt", "ops", "ann", "gann"))
+        gpu, rt, ops, ann, gann, py = (self.cols[k] for k in ("gpu", "rt", "ops", "ann", "gann", "py"))
         origin, kept = sink.origin, 0
         for e in events:
             if type(e) is not dict or e.get("ph") != "X":
@@ -372,6 +393,7 @@ class _ExactBatch:
                 rt["corr"].append(corr)
                 rt["ext"].append(int_of(args.get("External id")))
                 rt["thread"].append(threads[(key_of(e.get("pid")), key_of(e.get("tid")))])
+                rt["name"].append(names[text_of(e.get("name"))])
                 cols = rt
             elif cat in GPU_KINDS:
                 gpu["kind"].append(GPU_KINDS[cat])
@@ -391,18 +413,27 @@ class _ExactBatch:
             elif cat == "user_annotation":
                 ann["thread"].append(threads[(key_of(e.get("pid")), key_of(e.get("tid")))])
                 ann["name"].append(names[text_of(e.get("name"))])
+                ann["ext"].append(int_of(args.get("External id")))
                 cols = ann
+            elif cat == "python_function":
+                if not sink.wanted_frame(e.get("name")):
+                    continue
+                py["thread"].append(threads[(key_of(e.get("pid")), key_of(e.get("tid")))])
+                py["name"].append(names[e.get("name")])
+                cols = py
             else:
                 gann["device"].append(int_of(e.get("pid")))
                 gann["stream"].append(int_of(e.get("tid")))
                 gann["name"].append(names[text_of(e.get("name"))])
+                gann["ext"].append(int_of(args.get("External id")))
                 cols = gann
             cols["ts"].append(ts)
             cols["dur"].append(dur)
             kept += 1
             if origin is None or ts < origin:
                 origin = ts
-        for k, c in (("gpu", sink.gpu), ("rt", sink.rt), ("ops", sink.ops), ("ann", sink.ann), ("gann", sink.gann)):
+        for k, c in (("gpu", sink.gpu), ("rt", sink.rt), ("ops", sink.ops), ("ann", sink.ann), ("gann", sink.gann),
+                     ("py", sink.py)):
             if self.cols[k]["ts"]:
                 c.extend({f: _ints(v) for f, v in self.cols[k].items()})
         sink.origin = origin

@@ -2,8 +2,11 @@
 
 kernel -> runtime call by `correlation`; runtime call -> cpu_op by `External id` (else the innermost
 cpu_op around the launch on its thread); launch -> the `user_annotation` ranges around it on its
-thread (else the `gpu_user_annotation` spans on the kernel's stream). Vectorised with numpy; the
-only Python loops run over interval nestings, once per range or launch.
+thread (else the `gpu_user_annotation` spans on the kernel's stream); GPU work -> the step whose
+GPU window it starts in (rooftop.steps: markers among the annotations, else Python frames; windows
+from the marker's GPU spans, matched by `External id`, and its launches). A CPU-only trace (no GPU
+activity) gets one `op` row per outermost cpu_op instead, as the collector always wrote on a CPU.
+Vectorised with numpy; the only Python loops run over interval nestings, once per range or launch.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rooftop import steps as st
 from rooftop.redact import redact_names
 
 from ._kineto_events import KIND_NAMES, NULL, Collector
@@ -159,6 +163,19 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
                              name_of[gann.np("name")].tolist(), key(g.np("device")[left], g.np("stream")[left]),
                              gts[left])
         gpath[left] = fpath
+    # steps: markers among the annotations (else Python frames); GPU work by the window it runs in
+    steps = _find_steps(sink, alabel, apath, name_of, ast, aen)
+    gend = gts + gdur
+    spans = None
+    if len(steps) and len(gann):
+        marker_ext = np.where(steps.row >= 0, ann.np("ext")[steps.row.clip(0)] if len(ann) else NULL, NULL)
+        gst = gann.np("ts")
+        spans = (_lookup(marker_ext, gann.np("ext")), gst, gst + gann.np("dur"))
+    lo, hi, how = st.gpu_windows(steps, gts, gend, launch_thr, launch_t, spans)
+    gstep, gphase = st.assign(lo, hi, steps.index, steps.phase, gts)
+    astep, aphase = st.assign_cpu(steps, ann.np("thread"), ast)
+    # CPU-only run: one `op` row per outermost cpu_op (ops never overlap then, so no time counts twice)
+    oprows = _cpu_op_rows(ops, ann, alabel, name_of, sink.shape_inputs, steps) if not len(g) else None
     # analytic cost of each launching op instance, split across its kernels by duration
     op_name = np.full(len(g), None, dtype=object)
     mflops, mbytes = np.full(len(g), np.nan), np.full(len(g), np.nan)
@@ -182,6 +199,12 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
                     parts = split_by_duration(None if np.isnan(tot) else float(tot), d)
                     out[members] = [np.nan if v is None else v for v in parts]
         op_name[with_op] = name_of[onames[local]]
+    # a CUDA-graph replay outside any op: its kernels were launched by the cudaGraphLaunch itself
+    graph_ids = [i for i, n in enumerate(names) if n.startswith(("cudaGraphLaunch", "cuGraphLaunch"))]
+    replay = np.zeros(len(g), bool)
+    if graph_ids and len(rt):
+        replay = has_rt & np.isin(rt.np("name")[ri.clip(0)], graph_ids)
+        op_name[replay & (oi < 0)] = name_of[rt.np("name")[ri[replay & (oi < 0)]]]
     ops.release()  # the joins are done: free the CPU side before the rows are built
     rt.release()
     nb = g.np("nbytes")
@@ -189,36 +212,81 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
     mbytes[copy] = nb[copy]  # memcpy/memset: the bytes moved, as recorded by CUPTI
     # rows in time order, built column by column once (no concat, sort or Python lists per row)
     nk, na = len(g), len(ann)
-    order = np.argsort(np.concatenate([gts, ast]), kind="stable")
+    op_part = oprows or {}
+    no = len(op_part.get("ts", ()))
+    order = np.argsort(np.concatenate([gts, ast, op_part.get("ts", np.zeros(0, np.int64))]), kind="stable")
 
-    def col(gpu_part, range_part, dtype=None):
-        out = np.concatenate([gpu_part, range_part])[order]
+    def col(gpu_part, range_part, op_col=None, dtype=None):
+        parts = [gpu_part, range_part] + ([op_col] if no else [])
+        out = np.concatenate(parts)[order]
         return pd.Series(out, dtype=dtype, copy=False) if dtype else out
 
-    def text(gpu_part, range_part):  # object columns of shared strings: 8 bytes a row
-        return col(np.asarray(gpu_part, dtype=object), np.asarray(range_part, dtype=object), object)
+    def text(gpu_part, range_part, op_col=None):  # object columns of shared strings: 8 bytes a row
+        oc = np.asarray(op_col if op_col is not None else np.full(no, None, dtype=object), dtype=object)
+        return col(np.asarray(gpu_part, dtype=object), np.asarray(range_part, dtype=object), oc, object)
+
+    def ints(gpu_part, range_part, op_col=None):
+        return col(gpu_part, range_part, op_col if op_col is not None else np.full(no, NULL, np.int64))
+
+    def floats(gpu_part, range_part, op_col=None):
+        return col(gpu_part, range_part, op_col if op_col is not None else np.full(no, np.nan))
 
     nulls, none = np.full(na, NULL, dtype=np.int64), np.full(na, None, dtype=object)
-    kinds = np.array(KIND_NAMES + ("range",), dtype=object)
+    kinds = np.array(KIND_NAMES + ("range", "op"), dtype=object)
+    step_all = np.concatenate([_with_null(gstep), _with_null(astep)] + ([_with_null(op_part["step"])] if no else []))[order]
     rows = pd.DataFrame({
-        "id": np.arange(nk + na, dtype=np.int64),
-        "kind": text(kinds[g.np("kind")], kinds[np.full(na, len(KIND_NAMES))]),
-        "name": text(name_of[g.np("name")], alabel),
-        "start_ns": col(gts, ast) - origin, "dur_ns": col(gdur, ann.np("dur")),
-        "device": _masked(col(g.np("device"), nulls), "Int32"), "stream": _masked(col(g.np("stream"), nulls), "Int32"),
-        "correlation": _masked(col(gcorr, nulls)), "path": text(gpath, apath),
-        "op": text(op_name, none),
+        "id": np.arange(nk + na + no, dtype=np.int64),
+        "kind": text(kinds[g.np("kind")], kinds[np.full(na, len(KIND_NAMES))], kinds[np.full(no, len(KIND_NAMES) + 1)]),
+        "name": text(name_of[g.np("name")], alabel, op_part.get("name")),
+        "start_ns": ints(gts, ast, op_part.get("ts")) - origin,
+        "dur_ns": ints(gdur, ann.np("dur"), op_part.get("dur")),
+        "device": _masked(ints(g.np("device"), nulls), "Int32"), "stream": _masked(ints(g.np("stream"), nulls), "Int32"),
+        "correlation": _masked(ints(gcorr, nulls)), "path": text(gpath, apath, op_part.get("path")),
+        "phase": text(gphase, aphase, op_part.get("phase")),
+        "step": pd.array(step_all, dtype="Int32"),
+        "op": text(op_name, none, op_part.get("name")),
         "grid": text(_shape3(g, "g"), none), "block": text(_shape3(g, "b"), none),
-        "registers": _masked(col(g.np("regs"), nulls), "Int32"), "shared_mem": _masked(col(g.np("smem"), nulls), "Int32"),
-        "model_flops": col(mflops, np.full(na, np.nan)), "model_bytes": col(mbytes, np.full(na, np.nan)),
+        "registers": _masked(ints(g.np("regs"), nulls), "Int32"), "shared_mem": _masked(ints(g.np("smem"), nulls), "Int32"),
+        "model_flops": floats(mflops, np.full(na, np.nan), op_part.get("flops")),
+        "model_bytes": floats(mbytes, np.full(na, np.nan), op_part.get("bytes")),
     })
     kernel_dev = g.np("device")[g.np("kind") == 0]
-    return rows, _meta(head, path, sink, kernel_dev[kernel_dev != NULL], apath)
+    meta = _meta(head, path, sink, kernel_dev[kernel_dev != NULL])
+    meta["workload"] = {"cuda_graphs": bool(replay.any())}
+    meta["steps"] = st.attach_windows(steps, lo, hi, how, origin)
+    return rows, meta
 
 
-def _meta(head: dict, path: Path, sink: Collector, kernel_dev: np.ndarray, range_paths: list) -> dict:
-    from rooftop.names import parse_path
+def _with_null(a: pd.arrays.IntegerArray) -> np.ndarray:
+    """Int steps with null -> float64 with NaN, for one concatenate (pandas' Int32 takes it back)."""
+    return a.to_numpy(dtype="float64", na_value=np.nan) if len(a) else np.zeros(0)
 
+
+def _find_steps(sink: Collector, alabel: list, apath: list, name_of: np.ndarray, ast, aen) -> "st.Steps":
+    py = sink.py
+    pst = py.np("ts")
+    frames = (py.np("thread"), pst, pst + py.np("dur"), name_of[py.np("name")].tolist())
+    return st.find_steps(alabel, apath, sink.ann.np("thread"), ast, aen, py=frames, user=st.user_pattern())
+
+
+def _cpu_op_rows(ops, ann, alabel: list, name_of: np.ndarray, shape_inputs: list, steps) -> dict | None:
+    """A CPU-only run's `op` rows: each outermost cpu_op (no cpu_op of its thread encloses it), with
+    the annotation path around it, its step and its analytic cost from the recorded shapes."""
+    if not len(ops):
+        return None
+    oth, ost, odur = ops.np("thread"), ops.np("ts"), ops.np("dur")
+    keep = np.flatnonzero(st.outermost(oth, ost, ost + odur))
+    th, ts, dur = oth[keep], ost[keep], odur[keep]
+    names = ops.np("name")[keep]
+    ast_ = ann.np("ts")
+    _, paths, _ = nest_intervals(ann.np("thread"), ast_, ast_ + ann.np("dur"), alabel, th, ts)
+    flops, nbytes = _op_costs(names, ops.np("shape")[keep], name_of, shape_inputs)
+    step, phase = st.assign_cpu(steps, th, ts)
+    return {"ts": ts, "dur": dur, "name": name_of[names], "path": np.array(paths + [None], dtype=object)[:-1],
+            "flops": flops, "bytes": nbytes, "step": step, "phase": phase}
+
+
+def _meta(head: dict, path: Path, sink: Collector, kernel_dev: np.ndarray) -> dict:
     vals, counts = np.unique(kernel_dev, return_counts=True)
     dev = int(vals[np.argmax(counts)]) if len(vals) else None  # the most common (lowest on ties)
     dist = head.get("distributedInfo") if isinstance(head.get("distributedInfo"), dict) else {}
@@ -227,12 +295,6 @@ def _meta(head: dict, path: Path, sink: Collector, kernel_dev: np.ndarray, range
     relative = base is not None or "deviceProperties" in head  # new Kineto: ts relative to the base
     origin = sink.origin
     origin_ns = None if origin is None else (origin + base if base is not None else (None if relative else origin))
-    steps, seen = [], set()
-    for p in dict.fromkeys(range_paths):  # distinct paths, in time order
-        phase, step, _ = parse_path(p)
-        if step is not None and (phase, step) not in seen:
-            seen.add((phase, step))
-            steps.append({"phase": phase, "index": step})
     keep = ("schemaVersion", "cupti_version", "cuda_runtime_version", "cuda_driver_version",
             "displayTimeUnit", "record_shapes", "with_stack", "with_flops")
     source = {"tool": "kineto", "importer": "rooftop.collectors.readers.kineto", "file": path.name,
@@ -244,5 +306,5 @@ def _meta(head: dict, path: Path, sink: Collector, kernel_dev: np.ndarray, range
         "rank": dist.get("rank") if isinstance(dist.get("rank"), int) else None,
         "world_size": dist.get("world_size") if isinstance(dist.get("world_size"), int) else None,
         "origin_ns": origin_ns,  # absolute epoch ns of start_ns == 0, where the file says
-        "steps": steps, "modeled": False, "warnings": [],
+        "steps": [], "modeled": False, "warnings": [],
     }

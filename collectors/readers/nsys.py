@@ -4,6 +4,8 @@ Kernels, memcpy and memset come from the CUPTI activity tables; each is attribut
 push/pop ranges open on the thread that launched it, found through the runtime call with the same
 correlation id (what nsys's `nvtx_gpu_proj_*` reports do). For CUDA graphs the correlation goes to
 `cudaGraphLaunch`, so every node kernel of a replay inherits the ranges around the replay call.
+Ranges that mark steps (vLLM, SGLang, TensorRT-LLM, the Recorder's `step=N`, `--steps`: rooftop.steps)
+give each kernel its step: the step whose GPU window the kernel runs in.
 The schema drifts between nsys versions: tables are created lazily (any may be absent), columns come
 and go, text may not be UTF-8. The input file is opened read-only and never modified.
 """
@@ -16,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rooftop import steps as st
 from rooftop.redact import redact, redact_names
 from rooftop.trace import TraceError
 
@@ -173,13 +176,23 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
     for j, p in zip(q.tolist(), qpath):
         path[j] = p
     gpu["path"] = path
+    # steps: NVTX push/pop ranges that are step markers (rooftop.steps); GPU work by the window it runs in
+    steps = st.find_steps(pp["name"].tolist(), ppath, i64(pp["globalTid"]), i64(pp["start"]), i64(pp["end"]),
+                          user=st.user_pattern())
+    gs, ge = i64(gpu["start"]), i64(gpu["end"])
+    lo, hi, how = st.gpu_windows(steps, gs, ge, i64(launch["globalTid"]), i64(launch["start"]))
+    gpu["step"], gpu["phase"] = st.assign(lo, hi, steps.index, steps.phase, gs)
+    pstep, pphase = st.assign_cpu(steps, i64(pp["globalTid"]), i64(pp["start"]))
     if progress:
         progress(3, 4)
     ranges = pd.DataFrame({"kind": "range", "name": pd.concat([pp["name"], se["name"]], ignore_index=True),
                            "start": pd.concat([pp["start"], se["start"]], ignore_index=True),
                            "end": pd.concat([pp["end"], se["end"]], ignore_index=True),
                            # start/end ranges may cross threads and overlap: flat, not nested
-                           "path": ppath + se["name"].tolist()})
+                           "path": ppath + se["name"].tolist(),
+                           "step": pd.array(np.concatenate([pstep.to_numpy("float64", na_value=np.nan),
+                                                            np.full(len(se), np.nan)]), dtype="Int32"),
+                           "phase": np.concatenate([pphase, np.full(len(se), None, dtype=object)])})
     rows = pd.concat([f for f in (gpu, ranges) if len(f)], ignore_index=True) if len(gpu) + len(ranges) else gpu
     starts = pd.to_numeric(rows["start"], errors="coerce")
     origin = int(starts.min()) if len(rows) and starts.notna().any() else 0
@@ -192,7 +205,9 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
         rows[col] = redact_names(rows[col].tolist())
     if progress:
         progress(4, 4)
-    return rows, redact(_meta(db, origin, gpu, graphs, warnings))
+    meta = _meta(db, origin, gpu, graphs, warnings)
+    meta["steps"] = st.attach_windows(steps, lo, hi, how, origin)
+    return rows, redact(meta)
 
 
 def _gpu_rows(db: _Db) -> list[dict]:

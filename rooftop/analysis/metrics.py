@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..devices import trace_dtype
 from ..models import ModelConfig, dtype_bytes
+from ..steps import OUTSIDE_STEPS
 
 NO_PHASE = "run"  # label for timed rows that no phase range encloses (e.g. imported traces)
 
@@ -223,6 +224,11 @@ def phase_table(timed: pd.DataFrame, steps: pd.DataFrame, meta: dict, peak_flops
         "bytes": g["bytes"].sum(min_count=1),
         "first_ns": g["start_ns"].min(),
     })
+    # Work outside every step window (before the first, between, after the last: rooftop.steps) is no
+    # step, and its pieces lie between steps: no step count, no span across the run, its GPU time only.
+    outside = out.index.isin(OUTSIDE_STEPS)
+    out.loc[outside, "steps"] = 0
+    out.loc[outside, "span_ns"] = out.loc[outside, "busy_ns"]
     out["bytes_source"] = _combine_sources(rows["bytes_src"], ["phase"], rows).reindex(out.index)
     out["flops_source"] = _combine_sources(rows["flops_src"], ["phase"], rows).reindex(out.index)
     known = rows["dur_ns"].where(rows["bytes"].notna(), 0).groupby(rows["phase"], sort=False).sum()

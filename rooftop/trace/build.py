@@ -51,7 +51,8 @@ def to_table(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]], fill
     reports some kernels), so every importer stores C++ names; short names are made unique within
     the table (two different kernels never share one).
     """
-    from ..names import categorize, demangle_all, parse_paths, short_names
+    from ..names import categorize, demangle_all, short_names
+    from ..steps import OUTSIDE_STEPS, parse_paths
 
     frame = _as_frame(events).copy()
     n = len(frame)
@@ -81,6 +82,10 @@ def to_table(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]], fill
                         frame[c] = cur.astype(object).where(cur.notna(), parsed[c])
                     else:
                         frame[c] = _fill_int(cur, parsed[c])
+            # work the importer found outside every step window is no step, whatever its launch path says
+            outside = frame["phase"].isin(OUTSIDE_STEPS).to_numpy()
+            if outside.any():
+                frame["step"] = frame["step"].mask(outside)
     arrays = [_column(frame, f.name, f.type, n) for f in SCHEMA]
     table = pa.Table.from_arrays(arrays, schema=SCHEMA)
     if "rank" in frame.columns:

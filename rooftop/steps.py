@@ -1,0 +1,522 @@
+"""Steps and phases: which marker starts a step, what the step did, and which GPU work belongs to it.
+
+A *step marker* is a range whose name says "one engine iteration":
+
+| source    | marker (as the tool writes it)                               | phase from              | index from |
+|-----------|--------------------------------------------------------------|-------------------------|------------|
+| user      | `--steps REGEX` (named groups `phase`, `tokens`, `step`)      | `phase` group           | `step` group, else order |
+| vllm      | `execute_context_N(T)_generation_M(U)` (and the `execute_K_context_N(sq..)` detailed form) | N, M | order |
+| sglang    | `step[EXTEND|DECODE|MIXED bs=B toks=T ...]`                   | the mode                | order |
+| atom      | `prefill[bs=B tok=T ...]`, `decode[bs=B tok=T ...]`            | the word                | order |
+| trtllm    | `[Executor] _forward_step I: C ctx reqs, G gen reqs`, `executeStep: C ctx reqs, G gen reqs` | C, G | I, else order |
+| recorder  | `step=I` (rooftop's Recorder, inside a `prefill`/`decode` range) | the enclosing path   | I |
+| profiler  | `ProfilerStep#I` (torch.profiler's schedule)                  | none                    | I |
+| python    | Python-stack frames when nothing above is present: vLLM `gpu_worker.py(L): execute_model`, SGLang `model_runner.py(L): forward_extend/forward_decode`, Hugging Face: the outermost `transformers/models/...: forward` inside `generation/utils.py(L): generate` (the first of each generate is the prefill) | SGLang/HF: the frame | order |
+
+Only the best source present in a trace is used (in the order of the table), and of nested markers
+of that source only the outermost: a ProfilerStep around vLLM's annotation is not a second step.
+vLLM writes the same name for every step, so a step's identity is its occurrence, never its name.
+
+Which GPU work belongs to a step (`assign`): GPU work runs later than the CPU code that launched it,
+so a step's window is on the GPU clock: the hull of the step's `gpu_user_annotation` spans (Kineto
+writes them per stream, from the kernels correlated to the annotation) and of the GPU work launched
+inside the step's CPU range on its thread, or on a thread without markers while the range was open
+(the launch correlation: this covers kernels under nested annotations, which Kineto gives to the
+inner span only, CUDA-graph replays, whose kernels carry the cudaGraphLaunch's correlation, and
+autograd's or a communication thread's launches). A step with neither has no window (in a trace where
+no step has one, the CPU ranges are the windows). Windows that would overlap are cut at the next
+step's start.
+Every kernel, copy and memset then belongs to the window it *starts in*, whoever launched it (another
+thread, a graph, nothing recorded). Work outside every window is not a step: its step is null and its
+phase says where it ran (`before first step`, `between steps`, `after last step`), so no analysis
+mistakes it for a step.
+
+Everything per row is vectorised (sorted windows, `np.searchsorted`); Python loops run over distinct
+names and distinct threads only.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+BEFORE_FIRST_STEP = "before first step"
+BETWEEN_STEPS = "between steps"
+AFTER_LAST_STEP = "after last step"
+OUTSIDE_STEPS = (BEFORE_FIRST_STEP, BETWEEN_STEPS, AFTER_LAST_STEP)
+
+# The workload keys of a step's metadata entry (`meta["steps"]`): counts the marker states.
+WORKLOAD_KEYS = ("prefill_requests", "prefill_tokens", "decode_requests", "decode_tokens", "new_tokens", "batch")
+
+SOURCES = ("user", "vllm", "sglang", "atom", "trtllm", "recorder", "profiler", "python")
+_RANK = {s: i for i, s in enumerate(SOURCES)}
+# serving-engine markers are one tier: a trace holds one engine's
+_TIER = {"user": 0, "vllm": 1, "sglang": 1, "atom": 1, "trtllm": 1, "recorder": 2, "profiler": 3, "python": 4}
+
+
+@dataclass(frozen=True)
+class Marker:
+    """What a step marker's name says."""
+
+    source: str
+    phase: str | None = None
+    index: int | None = None  # None: numbered by occurrence
+    workload: dict = field(default_factory=dict)
+
+    @property
+    def tier(self) -> int:
+        return _TIER[self.source]
+
+
+def phase_of_counts(prefill_requests: int | None, decode_requests: int | None) -> str | None:
+    """prefill if only context requests ran, decode if only decode requests, mixed if both."""
+    p, d = prefill_requests or 0, decode_requests or 0
+    if p and d:
+        return "mixed"
+    return "prefill" if p else ("decode" if d else None)
+
+
+def _workload(pr: int | None, pt: int | None, dr: int | None, dt: int | None) -> dict:
+    out = {"prefill_requests": pr, "prefill_tokens": pt, "decode_requests": dr, "decode_tokens": dt}
+    out["new_tokens"] = None if pt is None or dt is None else pt + dt
+    out["batch"] = None if pr is None or dr is None else pr + dr
+    return out
+
+
+# --- engine markers -----------------------------------------------------------------------------
+
+_VLLM = re.compile(r"execute_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)")
+# TraceLens's detailed vLLM form: execute_<tok>_context_<n>(sq<T>sk..)_generation_<m>(sq<U>sk..)
+_VLLM_DETAILED = re.compile(r"execute_\d+_context_(\d+)\(sq(\d+)sk\d+[^)]*\)_generation_(\d+)\(sq(\d+)sk\d+[^)]*\)")
+_SGLANG = re.compile(r"^step\[(EXTEND|DECODE|MIXED)\b([^\]]*)\]")
+_ATOM = re.compile(r"^(prefill|decode)\[([^\]]*)\]")
+_TRTLLM = re.compile(r"(?:_forward_step\s+(\d+)\s*|executeStep)\s*:\s*(\d+)\s+ctx reqs,\s*(\d+)\s+gen reqs")
+_RECORDER = re.compile(r"^step[=_# ]?(\d+)$")
+_PROFILER = re.compile(r"^ProfilerStep#(\d+)$")
+_KV = re.compile(r"(\w+)=(\d+)")
+
+
+def _int(v: Any) -> int | None:
+    try:
+        i = int(v)
+    except (TypeError, ValueError):
+        return None
+    return i if 0 <= i < 2**31 else None
+
+
+def _engine_marker(name: str) -> Marker | None:
+    m = _VLLM.search(name) or _VLLM_DETAILED.search(name)
+    if m:
+        n, t, g, u = (int(x) for x in m.groups())
+        return Marker("vllm", phase_of_counts(n, g), None, _workload(n, t, g, u))
+    m = _SGLANG.match(name)
+    if m:
+        kv = {k: int(v) for k, v in _KV.findall(m.group(2))}
+        bs, toks, mode = kv.get("bs"), kv.get("toks"), m.group(1)
+        if mode == "DECODE":  # one new token per request (more with speculative decoding: g_sq)
+            dt = kv.get("g_sq", bs)
+            return Marker("sglang", "decode", None, _workload(0, 0, bs, dt))
+        if mode == "EXTEND":
+            return Marker("sglang", "prefill", None, _workload(bs, toks, 0, 0))
+        c, g = kv.get("c"), kv.get("g")
+        wl = _workload(c, kv.get("c_sq"), g, kv.get("g_sq"))
+        wl["batch"] = bs if wl["batch"] is None else wl["batch"]
+        return Marker("sglang", "mixed", None, wl)
+    m = _ATOM.match(name)
+    if m:
+        kv = {k: int(v) for k, v in _KV.findall(m.group(2))}
+        bs, tok = kv.get("bs"), kv.get("tok")
+        if m.group(1) == "prefill":
+            return Marker("atom", "prefill", None, _workload(bs, tok, 0, 0))
+        return Marker("atom", "decode", None, _workload(0, 0, bs, tok))
+    m = _TRTLLM.search(name)
+    if m:
+        c, g = int(m.group(2)), int(m.group(3))
+        # request counts only: a context request's prompt length is not in the name
+        wl = {"prefill_requests": c, "decode_requests": g, "batch": c + g}
+        if c == 0:
+            wl.update(prefill_tokens=0, decode_tokens=g, new_tokens=g)
+        return Marker("trtllm", phase_of_counts(c, g), _int(m.group(1)), wl)
+    return None
+
+
+# --- Python-stack markers (traces recorded with_stack and no annotation) ------------------------
+
+_PY_VLLM = re.compile(r"(?:^|/)gpu_worker\.py\(\d+\): execute_model$")
+_PY_SGLANG = re.compile(r"(?:^|/)model_runner\.py\(\d+\): forward_(extend|decode)$")
+_PY_HF_GENERATE = re.compile(r"(?:^|/)transformers/generation/utils\.py\(\d+\): generate$")
+_PY_HF_FORWARD = re.compile(r"(?:^|/)transformers/models/[^/]+/modeling_\w+\.py\(\d+\): forward$")
+PYTHON_FRAME = re.compile("|".join(p.pattern for p in (_PY_VLLM, _PY_SGLANG, _PY_HF_GENERATE, _PY_HF_FORWARD)))
+
+
+def wanted_python_frame(name: str) -> bool:
+    """Whether a `python_function` event can matter for steps (importers keep only these)."""
+    return bool(PYTHON_FRAME.search(name))
+
+
+# --- the user's pattern ------------------------------------------------------------------------
+
+_user: re.Pattern | None = None
+
+
+def compile_user_pattern(text: str) -> re.Pattern:
+    """`--steps REGEX`: a regular expression searched in range names; named groups `phase`
+    (prefill/decode/mixed, or any word), `tokens` (new tokens of the step) and `step` (its number).
+    Raises ValueError with a one-line reason."""
+    try:
+        rx = re.compile(text)
+    except re.error as exc:
+        raise ValueError(f"--steps {text!r} is not a regular expression: {exc}") from None
+    unknown = set(rx.groupindex) - {"phase", "tokens", "step"}
+    if unknown:
+        raise ValueError(f"--steps: unknown named group(s) {sorted(unknown)} (use phase, tokens, step)")
+    return rx
+
+
+def set_user_pattern(text: str | re.Pattern | None) -> None:
+    """Make `--steps` the step marker of every trace imported afterwards in this process."""
+    global _user
+    _user = compile_user_pattern(text) if isinstance(text, str) else text
+
+
+def user_pattern() -> re.Pattern | None:
+    return _user
+
+
+def _user_marker(name: str, rx: re.Pattern) -> Marker | None:
+    m = rx.search(name)
+    if not m:
+        return None
+    g = m.groupdict()
+    phase = g.get("phase")
+    phase = phase.lower() if phase else None
+    phase = "prefill" if phase in ("extend", "context", "ctx") else phase
+    tokens = _int(g.get("tokens"))
+    return Marker("user", phase, _int(g.get("step")), {} if tokens is None else {"new_tokens": tokens})
+
+
+def parse_marker(name: str | None, user: re.Pattern | None = None) -> Marker | None:
+    """The marker a range name is, or None. With a user pattern, only it counts."""
+    if not name:
+        return None
+    if user is not None:
+        return _user_marker(name, user)
+    mk = _engine_marker(name)
+    if mk is not None:
+        return mk
+    m = _RECORDER.match(name)
+    if m:
+        return Marker("recorder", None, _int(m.group(1)))
+    m = _PROFILER.match(name)
+    if m:
+        return Marker("profiler", None, _int(m.group(1)))
+    return None
+
+
+# --- NVTX / annotation paths (phase, step, layer of one path) -----------------------------------
+
+_STEP_RE = re.compile(r"(?:^|/)(?:step[=_# ]?|ProfilerStep#)(\d+)(?:/|$)")
+_LAYER_RE = re.compile(r"(?:^|/)(?:layer|layers)[=_.# ]?(\d+)(?:/|$)")
+_PHASE_RE = re.compile(r"(?:^|/)(prefill|decode)(?=/|$|[=_ ])", re.IGNORECASE)
+# SGLang's profiler labels forward passes with the forward mode.
+_SGLANG_RE = re.compile(r"(?:forward_)?(extend|prefill|decode)(?:_batch)?\b", re.IGNORECASE)
+
+
+def parse_path(path: str | None) -> tuple[str | None, int | None, int | None]:
+    """(phase, step, layer) from a path like `decode/step=12/layer=3/attn`; None where absent.
+
+    The step number is the one the path names; a marker that repeats its name (vLLM) gets its
+    step from the importer (`assign`), not from here."""
+    if not path:
+        return None, None, None
+    phase = None
+    m = _PHASE_RE.search(path)
+    if m:
+        phase = m.group(1).lower()
+    else:
+        for seg in reversed(path.split("/")):  # the innermost engine marker says the phase
+            mk = _engine_marker(seg)
+            if mk is not None and mk.phase:
+                phase = mk.phase
+                break
+        else:
+            s = _SGLANG_RE.search(path)
+            if s:
+                phase = "prefill" if s.group(1).lower() in ("extend", "prefill") else "decode"
+    m = _STEP_RE.search(path)
+    step = _int32(m.group(1)) if m else None
+    m = _LAYER_RE.search(path)
+    layer = _int32(m.group(1)) if m else None
+    return phase, step, layer
+
+
+def _int32(digits: str) -> int | None:
+    """A step or layer number; one that does not fit the int32 column is not a number we can use."""
+    v = int(digits[:12])
+    return v if len(digits) <= 10 and v < 2**31 else None
+
+
+def parse_paths(paths: pd.Series) -> pd.DataFrame:
+    """Vectorised `parse_path` -> DataFrame(phase, step, layer) aligned with `paths`."""
+    uniq = pd.unique(paths.dropna())
+    parsed = {p: parse_path(p) for p in uniq}
+
+    def col(i):
+        return paths.map({p: v[i] for p, v in parsed.items()})
+    return pd.DataFrame({
+        "phase": col(0).astype(object),
+        "step": pd.array(col(1), dtype="Int32"),
+        "layer": pd.array(col(2), dtype="Int32"),
+    }, index=paths.index)
+
+
+# --- finding the steps of one trace ------------------------------------------------------------
+
+@dataclass
+class Steps:
+    """The step occurrences of a trace, in time order (arrays aligned)."""
+
+    thread: np.ndarray   # int64: the CPU thread of the marker
+    start: np.ndarray    # int64 ns: CPU range
+    end: np.ndarray
+    row: np.ndarray      # int64: index of the marker among the importer's ranges (-1: a Python frame)
+    phase: list
+    index: np.ndarray    # int64
+    entries: list        # the `meta["steps"]` entry of each
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    @classmethod
+    def empty(cls) -> "Steps":
+        z = np.zeros(0, np.int64)
+        return cls(z, z, z, z, [], z, [])
+
+
+def outermost(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Mask of the intervals no other interval of the same thread encloses (ranges nest per thread).
+
+    Sorted by (thread, start, longest first), an interval is enclosed iff an earlier one on its thread
+    ends after it starts: a running max of the ends per thread, without the interval itself."""
+    n = len(start)
+    if not n:
+        return np.zeros(0, bool)
+    order = np.lexsort((-(end - start), start, thread))
+    th, s, e = thread[order], start[order], end[order]
+    run = pd.Series(e).groupby(th).cummax().to_numpy()
+    prev = np.empty(n, dtype=np.int64)
+    prev[0] = np.iinfo(np.int64).min
+    prev[1:] = run[:-1]
+    prev[np.r_[True, th[1:] != th[:-1]]] = np.iinfo(np.int64).min
+    out = np.empty(n, bool)
+    out[order] = s >= prev
+    return out
+
+
+def find_steps(names: Sequence, paths: Sequence, thread: np.ndarray, start: np.ndarray, end: np.ndarray,
+               py: tuple | None = None, user: re.Pattern | None = None) -> Steps:
+    """The step occurrences among ranges (annotations, NVTX) and, failing those, Python frames.
+
+    `names`/`paths`: each range's own label and its path (enclosing labels joined by "/");
+    `py`: (thread, start, end, names) of the Python frames kept (`wanted_python_frame`)."""
+    thread, start, end = (np.asarray(a, dtype=np.int64) for a in (thread, start, end))
+    uniq = {n: parse_marker(n, user) for n in dict.fromkeys(names) if isinstance(n, str)}
+    marks = [uniq.get(n) if isinstance(n, str) else None for n in names]
+    tiers = [m.tier for m in marks if m is not None]
+    if tiers:
+        best = min(tiers)
+        sel = np.array([m is not None and m.tier == best for m in marks], dtype=bool)
+        idx = np.flatnonzero(sel)
+        keep = outermost(thread[idx], start[idx], end[idx])
+        idx = idx[keep]
+        order = np.argsort(start[idx], kind="stable")
+        idx = idx[order]
+        chosen = [marks[i] for i in idx.tolist()]
+        phases = []
+        for i, mk in zip(idx.tolist(), chosen):
+            ph = mk.phase
+            if ph is None and mk.source in ("recorder", "user"):
+                ph = parse_path(paths[i])[0]  # the Recorder's `decode/step=3`
+            phases.append(ph)
+        return _numbered(thread[idx], start[idx], end[idx], idx, phases, chosen, [names[i] for i in idx.tolist()])
+    if py is not None and user is None and len(py[1]):
+        return _python_steps(*py)
+    return Steps.empty()
+
+
+def _numbered(thread, start, end, row, phases, marks, labels) -> Steps:
+    """Indices: what the name says, else the occurrence's order (0-based, in time order)."""
+    named = [m.index for m in marks]
+    if all(i is not None for i in named) and len(set(zip(phases, named))) == len(named):
+        index = np.array(named, dtype=np.int64)
+    else:
+        index = np.arange(len(marks), dtype=np.int64)
+    entries = []
+    for ph, i, m, label in zip(phases, index.tolist(), marks, labels):
+        entry = {"phase": ph, "index": i, "marker": label, "source": m.source}
+        entry.update({k: m.workload[k] for k in WORKLOAD_KEYS if m.workload.get(k) is not None})
+        entries.append(entry)
+    return Steps(np.asarray(thread, np.int64), np.asarray(start, np.int64), np.asarray(end, np.int64),
+                 np.asarray(row, np.int64), phases, index, entries)
+
+
+def _python_steps(thread, start, end, names) -> Steps:
+    thread, start, end = (np.asarray(a, dtype=np.int64) for a in (thread, start, end))
+    names = list(names)
+    kinds = {n: ("vllm" if _PY_VLLM.search(n) else "sglang" if _PY_SGLANG.search(n) else
+                 "generate" if _PY_HF_GENERATE.search(n) else "forward" if _PY_HF_FORWARD.search(n) else None)
+             for n in set(names) if isinstance(n, str)}
+    kind = np.array([kinds.get(n) for n in names], dtype=object)
+    for engine in ("vllm", "sglang"):
+        idx = np.flatnonzero(kind == engine)
+        if len(idx):
+            idx = idx[outermost(thread[idx], start[idx], end[idx])]
+            idx = idx[np.argsort(start[idx], kind="stable")]
+            marks, phases = [], []
+            for i in idx.tolist():
+                m = _PY_SGLANG.search(names[i]) if engine == "sglang" else None
+                ph = None if m is None else ("prefill" if m.group(1) == "extend" else "decode")
+                phases.append(ph)
+                marks.append(Marker("python", ph))
+            return _numbered(thread[idx], start[idx], end[idx], np.full(len(idx), -1), phases, marks,
+                             [names[i] for i in idx.tolist()])
+    gen, fwd = np.flatnonzero(kind == "generate"), np.flatnonzero(kind == "forward")
+    if not len(gen) or not len(fwd):
+        return Steps.empty()
+    # Hugging Face: each outermost model forward inside a generate call is one step
+    gen = gen[outermost(thread[gen], start[gen], end[gen])]
+    fwd = fwd[outermost(thread[fwd], start[fwd], end[fwd])]
+    owner = locate_on_threads(thread[gen], start[gen], end[gen], thread[fwd], start[fwd])
+    fwd, owner = fwd[owner >= 0], owner[owner >= 0]
+    order = np.lexsort((start[fwd], owner))
+    fwd, owner = fwd[order], owner[order]
+    first = np.r_[True, owner[1:] != owner[:-1]] if len(owner) else np.zeros(0, bool)
+    phases = ["prefill" if f else "decode" for f in first.tolist()]
+    order = np.argsort(start[fwd], kind="stable")
+    fwd = fwd[order]
+    phases = [phases[i] for i in order.tolist()]
+    marks = [Marker("python", p) for p in phases]
+    return _numbered(thread[fwd], start[fwd], end[fwd], np.full(len(fwd), -1), phases, marks,
+                     [names[i] for i in fwd.tolist()])
+
+
+def locate_on_threads(wthread: np.ndarray, wstart: np.ndarray, wend: np.ndarray,
+                      qthread: np.ndarray, qtime: np.ndarray) -> np.ndarray:
+    """For each query (thread, time): the window of that thread holding it, or -1. The windows of
+    one thread must not overlap (outermost markers). A loop over distinct threads only."""
+    out = np.full(len(qtime), -1, dtype=np.int64)
+    if not len(wstart) or not len(qtime):
+        return out
+    for th in np.unique(wthread):
+        w = np.flatnonzero(wthread == th)
+        w = w[np.argsort(wstart[w], kind="stable")]
+        q = np.flatnonzero(qthread == th)
+        if not len(q):
+            continue
+        pos = np.searchsorted(wstart[w], qtime[q], side="right") - 1
+        ok = (pos >= 0) & (qtime[q] < wend[w][pos.clip(0)])
+        out[q[ok]] = w[pos[ok]]
+    return out
+
+
+# --- GPU work -> steps ---------------------------------------------------------------------------
+
+def gpu_windows(steps: Steps, gpu_start: np.ndarray, gpu_end: np.ndarray, launch_thread: np.ndarray,
+                launch_time: np.ndarray, spans: tuple | None = None) -> tuple[np.ndarray, np.ndarray, list]:
+    """Each step's window on the GPU clock: the hull of its GPU annotation spans (`spans`: (step
+    position, start, end) arrays) and of the GPU work launched inside its CPU range on its thread;
+    start > end for a step with neither, unless no step has either: then the CPU ranges.
+    Returns (start, end, how)."""
+    n = len(steps)
+    lo = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    hi = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    how = [None] * n
+    if spans is not None and len(spans[0]):
+        k, s, e = (np.asarray(a, dtype=np.int64) for a in spans)
+        ok = k >= 0
+        np.minimum.at(lo, k[ok], s[ok])
+        np.maximum.at(hi, k[ok], e[ok])
+        for i in np.unique(k[ok]).tolist():
+            how[i] = "gpu annotation"
+    launched = locate_on_threads(steps.thread, steps.start, steps.end, launch_thread, launch_time)
+    # launched from a thread without step markers (autograd's backward thread, a communication
+    # thread): the step whose CPU range was open then, on whatever thread
+    other = np.flatnonzero((launched < 0) & ~np.isin(launch_thread, steps.thread))
+    if len(other) and n:
+        order = np.argsort(steps.start, kind="stable")
+        cut = steps.end[order].copy()
+        cut[:-1] = np.minimum(cut[:-1], steps.start[order][1:])
+        zeros = np.zeros(n, np.int64)
+        hit = locate_on_threads(zeros, steps.start[order], cut, np.zeros(len(other), np.int64), launch_time[other])
+        launched[other[hit >= 0]] = order[hit[hit >= 0]]
+    ok = launched >= 0
+    if ok.any():
+        before_lo, before_hi = lo.copy(), hi.copy()
+        np.minimum.at(lo, launched[ok], gpu_start[ok])
+        np.maximum.at(hi, launched[ok], gpu_end[ok])
+        grew = np.flatnonzero((lo != before_lo) | (hi != before_hi))
+        for i in grew.tolist():
+            how[i] = "launches" if how[i] is None else "gpu annotation + launches"
+    # no GPU work tied to any step (no launch records, no GPU spans): the CPU ranges, the only clock
+    # there is. Never for some steps only: a CPU range would overlap the GPU windows of earlier steps,
+    # which run behind the CPU, and take their kernels.
+    if n and (lo > hi).all():
+        lo, hi = steps.start.copy(), steps.end.copy()
+        how = ["cpu range"] * n
+    return lo, hi, how
+
+
+def assign(win_start: np.ndarray, win_end: np.ndarray, index: np.ndarray, phases: list,
+           t: np.ndarray) -> tuple[pd.arrays.IntegerArray, np.ndarray]:
+    """(step, phase) of each time `t` (a kernel's start): the window holding it, else null step and
+    the outside-steps phase. Windows with start > end (no work) are skipped; overlapping windows are
+    cut at the next window's start."""
+    t = np.asarray(t, dtype=np.int64)
+    has = np.flatnonzero(win_start <= win_end)
+    step = np.zeros(len(t), dtype=np.int64)
+    null = np.ones(len(t), dtype=bool)
+    phase = np.full(len(t), None, dtype=object)
+    if not len(has) or not len(t):
+        return pd.arrays.IntegerArray(step, null), phase
+    has = has[np.argsort(win_start[has], kind="stable")]
+    s, e = win_start[has], win_end[has].copy()
+    e[:-1] = np.minimum(e[:-1], s[1:])
+    pos = np.searchsorted(s, t, side="right") - 1
+    inside = (pos >= 0) & (t <= e[pos.clip(0)])
+    # a window ends with its last kernel's end: a kernel starting there is not in it, unless the
+    # window is that one zero-length kernel
+    inside &= (t < e[pos.clip(0)]) | (s[pos.clip(0)] == e[pos.clip(0)])
+    slot = has[pos[inside]]
+    step[inside] = index[slot]
+    null[inside] = False
+    phase_arr = np.array(list(phases) + [None], dtype=object)[:-1]
+    phase[inside] = phase_arr[slot]
+    out = ~inside
+    phase[out] = np.where(t[out] < s[0], BEFORE_FIRST_STEP, np.where(t[out] >= e.max(), AFTER_LAST_STEP, BETWEEN_STEPS))
+    return pd.arrays.IntegerArray(step, null), phase
+
+
+def assign_cpu(steps: Steps, thread: np.ndarray, t: np.ndarray) -> tuple[pd.arrays.IntegerArray, np.ndarray]:
+    """(step, phase) of CPU rows (ops of a CPU-only run, ranges) from the step's CPU range on their
+    thread; rows outside every step get null for both (their path still says what it can)."""
+    slot = locate_on_threads(steps.thread, steps.start, steps.end, np.asarray(thread, np.int64), np.asarray(t, np.int64))
+    ok = slot >= 0
+    step = np.where(ok, steps.index[slot.clip(0)] if len(steps) else 0, 0).astype(np.int64)
+    phase_arr = np.array(list(steps.phase) + [None], dtype=object)
+    phase = np.where(ok, phase_arr[slot], None).astype(object)
+    return pd.arrays.IntegerArray(step, ~ok), phase
+
+
+def attach_windows(steps: Steps, lo: np.ndarray, hi: np.ndarray, how: list, origin: int) -> list:
+    """The `meta["steps"]` entries with each step's GPU window (ns from the trace origin) and how it
+    was found."""
+    out = []
+    for e, a, b, h in zip(steps.entries, lo.tolist(), hi.tolist(), how):
+        entry = dict(e)
+        if a <= b:
+            entry.update(gpu_start_ns=a - origin, gpu_end_ns=b - origin, window=h)
+        out.append(entry)
+    return out
