@@ -13,8 +13,10 @@ import pandas as pd
 from ..devices import Peaks, peaks as device_peaks
 from ..format import fmt_bytes, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate
 from ..trace import STALL_COLUMNS, Trace
-from . import attention, diff, findings, gap, groups, metrics, stalls, tree
+from ..models import ModelSpec
+from . import attention, diff, findings, gap, groups, metrics, model_cost, stalls, tree
 from .findings import Finding
+from .model_cost import Workload
 
 __all__ = ["Analysis", "analyze", "compare", "Finding"]
 
@@ -22,9 +24,13 @@ __all__ = ["Analysis", "analyze", "compare", "Finding"]
 class Analysis:
     """Everything rooftop says about one trace, computed lazily and cached."""
 
-    def __init__(self, trace: Trace, peaks: Peaks | None = None):
+    def __init__(self, trace: Trace, peaks: Peaks | None = None, model: ModelSpec | None = None,
+                 workload: Workload | None = None):
         self.trace = trace
         self.peaks = peaks if peaks is not None else device_peaks(trace.meta)
+        # The model-level accounting: `--model` when given, else the model the trace's metadata describes.
+        self.model = model if model is not None else model_cost.spec_from_meta(trace.meta)
+        self.workload = workload or Workload()
         self._groups: dict[tuple, pd.DataFrame] = {}
 
     # --- ceilings -------------------------------------------------------------------------------
@@ -44,7 +50,7 @@ class Analysis:
             new = dataclasses.replace(p, flops=p.datasheet_flops, bw=p.datasheet_bw, source="datasheet")
         else:
             raise ValueError(f"no {source} peaks for this trace")
-        return Analysis(self.trace, new)
+        return Analysis(self.trace, new, self.model, self.workload)
 
     @property
     def ceilings(self) -> dict:
@@ -62,13 +68,19 @@ class Analysis:
     @cached_property
     def steps(self) -> pd.DataFrame:
         p = self.peaks
-        return metrics.step_table(self.timed, self.trace.meta, p.flops, p.bw, self.ridge)
+        st = metrics.step_table(self.timed, self.trace.meta, p.flops, p.bw, self.ridge)
+        return model_cost.add_step_costs(st, self.model, self.trace.meta, self.workload, p.flops, p.bw)
 
     @cached_property
     def phases(self) -> pd.DataFrame:
         p = self.peaks
         out = metrics.phase_table(self.timed, self.steps, self.trace.meta, p.flops, p.bw, self.ridge)
-        return metrics.both_utilizations(out, p)
+        out = metrics.both_utilizations(out, p)
+        return model_cost.add_phase_costs(out, self.steps, p.flops, p.bw)
+
+    @cached_property
+    def model_summary(self) -> dict | None:
+        return model_cost.model_summary(self.model)
 
     @cached_property
     def rank_steps(self) -> pd.DataFrame | None:
@@ -234,8 +246,9 @@ def _phase_split(rows: pd.DataFrame) -> str:
     return " · ".join(f"{p} {fmt_pct(v / t.sum(), 0)}" for p, v in t.items())
 
 
-def analyze(trace: Trace, peaks: Peaks | None = None) -> Analysis:
-    return Analysis(trace, peaks)
+def analyze(trace: Trace, peaks: Peaks | None = None, model: ModelSpec | None = None,
+            workload: Workload | None = None) -> Analysis:
+    return Analysis(trace, peaks, model, workload)
 
 
 def compare(a: Analysis, b: Analysis) -> diff.Diff:
