@@ -130,9 +130,10 @@ class RooftopApp(App[int]):
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
 
-    def __init__(self, paths: list[str]) -> None:
+    def __init__(self, paths: list[str], **analysis_options: Any) -> None:
         super().__init__()
         self.paths = [str(p) for p in paths]
+        self.analysis_options = analysis_options  # `--model` and the workload flags, for `analyze`
         self.analyses: list[Any] = []
         self.errors: list[str] = []
         self._results: dict[int, Any] = {}
@@ -154,7 +155,7 @@ class RooftopApp(App[int]):
             self.post_message(Previewed(p))
             p.shown.wait(timeout=PAINT_WAIT_S)
         try:
-            analysis = open_analysis(path)
+            analysis = open_analysis(path, **self.analysis_options)
         except TraceError as exc:
             self.post_message(LoadFailed(index, str(exc)))
             return
@@ -256,9 +257,10 @@ class RooftopApp(App[int]):
         self.notify(f"Wrote {len(frame)} rows to {path}", title="exported", markup=False)
 
 
-def run_app(paths: list[str]) -> int:
-    """Run the TUI on one trace (or two, for Compare); 2 when nothing could be opened."""
-    app = RooftopApp(paths)
+def run_app(paths: list[str], **analysis_options: Any) -> int:
+    """Run the TUI on one trace (or two, for Compare); 2 when nothing could be opened.
+    `analysis_options` go to `rooftop.analysis.analyze` (model, workload)."""
+    app = RooftopApp(paths, **analysis_options)
     code = app.run()
     if app.errors and not app.analyses:
         for line in app.errors:

@@ -100,12 +100,12 @@ def overview_ready(a: Any) -> bool:
     return all(name in vars(a) for name in OVERVIEW_REST)
 
 
-def analyze_warm(trace: Trace) -> Any:
+def analyze_warm(trace: Trace, **options: Any) -> Any:
     """The Analysis, with what the Overview's first paint reads already computed (off the UI thread):
-    the identity line only for a big trace, everything for a small one."""
+    the identity line only for a big trace, everything for a small one. `options` go to `analyze`."""
     from rooftop.analysis import analyze
 
-    a = analyze(trace)
+    a = analyze(trace, **options)
     a.identity
     if len(a.timed) < WARM_ALL_BELOW:
         warm_overview_rest(a)
@@ -113,8 +113,8 @@ def analyze_warm(trace: Trace) -> Any:
     return a
 
 
-def open_analysis(path: str) -> Any:
-    a = analyze_warm(load(path))
+def open_analysis(path: str, **options: Any) -> Any:
+    a = analyze_warm(load(path), **options)
     # Reading Parquet into pandas goes through Arrow buffers that are freed by then, but pyarrow's
     # allocator (mimalloc) keeps their pages: ~330 MB of RSS at 1M kernels, given back here.
     pa.default_memory_pool().release_unused()

@@ -160,7 +160,14 @@ class Analysis:
     def gap(self) -> pd.DataFrame | None:
         if self.trace.modeled:
             return None  # a modeled trace is the ideal
-        return gap.gap_table(self.timed, self.phases, self.peaks.flops, self.peaks.bw)
+        return gap.gap_table(self.timed, self.phases, self.peaks.flops, self.peaks.bw, self.steps)
+
+    @cached_property
+    def gap_steps(self) -> pd.DataFrame | None:
+        """The gap to ideal of every step (per kernel where costs cover it, else from model bytes)."""
+        if self.trace.modeled:
+            return None
+        return gap.gap_steps(self.timed, self.peaks.flops, self.peaks.bw, self.steps)
 
     # --- identity and detail --------------------------------------------------------------------
     @cached_property

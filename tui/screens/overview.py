@@ -163,7 +163,7 @@ def rank_gap(a) -> pd.DataFrame | None:
         return a.gap
     from rooftop.analysis.gap import gap_table as core_gap_table
 
-    return core_gap_table(a.timed[a.timed["rank"] == ranks[0]], a.phases, a.peaks.flops, a.peaks.bw)
+    return core_gap_table(a.timed[a.timed["rank"] == ranks[0]], a.phases, a.peaks.flops, a.peaks.bw, a.steps)
 
 
 class OverviewScreen(RooftopScreen):
