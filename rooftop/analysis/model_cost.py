@@ -187,7 +187,9 @@ def _meta_workload(meta: dict) -> pd.DataFrame:
 
 
 def _col(frame: pd.DataFrame, name: str) -> np.ndarray:
-    return frame[name].to_numpy(dtype="float64", na_value=np.nan) if name in frame else np.full(len(frame), np.nan)
+    if name not in frame:
+        return np.full(len(frame), np.nan)
+    return np.array(frame[name].to_numpy(dtype="float64", na_value=np.nan), dtype="float64", copy=True)
 
 
 def add_step_costs(steps: pd.DataFrame, spec: ModelSpec | None, meta: dict, workload: Workload | None,
@@ -258,7 +260,8 @@ def add_step_costs(steps: pd.DataFrame, spec: ModelSpec | None, meta: dict, work
     out["batch"] = np.where(split, seqs, batch)
     out["new_tokens"] = np.where(split, tokens, new)
     out["context"] = ctx
-    out["tokens"] = out["new_tokens"]
+    out["tokens"] = (out["tokens"].astype("float64").fillna(out["new_tokens"]) if "tokens" in out
+                     else out["new_tokens"])
     out["tokens_per_s"] = out["new_tokens"] / span
     cols = {"model_weight_bytes": np.where(known, w, np.nan), "model_kv_read_bytes": np.where(known, kr, np.nan),
             "model_kv_write_bytes": np.where(known, kw, np.nan), "model_bytes": mb, "model_flops": fl,
