@@ -100,18 +100,25 @@ def gap_steps(timed: pd.DataFrame, peak_flops, peak_bw, steps: pd.DataFrame | No
 
 def gap_table(timed: pd.DataFrame, phases: pd.DataFrame, peak_flops, peak_bw,
               steps: pd.DataFrame | None = None) -> pd.DataFrame | None:
-    """The per-step split summed per phase; `basis` says "kernels", "model" or "mixed"."""
+    """The per-step split summed per phase; `basis` says "kernels", "model" or "mixed". A phase's
+    measured time and launch gaps are the phase table's (its span and idle time), so the parts add
+    up to what the phase table shows."""
     if phases.empty:
         return None
     out = _split(timed, peak_flops, peak_bw, steps)
     if out is None:
         return None
     g = out.groupby("phase", sort=False)
-    sums = g[["measured_ns", *PARTS]].sum()
-    sums["basis"] = g["basis"].agg(lambda b: (lambda s: None if not s else s.pop() if len(s) == 1 else "mixed")(
-        set(b.dropna())))
-    order = phases["phase"]
-    sums = sums.reindex(order[order.isin(sums.index)])
-    sums["ideal_frac"] = sums["ideal_ns"] / sums["measured_ns"].where(sums["measured_ns"] > 0)
-    return sums.reset_index()[["phase", "measured_ns", "ideal_ns", "slow_kernels_ns", "extra_bytes_ns",
-                               "launch_gaps_ns", "unmodeled_ns", "ideal_frac", "basis"]]
+    sums = g[["ideal_ns", "slow_kernels_ns", "extra_bytes_ns", "unmodeled_ns"]].sum()
+    sums["basis"] = g["basis"].agg(_one_basis)
+    ph = phases.set_index("phase")[["span_ns", "idle_ns"]].rename(columns={"span_ns": "measured_ns",
+                                                                           "idle_ns": "launch_gaps_ns"})
+    res = ph.join(sums, how="inner")
+    res["ideal_frac"] = res["ideal_ns"] / res["measured_ns"].where(res["measured_ns"] > 0)
+    return res.reset_index()[["phase", "measured_ns", "ideal_ns", "slow_kernels_ns", "extra_bytes_ns",
+                              "launch_gaps_ns", "unmodeled_ns", "ideal_frac", "basis"]]
+
+
+def _one_basis(b: pd.Series) -> str | None:
+    kinds = set(b.dropna())
+    return None if not kinds else kinds.pop() if len(kinds) == 1 else "mixed"
