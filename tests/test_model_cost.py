@@ -225,3 +225,21 @@ def test_diff_with_model(tmp_path, capsys):
     row = doc["phases"][0]
     assert row["model_mbu_a"] == pytest.approx(15_278_415_872 / 6.58e-3 / H100_BW)
     assert np.isclose(row["model_mbu_ratio"], 1.0)
+
+
+def test_qwen3_moe_prefill_worked_example(tmp_path):
+    """The README's second worked example: one 2,048-token prompt through Qwen3-30B-A3B in bf16."""
+    spec = load_spec(write(tmp_path, QWEN3_30B_A3B))
+    assert experts_touched(spec, [1, 16, 2048]) == pytest.approx([8, 82.4225, 128], abs=1e-4)
+    layer = 2048 * 128 * 72 + 4_352 + 262_144 + 128 * 3 * 2048 * 768
+    assert layer == 623_120_640
+    weights = 2 * (48 * layer + 2_048 + 151_936 * 2_048)
+    assert weight_bytes(spec, 2048) == pytest.approx(weights, rel=1e-12) and weights == 60_441_915_392
+    kv = 2048 * 2 * 48 * 4 * 128 * 2
+    total = weight_bytes(spec, 2048) + kv_read_bytes(spec, 1, 2048) + kv_write_bytes(spec, 2048)
+    assert total == pytest.approx(weights + 2 * kv) and (weights + 2 * kv) / 1e9 == pytest.approx(60.84, abs=0.005)
+    active = 48 * (2048 * 128 * 72 + 4_352 + 262_144 + 8 * 3 * 2048 * 768) + 2_048
+    assert active == 2_730_702_848
+    flops = 2 * 2048 * active + 2 * 151_936 * 2_048 + 4 * 32 * 128 * (2048 * 2049 // 2) * 48
+    assert step_flops(spec, 2048, [(1, 2048, 2048)]) == flops
+    assert flops / 1e12 == pytest.approx(12.84, abs=0.005) and flops / (weights + 2 * kv) == pytest.approx(211, abs=0.5)
