@@ -39,8 +39,8 @@ def test_prefill_and_decode_steps(run):
     assert set(ops.loc[ops["phase"] == "prefill", "step"]) == {0}
     assert {"prefill/step=0/layer=0/attn", "prefill/step=0/layer=1/mlp",
             f"decode/step={N - 1}/layer=1/attn", "decode/step=0/head"} <= set(ops["path"])
-    assert run.meta["steps"] == [{"phase": "prefill", "index": 0, "batch": B, "new_tokens": S, "context": S}] + [
-        {"phase": "decode", "index": i, "batch": B, "new_tokens": 1, "context": S + i + 1} for i in range(N)]
+    assert run.meta["steps"] == [{"phase": "prefill", "index": 0, "batch": B, "new_tokens": B * S, "context": S}] + [
+        {"phase": "decode", "index": i, "batch": B, "new_tokens": B, "context": S + i + 1} for i in range(N)]
     w = run.meta["workload"]
     assert (w["batch"], w["prompt_len"], w["gen_len"], w["dtype"], w["attn"]) == (B, S, N, "fp32", "auto")
     assert run.meta["model"]["name"] == "tiny" and run.meta["source"]["tool"] == "rooftop collect"
