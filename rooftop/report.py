@@ -214,8 +214,14 @@ def _model_lines(a: Analysis) -> list[str]:
     for i in order:
         r = ph.iloc[i]
         name = _printable(r["phase"])
+        if not r.get("steps"):
+            continue  # work outside any step: no step to account for
         if not r.get("model_steps"):
             out.append(f"  {name:8s} model MBU —: {_printable(r.get('model_reason') or 'unknown')}")
+            continue
+        if not a.peaks.bw:
+            out.append(f"  {name:8s} model MBU —: no peak bandwidth ({_printable(a.peaks.reason)});"
+                       f" {fmt_bytes(r['model_bytes_per_step'])}/step over {int(r['model_steps'])} steps")
             continue
         known = st[(st["phase"] == r["phase"]) & st["model_bytes"].notna()]
         mean_span = known["span_ns"].mean()
