@@ -243,3 +243,15 @@ def test_qwen3_moe_prefill_worked_example(tmp_path):
     flops = 2 * 2048 * active + 2 * 151_936 * 2_048 + 4 * 32 * 128 * (2048 * 2049 // 2) * 48
     assert step_flops(spec, 2048, [(1, 2048, 2048)]) == flops
     assert flops / 1e12 == pytest.approx(12.84, abs=0.005) and flops / (weights + 2 * kv) == pytest.approx(211, abs=0.5)
+
+
+def test_unknown_device_keeps_bytes_and_says_why_no_mbu(tmp_path, capsys):
+    t = graph_trace(tmp_path, [{"phase": "decode", "index": i, "batch": 1, "new_tokens": 1, "context": 2048}
+                               for i in range(3)])
+    meta = dict(t.meta, device={"name": "Tesla T4"})
+    path = write_trace(tmp_path / "t4.parquet", t.events, meta)
+    a = analyze(load_trace(path), model=load_spec("llama3-8b"))
+    assert a.steps["model_bytes"].tolist() == [15_278_415_872] * 3  # the bytes do not need a peak
+    assert a.steps["model_mbu"].isna().all()
+    assert main(["report", str(path), "--model", "llama3-8b"]) == 0
+    assert "model MBU —: no peak bandwidth" in capsys.readouterr().out
