@@ -255,3 +255,28 @@ def test_unknown_device_keeps_bytes_and_says_why_no_mbu(tmp_path, capsys):
     assert a.steps["model_mbu"].isna().all()
     assert main(["report", str(path), "--model", "llama3-8b"]) == 0
     assert "model MBU —: no peak bandwidth" in capsys.readouterr().out
+
+
+VLLM_GB10 = ("traces/Navi-AI-Lab__nvllm__benchmarks__nvllm__traces__cute_paged_attn__2026-04-13-nsys__"
+             "rank0.1776116491109655086.pt.trace.json.gz")
+QWEN25_7B = {"model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
+             "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064, "tie_word_embeddings": False,
+             "torch_dtype": "bfloat16"}
+
+
+def test_vllm_capture_gets_model_bytes_per_decode_step(fixtures_dir, tmp_path):
+    """The real vLLM capture (GB10, steps `execute_context_0(0)_generation_4(4)`): with a dense
+    config and `--context 1024`, every decode step has its model bytes, by hand: Qwen2.5-7B weights
+    2 x 7,070,619,136 + KV 57,344 B/token x (4 x 1024 read + 4 written)."""
+    pytest.importorskip("rooftop.steps", reason="vLLM step names are parsed by rooftop.steps")
+    from collectors.readers.importers import load_any
+
+    a = analyze(load_any(str(fixtures_dir / VLLM_GB10)), model=load_spec(write(tmp_path, QWEN25_7B)),
+                workload=Workload(context=1024))
+    dec = a.steps[a.steps["phase"] == "decode"]
+    assert len(dec) > 0 and (dec["batch"] == 4).all() and (dec["new_tokens"] == 4).all()
+    assert dec["model_bytes"].tolist() == [2 * 7_070_619_136 + 57_344 * (4 * 1024 + 4)] * len(dec)
+    if a.peaks.bw:  # GB10 in the spec table: a model MBU per decode step
+        assert dec["model_mbu"].notna().all() and (dec["model_mbu"] < 1).all()
+    else:
+        assert dec["model_mbu"].isna().all()
