@@ -163,13 +163,15 @@ def _int(doc: dict, key: str, path: str, default: Any = ..., allow_zero: bool = 
 
 def config_from_hf(doc: dict, path: str) -> ModelConfig:
     mtype = doc.get("model_type")
-    if mtype not in DENSE | MOE:
+    if not isinstance(mtype, str) or mtype not in DENSE | MOE:
         raise ConfigError(path, f"field 'model_type': {mtype!r} is not modeled",
                           f"supported: {', '.join(sorted(DENSE | MOE))}")
     for key, what in UNMODELED.items():
         if doc.get(key):
             raise ConfigError(path, f"field {key!r}: {what} are not modeled")
     layers = _int(doc, "num_hidden_layers", path)
+    if layers > 100_000:  # per-layer tables below are built in memory
+        raise ConfigError(path, f"field 'num_hidden_layers': {layers} is not a plausible layer count")
     hidden = _int(doc, "hidden_size", path)
     heads = _int(doc, "num_attention_heads", path)
     kv_heads = _int(doc, "num_key_value_heads", path, heads)
@@ -182,10 +184,9 @@ def config_from_hf(doc: dict, path: str) -> ModelConfig:
     tied = doc.get("tie_word_embeddings", False)
     if not isinstance(tied, bool):
         raise ConfigError(path, f"field 'tie_word_embeddings': {tied!r} is not true or false")
+    # rope_theta and the norm eps change no byte or FLOP count: not read
     kw: dict[str, Any] = dict(name=_name(doc, path, mtype), layers=layers, hidden=hidden, heads=heads,
-                              kv_heads=kv_heads, head_dim=head_dim, vocab=vocab, tied_embeddings=tied,
-                              rope_theta=float(doc.get("rope_theta") or 10000.0),
-                              norm_eps=float(doc.get("rms_norm_eps") or 1e-5))
+                              kv_heads=kv_heads, head_dim=head_dim, vocab=vocab, tied_embeddings=tied)
     attention_bias = bool(doc.get("attention_bias", False))
     kw["qkv_bias"] = mtype in ("qwen2", "qwen2_moe") or attention_bias
     kw["o_bias"] = attention_bias
@@ -241,10 +242,12 @@ def _window(doc: dict, mtype: str, layers: int, path: str) -> dict:
     first); qwen2-family configs carry a window that only applies with `use_sliding_window`."""
     window = doc.get("sliding_window")
     types = doc.get("layer_types")
+    if not window and types is None:
+        return {}
     if types is not None:
         if not isinstance(types, list) or len(types) != layers:
             raise ConfigError(path, f"field 'layer_types': not a list of {layers} layer kinds")
-        other = sorted({t for t in types if t not in ("full_attention", "sliding_attention")}, key=str)
+        other = [t for t in types if t not in ("full_attention", "sliding_attention")]
         if other:
             raise ConfigError(path, f"field 'layer_types': {other[0]!r} layers are not modeled")
         sliding = tuple(i for i, t in enumerate(types) if t == "sliding_attention")
@@ -273,7 +276,7 @@ def _quantization(q: Any, path: str) -> tuple[Precision, frozenset]:
     if method == "mxfp4":
         fmt = FORMATS["mxfp4"]
     elif method == "fp8":
-        block = q.get("weight_block_size")
+        block = _block(q.get("weight_block_size"), path, "quantization_config.weight_block_size")
         fmt = FORMATS["fp8"] if not block else Precision(f"fp8-block{block[0]}x{block[1]}", 8.0 + 32 / (block[0] * block[1]))
     elif method == "modelopt":
         algo = str(q.get("quant_algo") or (q.get("quantization") or {}).get("quant_algo") or "").upper()
@@ -293,9 +296,20 @@ def _quantization(q: Any, path: str) -> tuple[Precision, frozenset]:
     return fmt, frozenset(kept)
 
 
+def _block(block: Any, path: str, field: str) -> tuple[int, int] | None:
+    """A scale block shape: None (no blocks) or two positive integers."""
+    if not block:
+        return None
+    if (not isinstance(block, list) or len(block) != 2
+            or not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block)):
+        raise ConfigError(path, f"field {field!r}: {block!r} is not two positive integers")
+    return block[0], block[1]
+
+
 def _compressed_tensors(q: dict, path: str) -> Precision:
     groups = q.get("config_groups") or {}
-    weights = [g.get("weights") or {} for g in groups.values() if isinstance(g, dict)] if isinstance(groups, dict) else []
+    weights = [g.get("weights") for g in groups.values() if isinstance(g, dict)] if isinstance(groups, dict) else []
+    weights = [w for w in weights if isinstance(w, dict)]
     if not weights:
         raise ConfigError(path, "field 'quantization_config.config_groups': no weight scheme")
     w = weights[0]
@@ -305,7 +319,7 @@ def _compressed_tensors(q: dict, path: str) -> Precision:
     if bits == 4 and kind == "float" and group == 32:
         return FORMATS["mxfp4"]
     if bits == 8 and kind == "float":
-        block = w.get("block_structure")
+        block = _block(w.get("block_structure"), path, "quantization_config.config_groups.weights.block_structure")
         return FORMATS["fp8"] if not block else Precision("fp8-block", 8.0 + 32 / (block[0] * block[1]))
     if bits in (4, 8) and kind == "int" and isinstance(group, int) and group > 0:
         return Precision(f"int{bits}-g{group}", bits + 16 / group)  # a bf16 scale per group

@@ -183,3 +183,27 @@ def test_multimodal_text_config(tmp_path):
     doc = {"model_type": "llava", "text_config": LLAMA3_8B, "vision_config": {"hidden_size": 1024}}
     spec = load_spec(write(tmp_path, doc))
     assert spec.config.params() == 8_030_261_248 and "vision tower is not counted" in spec.notes[0]
+
+
+@pytest.mark.parametrize("doc", [LLAMA3_8B, QWEN25_7B, MIXTRAL, QWEN3_30B_A3B, GPT_OSS_20B])
+def test_any_damaged_field_is_a_config_error_never_a_crash(tmp_path, doc):
+    """Every field replaced by values of the wrong kind: a usable spec or a one-line ConfigError."""
+    bad_values = [None, -1, 0, "x", 1.5, True, [], {}, [1, "a"], 10**12]
+    path = tmp_path / "config.json"
+    extra = ["layer_types", "mlp_only_layers", "text_config", "sliding_window", "use_sliding_window", "max_window_layers",
+             "n_shared_experts", "first_k_dense_replace", "decoder_sparse_step", "shared_expert_intermediate_size",
+             "quantization_config.weight_block_size", "quantization_config.modules_to_not_convert"]
+    for field in list(doc) + extra:
+        for value in bad_values + [[{}], ["sliding_attention"] * 24, [[1]] * 32]:
+            broken = json.loads(json.dumps(doc))
+            if field.startswith("quantization_config."):
+                broken["quantization_config"] = {"quant_method": "fp8", field.split(".")[1]: value}
+            else:
+                broken[field] = value
+            path.write_text(json.dumps(broken))
+            try:
+                spec = load_spec(str(path))
+            except ConfigError as exc:
+                assert "\n" not in str(exc) and str(path) in str(exc)
+            else:
+                assert spec.config.params() > 0
