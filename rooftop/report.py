@@ -240,7 +240,10 @@ def diff_text(a: Analysis, b: Analysis, top: int = 10) -> str:
              f"  B = {_printable(d.label_b)}{' [MODELED]' if b.trace.modeled else ''}", ""]
     rows = []
     for r in d.phases.to_dict(orient="records"):
-        for m, f in (("span_ns", fmt_ns), ("tokens_per_s", fmt_num), ("tbps", fmt_num), ("mbu", fmt_pct), ("mfu", fmt_pct)):
+        metrics = [("span_ns", fmt_ns), ("tokens_per_s", fmt_num), ("tbps", fmt_num), ("mbu", fmt_pct), ("mfu", fmt_pct)]
+        if a.model is not None or b.model is not None:
+            metrics.append(("model_mbu", fmt_pct))
+        for m, f in metrics:
             ratio = r.get(f"{m}_ratio")
             rows.append([str(r["phase"]), m, f(r.get(f"{m}_a")), f(r.get(f"{m}_b")),
                          "—" if ratio is None or ratio != ratio else f"{ratio:.2f}x"])

@@ -280,3 +280,11 @@ def test_vllm_capture_gets_model_bytes_per_decode_step(fixtures_dir, tmp_path):
         assert dec["model_mbu"].notna().all() and (dec["model_mbu"] < 1).all()
     else:
         assert dec["model_mbu"].isna().all()
+
+
+def test_diff_text_shows_model_mbu(tmp_path, capsys):
+    graph_trace(tmp_path, [{"phase": "decode", "index": i, "batch": 1, "new_tokens": 1} for i in range(3)])
+    trace = str(tmp_path / "g.parquet")
+    assert main(["diff", trace, trace, "--model", "llama3-8b", "--context", "2048"]) == 0
+    line = next(l for l in capsys.readouterr().out.splitlines() if "model_mbu" in l)
+    assert line.split()[2:] == ["69.3%", "69.3%", "1.00x"]
