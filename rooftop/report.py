@@ -133,7 +133,7 @@ def report_text(a: Analysis, top: int = 10) -> str:
         lines.append(f"  ranks    {len(t.ranks)} ({', '.join(map(str, t.ranks[:16]))}{'…' if len(t.ranks) > 16 else ''})")
     lines.append("")
     if a.model is not None:
-        lines.extend(_model_lines(a))
+        lines.extend(model_lines(a))
         lines.append("")
     ph = a.phases
     if not ph.empty:
@@ -191,7 +191,7 @@ def _billions(n) -> str:
     return "—" if n is None else f"{n / 1e9:.2f} B" if n >= 1e8 else f"{n / 1e6:.1f} M"
 
 
-def _model_lines(a: Analysis) -> list[str]:
+def model_lines(a: Analysis) -> list[str]:
     """The model-level headline: per phase (decode first), the bytes the steps must move over their time."""
     m = a.model_summary or {}
     w = m.get("weights") or {}

@@ -288,3 +288,24 @@ def test_diff_text_shows_model_mbu(tmp_path, capsys):
     assert main(["diff", trace, trace, "--model", "llama3-8b", "--context", "2048"]) == 0
     line = next(l for l in capsys.readouterr().out.splitlines() if "model_mbu" in l)
     assert line.split()[2:] == ["69.3%", "69.3%", "1.00x"]
+
+
+def test_open_with_model_shows_the_model_headline(tmp_path):
+    """`rooftop open TRACE --model ...`: the Overview carries the model-level lines the report prints."""
+    pytest.importorskip("textual")
+    import asyncio
+
+    from tui.app import RooftopApp
+
+    graph_trace(tmp_path, [{"phase": "decode", "index": i, "batch": 1, "new_tokens": 1} for i in range(3)])
+
+    async def run():
+        app = RooftopApp([str(tmp_path / "g.parquet")], model=load_spec("llama3-8b"), workload=Workload(context=2048))
+        async with app.run_test(size=(140, 50)) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            widget = app.screen.query_one("#model-level")
+            content = widget.render()
+            return getattr(content, "plain", None) or str(content)
+    text = asyncio.run(run())
+    assert "decode   model MBU 69.3%" in text and "15.3 GB/step" in text
