@@ -309,3 +309,19 @@ def test_open_with_model_shows_the_model_headline(tmp_path):
             return getattr(content, "plain", None) or str(content)
     text = asyncio.run(run())
     assert "decode   model MBU 69.3%" in text and "15.3 GB/step" in text
+
+
+def test_request_counts_without_prefill_tokens(tmp_path, llama):
+    """TensorRT-LLM names count requests only: a prefill request's tokens are unknown unless the step's
+    total says (`--new-tokens`), never taken as 0."""
+    steps = [{"phase": "prefill", "index": 0, "prefill_requests": 2, "decode_requests": 0, "batch": 2}]
+    rows = [k("g", 0, 1_000_000, "prefill/step=0")]
+    t = load_trace(write_trace(tmp_path / "r.parquet", rows, {"device": {"name": "NVIDIA H100 80GB HBM3"},
+                                                               "steps": steps}))
+    s = analyze(t, model=llama).steps.iloc[0]
+    assert math.isnan(s["model_bytes"]) and s["model_reason"] == "prefill tokens unknown (pass --new-tokens)"
+    s = analyze(t, model=llama, workload=Workload(new_tokens=512)).steps.iloc[0]
+    # two prompts of 256 tokens, each attending to its own tokens
+    assert s["model_kv_read_bytes"] == 512 * L8B_KV_TOKEN and s["model_kv_write_bytes"] == 512 * L8B_KV_TOKEN
+    assert s["model_flops"] == (2 * (32 * 218_112_000 + 4_096) * 512 + 2 * 2 * 128_256 * 4_096
+                                + 4 * 32 * 128 * 32 * 2 * (256 * 257 // 2))

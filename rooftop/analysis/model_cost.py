@@ -227,7 +227,10 @@ def add_step_costs(steps: pd.DataFrame, spec: ModelSpec | None, meta: dict, work
     t1 = np.where(split, np.where(np.isnan(d_tok), np.nan_to_num(d_req), d_tok), new)
     c1 = np.where(split & (n1 == 0), 0.0, ctx)
     n2 = np.where(split, np.nan_to_num(p_req), 0.0)
-    t2 = np.where(split, np.nan_to_num(p_tok), 0.0)
+    # A prefill request's tokens: from the marker, else what the step's total leaves (TensorRT-LLM names
+    # count requests only); unknown otherwise.
+    p_left = np.where(~np.isnan(new) & (new > t1), new - t1, np.nan)
+    t2 = np.where(split & (n2 > 0), np.where(np.isnan(p_tok), p_left, p_tok), 0.0)
     c2 = np.where(n2 > 0, t2 / np.where(n2 > 0, n2, 1.0), 0.0)
     seqs, tokens = n1 + n2, t1 + t2
     reason = np.full(n, None, dtype=object)
@@ -236,6 +239,7 @@ def add_step_costs(steps: pd.DataFrame, spec: ModelSpec | None, meta: dict, work
     else:
         reason = np.where(np.isnan(n1), "batch unknown (pass --batch)", reason)
         reason = np.where(np.isnan(t1) & (reason == None), "new tokens unknown (pass --new-tokens)", reason)  # noqa: E711
+        reason = np.where(np.isnan(t2) & (reason == None), "prefill tokens unknown (pass --new-tokens)", reason)  # noqa: E711
         reason = np.where(np.isnan(c1) & (reason == None), "context unknown (pass --context)", reason)  # noqa: E711
         reason = np.where((tokens <= 0) & (reason == None), "the step makes no tokens", reason)  # noqa: E711
     known = reason == None  # noqa: E711
