@@ -192,19 +192,32 @@ def _col(frame: pd.DataFrame, name: str) -> np.ndarray:
     return np.array(frame[name].to_numpy(dtype="float64", na_value=np.nan), dtype="float64", copy=True)
 
 
-def add_step_costs(steps: pd.DataFrame, spec: ModelSpec | None, meta: dict, workload: Workload | None,
-                   peak_flops, peak_bw) -> pd.DataFrame:
-    """The step table with the model-level columns (`STEP_COLUMNS`) and the resolved workload."""
-    workload = workload or Workload()
-    out = steps.copy()
-    n = len(out)
-    if n == 0:
-        for col in STEP_COLUMNS:
-            out[col] = pd.Series(dtype="float64" if col not in ("model_reason", "workload_source") else object)
-        return out
+@dataclass
+class _Resolved:
+    """A step table's workloads as two request groups per step: (sequences, tokens, context) of the
+    decoding sequences (or the whole batch), and of the prefill requests (attending to their own tokens)."""
+
+    groups: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    batch: np.ndarray
+    new_tokens: np.ndarray
+    context: np.ndarray
+    reason: np.ndarray  # None where the workload is known
+    source: np.ndarray
+
+    @property
+    def tokens(self) -> np.ndarray:
+        return self.groups[0][1] + self.groups[1][1]
+
+    @property
+    def known(self) -> np.ndarray:
+        return self.reason == None  # noqa: E711 (object array)
+
+
+def _resolve(steps: pd.DataFrame, meta: dict, workload: Workload, has_model: bool) -> _Resolved:
+    n = len(steps)
     wl = _meta_workload(meta)
     if not wl.empty:
-        key = pd.MultiIndex.from_arrays([out["phase"].astype(object), out["step"].astype("float64")])
+        key = pd.MultiIndex.from_arrays([steps["phase"].astype(object), steps["step"].astype("float64")])
         wl = wl.set_index(["phase", "step"]).reindex(key)
     else:
         wl = pd.DataFrame(index=range(n))
@@ -212,17 +225,16 @@ def add_step_costs(steps: pd.DataFrame, spec: ModelSpec | None, meta: dict, work
     p_req, p_tok, d_req, d_tok = (_col(wl, k) for k in ("prefill_requests", "prefill_tokens", "decode_requests",
                                                          "decode_tokens"))
     filled = np.zeros(n, bool)
-    split = ~np.isnan(p_req) | ~np.isnan(d_req)  # vLLM: prefill and decode requests apart
+    split = ~np.isnan(p_req) | ~np.isnan(d_req)  # engine markers: prefill and decode requests apart
     # Flags fill what the trace does not say (never override it).
     for arr, val in ((batch, workload.batch), (new, workload.new_tokens), (ctx, workload.context)):
         if val is not None:
             miss = np.isnan(arr)
             arr[miss] = val
             filled |= miss
-    decode = (out["phase"].astype(object) == "decode").to_numpy()
+    decode = (steps["phase"].astype(object) == "decode").to_numpy()
     guessed_new = np.isnan(new) & decode & ~np.isnan(batch) & ~split
     new = np.where(guessed_new, batch, new)  # a decode step makes one token per sequence
-    # Group 1: decoding sequences (or the whole batch); group 2: prefill requests, attending to their own tokens.
     n1 = np.where(split, np.nan_to_num(d_req), batch)
     t1 = np.where(split, np.where(np.isnan(d_tok), np.nan_to_num(d_req), d_tok), new)
     c1 = np.where(split & (n1 == 0), 0.0, ctx)
@@ -232,53 +244,63 @@ def add_step_costs(steps: pd.DataFrame, spec: ModelSpec | None, meta: dict, work
     p_left = np.where(~np.isnan(new) & (new > t1), new - t1, np.nan)
     t2 = np.where(split & (n2 > 0), np.where(np.isnan(p_tok), p_left, p_tok), 0.0)
     c2 = np.where(n2 > 0, t2 / np.where(n2 > 0, n2, 1.0), 0.0)
-    seqs, tokens = n1 + n2, t1 + t2
     reason = np.full(n, None, dtype=object)
-    if spec is None:
+    if not has_model:
         reason[:] = "no model description (pass --model)"
     else:
-        reason = np.where(np.isnan(n1), "batch unknown (pass --batch)", reason)
-        reason = np.where(np.isnan(t1) & (reason == None), "new tokens unknown (pass --new-tokens)", reason)  # noqa: E711
-        reason = np.where(np.isnan(t2) & (reason == None), "prefill tokens unknown (pass --new-tokens)", reason)  # noqa: E711
-        reason = np.where(np.isnan(c1) & (reason == None), "context unknown (pass --context)", reason)  # noqa: E711
-        reason = np.where((tokens <= 0) & (reason == None), "the step makes no tokens", reason)  # noqa: E711
-    known = reason == None  # noqa: E711
+        for bad, why in ((np.isnan(n1), "batch unknown (pass --batch)"),
+                         (np.isnan(t1), "new tokens unknown (pass --new-tokens)"),
+                         (np.isnan(t2), "prefill tokens unknown (pass --new-tokens)"),
+                         (np.isnan(c1), "context unknown (pass --context)"),
+                         (t1 + t2 <= 0, "the step makes no tokens")):
+            reason = np.where(bad & (reason == None), why, reason)  # noqa: E711 (the first reason stays)
+    src = np.where(filled, "trace+flags", "trace").astype(object)
+    src = np.where(guessed_new, src + ", one token per sequence", src)
+    return _Resolved([(n1, t1, c1), (n2, t2, c2)], np.where(split, n1 + n2, batch), np.where(split, t1 + t2, new),
+                     ctx, reason, src)
+
+
+def add_step_costs(steps: pd.DataFrame, spec: ModelSpec | None, meta: dict, workload: Workload | None,
+                   peak_flops, peak_bw) -> pd.DataFrame:
+    """The step table with the model-level columns (`STEP_COLUMNS`) and the resolved workload."""
+    out = steps.copy()
+    n = len(out)
+    if n == 0:
+        for col in STEP_COLUMNS:
+            out[col] = pd.Series(dtype="float64" if col not in ("model_reason", "workload_source") else object)
+        return out
+    r = _resolve(out, meta, workload or Workload(), spec is not None)
+    known = r.known
     nan = np.full(n, np.nan)
+    w = kr = kw = fl = touched = nan
     if spec is not None:
-        t = np.where(known, tokens, np.nan)
+        t = np.where(known, r.tokens, np.nan)
         w = weight_bytes(spec, t)
-        kr = kv_read_bytes(spec, n1, c1) + kv_read_bytes(spec, n2, c2)
+        kr = sum(kv_read_bytes(spec, g[0], g[2]) for g in r.groups)
         kw = kv_write_bytes(spec, t)
-        fl = step_flops(spec, t, [(n1, t1, c1), (n2, t2, c2)])
+        fl = step_flops(spec, t, r.groups)
         touched = experts_touched(spec, t) if spec.config.moe else nan
-        mb = np.where(known, w + kr + kw, np.nan)
-        fl = np.where(known, fl, np.nan)
-    else:
-        w = kr = kw = mb = fl = touched = nan
+    w, kr, kw, fl, touched = (np.where(known, x, np.nan) for x in (w, kr, kw, fl, touched))
+    mb = w + kr + kw
     span = out["span_ns"].to_numpy(dtype="float64") / 1e9
     busy = out["busy_ns"].to_numpy(dtype="float64") / 1e9
     span = np.where(span > 0, span, np.nan)
     busy = np.where(busy > 0, busy, np.nan)
     bw = float(peak_bw) if peak_bw else np.nan
     pf = float(peak_flops) if peak_flops else np.nan
-    out["batch"] = np.where(split, seqs, batch)
-    out["new_tokens"] = np.where(split, tokens, new)
-    out["context"] = ctx
+    out["batch"], out["new_tokens"], out["context"] = r.batch, r.new_tokens, r.context
     out["tokens"] = (out["tokens"].astype("float64").fillna(out["new_tokens"]) if "tokens" in out
                      else out["new_tokens"])
     out["tokens_per_s"] = out["new_tokens"] / span
-    cols = {"model_weight_bytes": np.where(known, w, np.nan), "model_kv_read_bytes": np.where(known, kr, np.nan),
-            "model_kv_write_bytes": np.where(known, kw, np.nan), "model_bytes": mb, "model_flops": fl,
-            "experts_touched": np.where(known, touched, np.nan),
+    cols = {"model_weight_bytes": w, "model_kv_read_bytes": kr, "model_kv_write_bytes": kw, "model_bytes": mb,
+            "model_flops": fl, "experts_touched": touched,
             "model_mbu": mb / span / bw, "model_mbu_busy": mb / busy / bw,
             "model_mfu": fl / span / pf, "model_mfu_busy": fl / busy / pf,
             "model_ideal_ns": np.fmax(mb / bw, fl / pf) * 1e9 * np.where(known, 1.0, np.nan)}
     for name, val in cols.items():
         out[name] = val
-    out["model_reason"] = reason
-    src = np.where(filled, "trace+flags", "trace")
-    out["workload_source"] = np.where(known, np.where(guessed_new, np.char.add(src.astype(str), ", one token per sequence"),
-                                                      src), None)
+    out["model_reason"] = r.reason
+    out["workload_source"] = np.where(known, r.source, None)
     return out
 
 
