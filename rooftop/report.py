@@ -231,6 +231,9 @@ def model_lines(a: Analysis) -> list[str]:
                    f" model MFU {fmt_pct(r['model_mfu'])}: {fmt_bytes(r['model_bytes_per_step'])}/step,"
                    f" ideal {fmt_ns(ideal)} vs {fmt_ns(mean_span)} measured, {fmt_num(tok)} tok/s"
                    f" ({int(r['model_steps'])} of {int(r['steps'])} steps)")
+        if r["model_mbu"] > 1.0:  # faster than the roof: the description does not match what ran
+            out.append(f"  {'':8s} ! above the HBM roof: the model, its precision, --tp/--ep or the workload do not"
+                       " match this trace")
     return out
 
 

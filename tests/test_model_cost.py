@@ -325,3 +325,10 @@ def test_request_counts_without_prefill_tokens(tmp_path, llama):
     assert s["model_kv_read_bytes"] == 512 * L8B_KV_TOKEN and s["model_kv_write_bytes"] == 512 * L8B_KV_TOKEN
     assert s["model_flops"] == (2 * (32 * 218_112_000 + 4_096) * 512 + 2 * 2 * 128_256 * 4_096
                                 + 4 * 32 * 128 * 32 * 2 * (256 * 257 // 2))
+
+
+def test_model_above_the_roof_is_called_a_mismatch(tmp_path, capsys):
+    graph_trace(tmp_path, [{"phase": "decode", "index": i, "batch": 1, "new_tokens": 1} for i in range(3)])
+    # a 70B model cannot be read in 6.58 ms at 3.35 TB/s (141 GB would take 42 ms)
+    assert main(["report", str(tmp_path / "g.parquet"), "--model", "llama3-70b", "--context", "2048"]) == 0
+    assert "above the HBM roof" in capsys.readouterr().out
