@@ -34,6 +34,7 @@ def _subparsers(parser: argparse.ArgumentParser):
     p.add_argument("traces", nargs="+", metavar="TRACE", help="rooftop Parquet, Kineto JSON, nsys SQLite, ncu report/CSV")
     _device_args(p, with_source=False)
     _steps_arg(p)
+    _model_args(p)
 
     p = sub.add_parser("report", help="print the phase table, top kernels and findings")
     p.add_argument("trace", metavar="TRACE")
@@ -41,6 +42,7 @@ def _subparsers(parser: argparse.ArgumentParser):
     p.add_argument("--top", type=int, default=10, help="kernel groups to list (default 10)")
     _device_args(p, with_source=True)
     _steps_arg(p)
+    _model_args(p)
 
     p = sub.add_parser("diff", help="compare two traces: phase and kernel-group deltas, changed findings")
     p.add_argument("a", metavar="A")
@@ -49,6 +51,7 @@ def _subparsers(parser: argparse.ArgumentParser):
     p.add_argument("--top", type=int, default=10)
     _device_args(p, with_source=False)
     _steps_arg(p)
+    _model_args(p)
 
     p = sub.add_parser("import", help="convert a Kineto/nsys/ncu trace to a rooftop trace")
     _lazy_args(p, "collectors.readers.importers", fallback=_import_fallback_args)
@@ -96,6 +99,44 @@ def _override(args):
     peaks = getattr(args, "peaks", "auto")
     bw, flops = peaks if isinstance(peaks, tuple) else (None, None)
     return Override(gpu=gpu, bw=bw, flops=flops) if gpu or bw else None
+
+
+def _model_args(p: argparse.ArgumentParser) -> None:
+    """The model-level accounting: what the model is, how it is stored and split, and the workload
+    of steps whose metadata does not say (README, "Model MBU")."""
+    g = p.add_argument_group("model-level accounting (model MBU/MFU)")
+    g.add_argument("--model", metavar="CONFIG", help="a preset name or a Hugging Face config.json")
+    g.add_argument("--tp", type=int, default=None, metavar="N", help="tensor-parallel ranks (per-rank shares)")
+    g.add_argument("--ep", type=int, default=None, metavar="N", help="expert-parallel ranks (experts per rank = E/N)")
+    g.add_argument("--weight-dtype", metavar="DTYPE",
+                   help="weights' precision: bf16, fp16, fp32, fp8, mxfp4, nvfp4 (default: from the config)")
+    g.add_argument("--kv-dtype", metavar="DTYPE", help="KV cache dtype: bf16, fp16, fp8 (default: the weights' base dtype)")
+    g.add_argument("--batch", type=int, metavar="B", help="sequences per step, where the trace does not say")
+    g.add_argument("--context", type=int, metavar="C",
+                   help="tokens each sequence attends to (its KV cache), where the trace does not say")
+    g.add_argument("--new-tokens", type=int, metavar="T", help="tokens a step makes, where the trace does not say")
+
+
+def _model_options(args) -> dict:
+    """`analyze` keyword arguments from the model flags: `model` (a ModelSpec or None) and `workload`.
+
+    Raises ConfigError (one line naming the file and the field) for a config that cannot be used."""
+    from .analysis.model_cost import Workload
+    from .model_config import ConfigError, load_spec
+
+    for name in ("batch", "context", "new_tokens", "tp", "ep"):
+        v = getattr(args, name, None)
+        if v is not None and (v < 1 if name != "context" else v < 0):
+            raise UsageError(f"--{name.replace('_', '-')} must be {'at least 1' if name != 'context' else 'non-negative'}")
+    spec = None
+    if getattr(args, "model", None):
+        spec = load_spec(args.model, weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype,
+                         tp=args.tp or 1, ep=args.ep or 1)
+    elif any(getattr(args, n, None) is not None for n in ("tp", "ep", "weight_dtype", "kv_dtype")):
+        raise ConfigError(None, "--tp, --ep, --weight-dtype and --kv-dtype describe a model: pass --model too")
+    workload = Workload(batch=getattr(args, "batch", None), context=getattr(args, "context", None),
+                        new_tokens=getattr(args, "new_tokens", None))
+    return {"model": spec, "workload": workload}
 
 
 def _import_fallback_args(p):
@@ -168,7 +209,7 @@ def _load(path: str):
     return load_any(path)
 
 
-def _analysis(path: str, peaks="auto", override=None):
+def _analysis(path: str, peaks="auto", override=None, options: dict | None = None):
     from .analysis import analyze
     from .devices import peaks as device_peaks
     trace = _load(path)
@@ -178,7 +219,7 @@ def _analysis(path: str, peaks="auto", override=None):
             given = device_peaks(trace.meta, override=override)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-    a = analyze(trace, given)
+    a = analyze(trace, given, **(options or {}))
     if isinstance(peaks, str) and peaks != "auto":
         try:
             a = a.with_peaks(peaks)
@@ -189,7 +230,7 @@ def _analysis(path: str, peaks="auto", override=None):
 
 def cmd_report(args) -> int:
     from .report import report_dict, report_text
-    a = _analysis(args.trace, args.peaks, _override(args))
+    a = _analysis(args.trace, args.peaks, _override(args), _model_options(args))
     if args.json:
         json.dump(report_dict(a, args.top), sys.stdout, indent=1, default=str, allow_nan=False)
         sys.stdout.write("\n")
@@ -203,7 +244,9 @@ def cmd_diff(args) -> int:
     from .report import diff_text
     if isinstance(args.peaks, str) and args.peaks != "auto":
         raise UsageError("diff --peaks takes BW_TBps,TFLOPs")
-    a, b = _analysis(args.a, override=_override(args)), _analysis(args.b, override=_override(args))
+    options = _model_options(args)
+    a = _analysis(args.a, override=_override(args), options=options)
+    b = _analysis(args.b, override=_override(args), options=options)
     if args.json:
         from .report import _clean
         doc = compare(a, b).to_dict()
@@ -215,7 +258,7 @@ def cmd_diff(args) -> int:
     return 0
 
 
-def cmd_open(paths: list[str], override=None) -> int:
+def cmd_open(paths: list[str], override=None, options: dict | None = None) -> int:
     for p in paths:
         if not Path(p).exists():
             raise TraceError(p, "no such file or directory")
@@ -236,8 +279,7 @@ def cmd_open(paths: list[str], override=None) -> int:
         from .devices import by_key, match
         if override.gpu and by_key(override.gpu) is None and match(override.gpu) is None:
             raise UsageError(f"--gpu {override.gpu!r}: no such GPU in the spec table (see `rooftop gpus`)")
-        return run_app(list(paths), peaks_override=override)
-    return run_app(list(paths))
+    return run_app(list(paths), peaks_override=override, **(options or {}))
 
 
 def cmd_gpus(args) -> int:
@@ -262,10 +304,7 @@ def _dispatch(argv: list[str]) -> int:
 
 def _run(argv: list[str]) -> int:
     if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
-        if any(a == "--steps" or a.startswith("--steps=") for a in argv):
-            argv = ["open"] + argv  # `rooftop TRACE --steps REGEX`: the open command's options
-        else:
-            return cmd_open(argv)  # `rooftop TRACE [TRACE2]`
+        argv = ["open", *argv]  # `rooftop TRACE [TRACE2] [--model ...]`
     command = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(command)
     args = parser.parse_args(argv)
@@ -279,7 +318,7 @@ def _run(argv: list[str]) -> int:
     if args.command == "open":
         if isinstance(args.peaks, str) and args.peaks != "auto":
             raise UsageError("open --peaks takes BW_TBps,TFLOPs")
-        return cmd_open(args.traces, _override(args))
+        return cmd_open(args.traces, _override(args), _model_options(args))
     if args.command == "report":
         return cmd_report(args)
     if args.command == "diff":

@@ -7,15 +7,21 @@ from typing import Any
 import pandas as pd
 
 from .analysis import Analysis, compare
+from .analysis.gap import STEP_GAP_KEYS
 from .format import fmt_bytes, fmt_ns, fmt_num, fmt_pct, fmt_rate
 
 PHASE_KEYS = ("phase", "steps", "kernels", "span_ns", "busy_ns", "idle_ns", "idle_frac", "flops", "bytes",
               "bytes_source", "bytes_coverage", "flops_source", "tflops", "tbps", "mfu", "mbu", "model_mbu",
               "tokens", "tokens_per_s", "ai", "bound", "mbu_datasheet", "mbu_measured", "mfu_datasheet",
-              "mfu_measured")
+              "mfu_measured", "model_steps", "model_bytes", "model_bytes_per_step", "model_flops", "model_mbu_busy",
+              "model_mfu", "model_mfu_busy", "model_reason")
 STEP_KEYS = ("rank", "phase", "step", "kernels", "start_ns", "span_ns", "busy_ns", "idle_ns", "idle_frac", "flops",
              "bytes", "bytes_source", "tflops", "tbps", "mfu", "mbu", "model_mbu", "batch", "new_tokens", "context",
-             "tokens_per_s", "bound")
+             "tokens_per_s", "bound", "model_bytes", "model_weight_bytes", "model_kv_read_bytes", "model_kv_write_bytes",
+             "model_flops", "experts_touched", "model_mbu_busy", "model_mfu", "model_mfu_busy", "model_ideal_ns",
+             "model_reason", "workload_source")
+GAP_KEYS = ("phase", "measured_ns", "ideal_ns", "slow_kernels_ns", "extra_bytes_ns", "launch_gaps_ns", "unmodeled_ns",
+            "ideal_frac", "basis")
 GROUP_KEYS = ("key", "category", "phase", "count", "time_ns", "time_share", "mean_ns", "flops", "bytes",
               "bytes_source", "ai", "tflops", "tbps", "pct_of_roof", "bound", "dtype", "peak_flops")
 
@@ -37,6 +43,14 @@ def _clean(v: Any) -> Any:
     except (TypeError, ValueError):
         pass
     return v
+
+
+def _clean_doc(doc: Any) -> Any:
+    if isinstance(doc, dict):
+        return {k: _clean_doc(v) for k, v in doc.items()}
+    if isinstance(doc, (list, tuple)):
+        return [_clean_doc(v) for v in doc]
+    return _clean(doc)
 
 
 def records(df: pd.DataFrame | None, keys) -> list[dict]:
@@ -110,8 +124,9 @@ def report_dict(a: Analysis, top: int = 10) -> dict:
         "top_kernels": top_kernels(a, top),
         "categories": records(a.groups("category"), GROUP_KEYS),
         "attention": [{k: _clean(v) for k, v in vars(v).items()} for v in a.attention],
-        "gap": records(a.gap, ("phase", "measured_ns", "ideal_ns", "slow_kernels_ns", "extra_bytes_ns",
-                              "launch_gaps_ns", "unmodeled_ns", "ideal_frac")),
+        "gap": records(a.gap, GAP_KEYS),
+        "gap_steps": records(a.gap_steps, STEP_GAP_KEYS),
+        "model": _clean_doc(a.model_summary),
         "findings": [f.to_dict() for f in a.findings],
         "warnings": list(t.warnings),
     }
@@ -171,6 +186,9 @@ def report_text(a: Analysis, top: int = 10) -> str:
     if t.ranks:
         lines.append(f"  ranks    {len(t.ranks)} ({', '.join(map(str, t.ranks[:16]))}{'…' if len(t.ranks) > 16 else ''})")
     lines.append("")
+    if a.model is not None:
+        lines.extend(model_lines(a))
+        lines.append("")
     ph = a.phases
     if not ph.empty:
         rows = []
@@ -195,9 +213,12 @@ def report_text(a: Analysis, top: int = 10) -> str:
         lines.append("")
     if a.gap is not None and not a.gap.empty:
         rows = [[str(r.phase), fmt_ns(r.measured_ns), fmt_ns(r.ideal_ns), fmt_ns(r.slow_kernels_ns),
-                 fmt_ns(r.extra_bytes_ns), fmt_ns(r.launch_gaps_ns), fmt_ns(r.unmodeled_ns)] for r in a.gap.itertuples()]
-        lines.append("gap to ideal (roofline time of each modeled kernel)")
-        lines.append(_table(["phase", "measured", "ideal", "slow kernels", "extra bytes", "launch gaps", "unmodeled"], rows))
+                 fmt_ns(r.extra_bytes_ns), fmt_ns(r.launch_gaps_ns), fmt_ns(r.unmodeled_ns), str(r.basis or "—")]
+                for r in a.gap.itertuples()]
+        lines.append("gap to ideal (basis: kernels = each costed kernel at its roofline time; model = the step's"
+                     " model bytes at the roof)")
+        lines.append(_table(["phase", "measured", "ideal", "slow kernels", "extra bytes", "launch gaps", "unmodeled",
+                             "basis"], rows, right=set(range(1, 7))))
         lines.append("")
     if a.rank_steps is not None:
         rs = a.rank_steps
@@ -220,13 +241,66 @@ def report_text(a: Analysis, top: int = 10) -> str:
     return "\n".join(lines)
 
 
+def _billions(n) -> str:
+    return "—" if n is None else f"{n / 1e9:.2f} B" if n >= 1e8 else f"{n / 1e6:.1f} M"
+
+
+def model_lines(a: Analysis) -> list[str]:
+    """The model-level headline: per phase (decode first), the bytes the steps must move over their time."""
+    m = a.model_summary or {}
+    w = m.get("weights") or {}
+    prec = w.get("base") if not w.get("quantized") else f"{w['quantized']} ({w['quantized_bits']:g} bits), rest {w['base']}"
+    ranks = f", per rank of tp {m['tp']}" + (f" ep {m['ep']}" if m.get("ep", 1) > 1 else "") if m.get("tp", 1) * m.get("ep", 1) > 1 else ""
+    moe = f", {m['experts']} experts top-{m['experts_per_tok']}" if m.get("experts") else ""
+    out = [f"model-level accounting: {_printable(m.get('name'))} from {_printable(m.get('source'))}",
+           f"  {_billions(m.get('parameters'))} params ({_billions(m.get('active_parameters'))} active per token){moe};"
+           f" weights {fmt_bytes(m.get('weight_bytes'))} {prec}; KV {m.get('kv_dtype')}"
+           f" {fmt_bytes(m.get('kv_bytes_per_token'))}/token{ranks}",
+           "  bytes = weights read once per step (MoE: experts touched) + KV read for the context + KV written;"
+           " activations not counted (negligible)"]
+    ph = a.phases
+    if ph.empty:
+        return out
+    order = sorted(range(len(ph)), key=lambda i: ph["phase"].iloc[i] != "decode")  # decode is the headline
+    st = a.steps
+    if "rank" in st.columns and st["rank"].notna().any():
+        st = st[st["rank"] == st["rank"].min()]
+    for i in order:
+        r = ph.iloc[i]
+        name = _printable(r["phase"])
+        if not r.get("steps"):
+            continue  # work outside any step: no step to account for
+        if not r.get("model_steps"):
+            out.append(f"  {name:8s} model MBU —: {_printable(r.get('model_reason') or 'unknown')}")
+            continue
+        if not a.peaks.bw:
+            out.append(f"  {name:8s} model MBU —: no peak bandwidth ({_printable(a.peaks.reason)});"
+                       f" {fmt_bytes(r['model_bytes_per_step'])}/step over {int(r['model_steps'])} steps")
+            continue
+        known = st[(st["phase"] == r["phase"]) & st["model_bytes"].notna()]
+        mean_span = known["span_ns"].mean()
+        ideal = known["model_ideal_ns"].mean()
+        tok = known["new_tokens"].sum() / (known["span_ns"].sum() / 1e9) if known["span_ns"].sum() > 0 else None
+        out.append(f"  {name:8s} model MBU {fmt_pct(r['model_mbu'])} (of busy time {fmt_pct(r['model_mbu_busy'])}),"
+                   f" model MFU {fmt_pct(r['model_mfu'])}: {fmt_bytes(r['model_bytes_per_step'])}/step,"
+                   f" ideal {fmt_ns(ideal)} vs {fmt_ns(mean_span)} measured, {fmt_num(tok)} tok/s"
+                   f" ({int(r['model_steps'])} of {int(r['steps'])} steps)")
+        if r["model_mbu"] > 1.0:  # faster than the roof: the description does not match what ran
+            out.append(f"  {'':8s} ! above the HBM roof: the model, its precision, --tp/--ep or the workload do not"
+                       " match this trace")
+    return out
+
+
 def diff_text(a: Analysis, b: Analysis, top: int = 10) -> str:
     d = compare(a, b)
     lines = [f"rooftop diff: A = {_printable(d.label_a)}{' [MODELED]' if a.trace.modeled else ''}"
              f"  B = {_printable(d.label_b)}{' [MODELED]' if b.trace.modeled else ''}", ""]
     rows = []
     for r in d.phases.to_dict(orient="records"):
-        for m, f in (("span_ns", fmt_ns), ("tokens_per_s", fmt_num), ("tbps", fmt_num), ("mbu", fmt_pct), ("mfu", fmt_pct)):
+        metrics = [("span_ns", fmt_ns), ("tokens_per_s", fmt_num), ("tbps", fmt_num), ("mbu", fmt_pct), ("mfu", fmt_pct)]
+        if a.model is not None or b.model is not None:
+            metrics.append(("model_mbu", fmt_pct))
+        for m, f in metrics:
             ratio = r.get(f"{m}_ratio")
             rows.append([str(r["phase"]), m, f(r.get(f"{m}_a")), f(r.get(f"{m}_b")),
                          "—" if ratio is None or ratio != ratio else f"{ratio:.2f}x"])

@@ -82,11 +82,11 @@ def test_model_mbu_databricks(tmp_path):
     t = build(tmp_path, rows, model=cfg.to_meta("bf16"),
               steps=[{"phase": "decode", "index": 0, "batch": 2, "new_tokens": 2, "context": 100}])
     st = analyze(t).steps.iloc[0]
-    # (parameter bytes read + KV bytes read) / span / peak
+    # (parameter bytes read + KV bytes read for the context + KV written for the 2 new tokens) / span / peak
     h, layers, kvh, d = 256, 2, 2, 32
     layer_params = h * d * (2 * 8 + 2 * kvh) + 3 * h * 688 + 2 * h
     weights = 2 * (layers * layer_params + h + 1000 * h)
-    kv = 2 * 100 * (2 * layers * kvh * d * 2)
+    kv = 2 * 100 * (2 * layers * kvh * d * 2) + 2 * (2 * layers * kvh * d * 2)
     assert st["model_mbu"] == pytest.approx((weights + kv) / 1e-6 / H100_BW)
 
 

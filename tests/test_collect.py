@@ -55,8 +55,8 @@ def test_prefill_and_decode_steps(run):
     assert set(ops.loc[ops["phase"] == "prefill", "step"]) == {0}
     assert {"prefill/step=0/layer=0/attn", "prefill/step=0/layer=1/mlp",
             f"decode/step={N - 1}/layer=1/attn", "decode/step=0/head"} <= set(ops["path"])
-    declared = [{"phase": "prefill", "index": 0, "batch": B, "new_tokens": S, "context": S}] + [
-        {"phase": "decode", "index": i, "batch": B, "new_tokens": 1, "context": S + i + 1} for i in range(N)]
+    declared = [{"phase": "prefill", "index": 0, "batch": B, "new_tokens": B * S, "context": S}] + [
+        {"phase": "decode", "index": i, "batch": B, "new_tokens": B, "context": S + i + 1} for i in range(N)]
     assert [{k: s[k] for k in d} for s, d in zip(run.meta["steps"], declared)] == declared
     assert len(run.meta["steps"]) == N + 1 and all(s["source"] == "recorder" for s in run.meta["steps"])
     w = run.meta["workload"]

@@ -130,10 +130,11 @@ class RooftopApp(App[int]):
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
 
-    def __init__(self, paths: list[str], peaks_override: Any = None) -> None:
+    def __init__(self, paths: list[str], peaks_override: Any = None, **analysis_options: Any) -> None:
         super().__init__()
         self.paths = [str(p) for p in paths]
         self.peaks_override = peaks_override  # the user's --gpu/--peaks (rooftop.devices.Override)
+        self.analysis_options = analysis_options  # `--model` and the workload flags, for `analyze`
         self.analyses: list[Any] = []
         self.errors: list[str] = []
         self._results: dict[int, Any] = {}
@@ -155,8 +156,7 @@ class RooftopApp(App[int]):
             self.post_message(Previewed(p))
             p.shown.wait(timeout=PAINT_WAIT_S)
         try:
-            over = self.peaks_override
-            analysis = open_analysis(path, over) if over is not None else open_analysis(path)
+            analysis = open_analysis(path, self.peaks_override, **self.analysis_options)
         except TraceError as exc:
             self.post_message(LoadFailed(index, str(exc)))
             return
@@ -271,9 +271,9 @@ def _whole_names(frame, screen):
     return with_whole_names(frame, mapping)
 
 
-def run_app(paths: list[str], peaks_override: Any = None) -> int:
+def run_app(paths: list[str], peaks_override: Any = None, **analysis_options: Any) -> int:
     """Run the TUI on one trace (or two, for Compare); 2 when nothing could be opened."""
-    app = RooftopApp(paths, peaks_override)
+    app = RooftopApp(paths, peaks_override, **analysis_options)
     code = app.run()
     if app.errors and not app.analyses:
         for line in app.errors:

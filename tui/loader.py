@@ -100,15 +100,16 @@ def overview_ready(a: Any) -> bool:
     return all(name in vars(a) for name in OVERVIEW_REST)
 
 
-def analyze_warm(trace: Trace, peaks_override: Any = None) -> Any:
+def analyze_warm(trace: Trace, peaks_override: Any = None, **options: Any) -> Any:
     """The Analysis, with what the Overview's first paint reads already computed (off the UI thread):
-    the identity line only for a big trace, everything for a small one."""
+    the identity line only for a big trace, everything for a small one. `options` go to `analyze`."""
     from rooftop.analysis import analyze
 
     from rooftop.devices import peaks as device_peaks
 
     # the user's --gpu/--peaks; an unknown --gpu was refused before the app started
-    a = analyze(trace, device_peaks(trace.meta, override=peaks_override) if peaks_override else None)
+    a = analyze(trace, device_peaks(trace.meta, override=peaks_override) if peaks_override else None,
+                **options)
     a.identity
     if len(a.timed) < WARM_ALL_BELOW:
         warm_overview_rest(a)
@@ -116,8 +117,8 @@ def analyze_warm(trace: Trace, peaks_override: Any = None) -> Any:
     return a
 
 
-def open_analysis(path: str, peaks_override: Any = None) -> Any:
-    a = analyze_warm(load(path), peaks_override)
+def open_analysis(path: str, peaks_override: Any = None, **options: Any) -> Any:
+    a = analyze_warm(load(path), peaks_override, **options)
     # Reading Parquet into pandas goes through Arrow buffers that are freed by then, but pyarrow's
     # allocator (mimalloc) keeps their pages: ~330 MB of RSS at 1M kernels, given back here.
     pa.default_memory_pool().release_unused()

@@ -145,7 +145,8 @@ def _generate(model, prompt, n: int, rec, graphed, progress: Progress | None = N
     def step(phase, i, context, new_tokens):
         if rec is None:
             return contextlib.nullcontext()
-        return rec.step(phase, i, batch=B, context=context, new_tokens=new_tokens)
+        # new_tokens counts the whole batch's tokens, as `predict` and serving engines' markers do
+        return rec.step(phase, i, batch=B, context=context, new_tokens=B * new_tokens)
 
     # Greedy sampling is part of the step that produced the logits, so no op falls between steps.
     with step("prefill", 0, S, S):

@@ -110,7 +110,10 @@ class Recorder:
     @contextlib.contextmanager
     def step(self, phase: str, i: int, *, batch: int | None = None, context: int | None = None,
              new_tokens: int | None = None) -> Iterator[None]:
-        """A step range `step=i`, inside a `phase` range (opened here unless already open)."""
+        """A step range `step=i`, inside a `phase` range (opened here unless already open).
+
+        The workload, for model-level accounting: `batch` sequences, `new_tokens` made by the step
+        over the whole batch, `context` tokens each sequence attends to (its own new ones included)."""
         self.steps.append({"phase": phase, "index": int(i), "batch": batch, "new_tokens": new_tokens,
                            "context": context})
         with contextlib.ExitStack() as stack:

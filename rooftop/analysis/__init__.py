@@ -13,9 +13,11 @@ import pandas as pd
 from ..devices import Peaks, peaks as device_peaks
 from ..format import fmt_bytes, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate
 from ..trace import STALL_COLUMNS, Trace
+from ..models import ModelSpec
 from ..names import gpu_work_counts
-from . import attention, ceilings, diff, findings, gap, groups, metrics, stalls, tree
+from . import attention, ceilings, diff, findings, gap, groups, metrics, model_cost, stalls, tree
 from .findings import Finding
+from .model_cost import Workload
 
 __all__ = ["Analysis", "analyze", "compare", "Finding"]
 
@@ -23,9 +25,13 @@ __all__ = ["Analysis", "analyze", "compare", "Finding"]
 class Analysis:
     """Everything rooftop says about one trace, computed lazily and cached."""
 
-    def __init__(self, trace: Trace, peaks: Peaks | None = None):
+    def __init__(self, trace: Trace, peaks: Peaks | None = None, model: ModelSpec | None = None,
+                 workload: Workload | None = None):
         self.trace = trace
         self.peaks = peaks if peaks is not None else device_peaks(trace.meta)
+        # The model-level accounting: `--model` when given, else the model the trace's metadata describes.
+        self.model = model if model is not None else model_cost.spec_from_meta(trace.meta)
+        self.workload = workload or Workload()
         self._groups: dict[tuple, pd.DataFrame] = {}
 
     # --- ceilings -------------------------------------------------------------------------------
@@ -45,7 +51,7 @@ class Analysis:
             new = dataclasses.replace(p, flops=p.datasheet_flops, bw=p.datasheet_bw, source="datasheet")
         else:
             raise ValueError(f"no {source} peaks for this trace")
-        return Analysis(self.trace, new)
+        return Analysis(self.trace, new, self.model, self.workload)
 
     @property
     def ceilings(self) -> dict:
@@ -76,7 +82,7 @@ class Analysis:
             rows = self.timed[self.timed["step"].notna()]
             keys = [k for k in ("rank", "phase", "step") if k in out.columns and k in rows.columns]
             out["mfu"] = ceilings.dtype_mfu(out, rows, self.row_peaks, keys)
-        return out
+        return model_cost.add_step_costs(out, self.model, self.trace.meta, self.workload, p.flops, p.bw)
 
     @cached_property
     def phases(self) -> pd.DataFrame:
@@ -87,7 +93,12 @@ class Analysis:
             if "rank" in rows.columns and rows["rank"].notna().any():
                 rows = rows[rows["rank"] == rows["rank"].min()]  # the phase table is the lowest rank's
             out["mfu"] = ceilings.dtype_mfu(out, rows, self.row_peaks, ["phase"])
-        return metrics.both_utilizations(out, p)
+        out = metrics.both_utilizations(out, p)
+        return model_cost.add_phase_costs(out, self.steps, p.flops, p.bw)
+
+    @cached_property
+    def model_summary(self) -> dict | None:
+        return model_cost.model_summary(self.model)
 
     @cached_property
     def _mixed_dtypes(self) -> bool:
@@ -174,7 +185,14 @@ class Analysis:
     def gap(self) -> pd.DataFrame | None:
         if self.trace.modeled:
             return None  # a modeled trace is the ideal
-        return gap.gap_table(self.timed, self.phases, self.peaks.flops, self.peaks.bw)
+        return gap.gap_table(self.timed, self.phases, self.peaks.flops, self.peaks.bw, self.steps)
+
+    @cached_property
+    def gap_steps(self) -> pd.DataFrame | None:
+        """The gap to ideal of every step (per kernel where costs cover it, else from model bytes)."""
+        if self.trace.modeled:
+            return None
+        return gap.gap_steps(self.timed, self.peaks.flops, self.peaks.bw, self.steps)
 
     # --- identity and detail --------------------------------------------------------------------
     @cached_property
@@ -266,8 +284,9 @@ def _phase_split(rows: pd.DataFrame) -> str:
     return " · ".join(f"{p} {fmt_pct(v / t.sum(), 0)}" for p, v in t.items())
 
 
-def analyze(trace: Trace, peaks: Peaks | None = None) -> Analysis:
-    return Analysis(trace, peaks)
+def analyze(trace: Trace, peaks: Peaks | None = None, model: ModelSpec | None = None,
+            workload: Workload | None = None) -> Analysis:
+    return Analysis(trace, peaks, model, workload)
 
 
 def compare(a: Analysis, b: Analysis) -> diff.Diff:

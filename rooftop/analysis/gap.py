@@ -1,14 +1,22 @@
-"""Gap to ideal: where the measured time goes beyond each kernel's roofline time.
+"""Gap to ideal: where a step's measured time goes beyond the time physics allows.
 
-measured span = ideal + slow kernels + extra bytes + launch gaps + unmodeled kernels (exactly, on one
-stream; with concurrent streams the kernel parts add up to summed kernel time, not busy time), where
-- ideal: each modeled kernel at its roofline time, max(model bytes / bw, model FLOPs / peak) plus
-  the launch floor (`rooftop.ideal.kernel_ideal_ns`, the same model `rooftop predict` uses);
-- extra bytes: for kernels with counters, the roofline time of the measured bytes above that of
-  the minimum (model) bytes;
-- slow kernels: the rest of the modeled kernels' busy time (running below their roof);
-- launch gaps: span - busy (the GPU idle between kernels);
-- unmodeled: kernels without a model cost (norms, elementwise, copies), reported, not judged.
+measured span = ideal + slow kernels + extra bytes + launch gaps + unmodeled kernels, per step, on
+one rank (with concurrent streams the kernel parts add up to summed kernel time, not busy time).
+Each step is split on one of two bases (`basis`):
+
+- "kernels", where per-kernel costs cover at least half the step's kernel time:
+  - ideal: each modeled kernel at its roofline time, max(model bytes / bw, model FLOPs / peak) plus
+    the launch floor (`rooftop.ideal.kernel_ideal_ns`, the same model `rooftop predict` uses);
+  - extra bytes: for kernels with counters, the roofline time of the measured bytes above that of
+    the minimum (model) bytes;
+  - slow kernels: the rest of the modeled kernels' time (running below their roof);
+  - unmodeled: kernels without a cost (norms, elementwise, copies), reported, not judged.
+- "model", where per-kernel costs are missing (CUDA-graph replays, custom kernels) and the step's
+  model-level bytes are known (`model_cost`): ideal = max(model bytes / bw, model FLOPs / peak),
+  the whole step at the roof; slow kernels = busy time - ideal; nothing is unmodeled.
+
+In both, launch gaps = span - busy (the GPU idle between kernels), and a step faster than its
+"ideal" counts its ideal at its busy time (so the parts always add up).
 """
 from __future__ import annotations
 
@@ -18,36 +26,116 @@ import pandas as pd
 from ..ideal import kernel_ideal_ns
 from .metrics import labelled
 
+MIN_KERNEL_COVERAGE = 0.5  # below this share of kernel time with costs, per-kernel ideals say too little
+PARTS = ("ideal_ns", "slow_kernels_ns", "extra_bytes_ns", "launch_gaps_ns", "unmodeled_ns")
+STEP_GAP_KEYS = ("phase", "step", "measured_ns", *PARTS, "ideal_frac", "basis", "kernel_coverage")
 
-def gap_table(timed: pd.DataFrame, phases: pd.DataFrame, peak_flops, peak_bw) -> pd.DataFrame | None:
-    if not peak_flops or not peak_bw or timed.empty or phases.empty:
+
+def _per_kernel(rows: pd.DataFrame, peak_flops, peak_bw) -> dict[str, np.ndarray]:
+    """Each kernel's ideal, extra-bytes, slow and unmodeled time (they add up to its duration)."""
+    mf = rows["model_flops"].to_numpy(dtype="float64", na_value=np.nan)
+    mb = rows["model_bytes"].to_numpy(dtype="float64", na_value=np.nan)
+    modeled = ~np.isnan(mf) | ~np.isnan(mb)
+    ideal = np.asarray(kernel_ideal_ns(np.nan_to_num(mf), np.nan_to_num(mb), peak_flops, peak_bw))
+    counters = (rows["counters"].to_numpy(dtype=bool, na_value=False) if "counters" in rows
+                else np.zeros(len(rows), bool))
+    measured_b = (rows["dram_read"].to_numpy(dtype="float64", na_value=np.nan)
+                  + rows["dram_write"].to_numpy(dtype="float64", na_value=np.nan))
+    counted = counters & ~np.isnan(measured_b) & modeled
+    real = np.asarray(kernel_ideal_ns(np.nan_to_num(mf), np.nan_to_num(measured_b), peak_flops, peak_bw))
+    dur = rows["dur_ns"].to_numpy(dtype="float64")
+    # A kernel faster than its "ideal" (bytes served from L2, a launch floor set too high) is
+    # counted at its own duration: the parts of each kernel always add up to its duration.
+    ideal = np.where(modeled, np.minimum(ideal, dur), 0.0)
+    extra = np.where(counted, np.minimum(np.clip(real - ideal, 0, None), dur - ideal), 0.0)
+    slow = np.where(modeled, np.clip(dur - ideal - extra, 0, None), 0.0)
+    return {"ideal_ns": ideal, "extra_bytes_ns": extra, "slow_kernels_ns": slow,
+            "unmodeled_ns": np.where(modeled, 0.0, dur), "modeled_ns": np.where(modeled, dur, 0.0), "kernel_ns": dur}
+
+
+def _split(timed: pd.DataFrame, peak_flops, peak_bw, steps: pd.DataFrame | None) -> pd.DataFrame | None:
+    """One row per (phase, step) of the lowest rank (step -1: kernels outside any step). A step's
+    span and busy time come from the step table (computed there once), so this adds one pass of
+    per-kernel arithmetic and a grouped sum."""
+    if not peak_flops or not peak_bw or timed.empty:
         return None
     rows = labelled(timed)
     if "rank" in rows.columns and rows["rank"].notna().any():
         rows = rows[rows["rank"] == rows["rank"].min()]  # the same rank the phase table describes
-    mf = rows["model_flops"].astype("float64")
-    mb = rows["model_bytes"].astype("float64")
-    modeled = mf.notna() | mb.notna()
-    if not modeled.any():
-        return None
-    ideal = pd.Series(kernel_ideal_ns(mf.fillna(0).to_numpy(), mb.fillna(0).to_numpy(), peak_flops, peak_bw),
-                      index=rows.index).where(modeled)
-    counted = rows["counters"].fillna(False).astype(bool) & rows["dram_read"].notna() & rows["dram_write"].notna()
-    measured_b = (rows["dram_read"] + rows["dram_write"]).astype("float64")
-    real = pd.Series(kernel_ideal_ns(mf.fillna(0).to_numpy(), measured_b.fillna(0).to_numpy(), peak_flops, peak_bw),
-                     index=rows.index)
-    dur = rows["dur_ns"].astype("float64")
-    # A kernel faster than its "ideal" (bytes served from L2, a launch floor set too high) is
-    # counted at its own duration: the parts of each kernel always add up to its duration.
-    ideal = np.minimum(ideal, dur).where(modeled)
-    extra = np.minimum((real - ideal).clip(lower=0), dur - ideal).where(counted & modeled, 0.0)
-    slow = (dur - ideal - extra).clip(lower=0).where(modeled, 0.0)
-    per = pd.DataFrame({
-        "ideal_ns": ideal.fillna(0.0), "extra_bytes_ns": extra, "slow_kernels_ns": slow,
-        "unmodeled_ns": dur.where(~modeled, 0.0),
-    }).groupby(rows["phase"], sort=False).sum()
-    out = phases.set_index("phase")[["span_ns", "busy_ns", "idle_ns"]].join(per, how="left")
-    out = out.rename(columns={"span_ns": "measured_ns", "idle_ns": "launch_gaps_ns"})
+    step_key = rows["step"].to_numpy(dtype="float64", na_value=-1.0)
+    # One group per (phase, step): factorize both and combine the codes (cheaper than a 2-key groupby).
+    phase = rows["phase"]
+    if isinstance(phase.dtype, pd.CategoricalDtype):  # the usual case: codes are free
+        pcode, phases_u = phase.cat.codes.to_numpy(), np.append(np.asarray(phase.cat.categories, dtype=object), None)
+        pcode = np.where(pcode < 0, len(phases_u) - 1, pcode)
+    else:
+        pcode, phases_u = pd.factorize(phase, use_na_sentinel=False)
+    scode, steps_u = pd.factorize(step_key)
+    gid, combos = pd.factorize(pcode.astype(np.int64) * (len(steps_u) + 1) + scode)
+    n = len(combos)
+    per = _per_kernel(rows, peak_flops, peak_bw)
+    out = pd.DataFrame({c: np.bincount(gid, weights=v, minlength=n) for c, v in per.items()})
+    out["phase"] = np.asarray(phases_u, dtype=object)[combos // (len(steps_u) + 1)]
+    out["_step"] = np.asarray(steps_u, dtype="float64")[combos % (len(steps_u) + 1)]
+    out["kernel_coverage"] = out["modeled_ns"] / out["kernel_ns"].where(out["kernel_ns"] > 0)
+    for col in ("span_ns", "busy_ns", "model_ideal_ns"):
+        out[col] = np.nan
+    if steps is not None and not steps.empty:
+        st = steps
+        if "rank" in st.columns and st["rank"].notna().any():
+            st = st[st["rank"] == st["rank"].min()]
+        cols = [c for c in ("span_ns", "busy_ns", "model_ideal_ns") if c in st.columns]
+        of = st.set_index([st["phase"].astype(object), st["step"].astype("float64")])[cols]
+        of = of[~of.index.duplicated()]
+        got = of.reindex(pd.MultiIndex.from_arrays([out["phase"], out["_step"]]))
+        for col in cols:
+            out[col] = got[col].to_numpy(dtype="float64")
+    busy = out["busy_ns"]
+    by_model = out["model_ideal_ns"].notna() & busy.notna() & ~(out["kernel_coverage"] >= MIN_KERNEL_COVERAGE)
+    ideal_m = np.minimum(out["model_ideal_ns"], busy)
+    out["ideal_ns"] = out["ideal_ns"].where(~by_model, ideal_m)
+    out["slow_kernels_ns"] = out["slow_kernels_ns"].where(~by_model, busy - ideal_m)
+    for col in ("extra_bytes_ns", "unmodeled_ns"):
+        out[col] = out[col].where(~by_model, 0.0)
+    out["basis"] = np.where(by_model, "model", np.where(out["kernel_coverage"] > 0, "kernels", None))
+    out["measured_ns"] = out["span_ns"]
+    out["launch_gaps_ns"] = (out["span_ns"] - busy).clip(lower=0)
     out["ideal_frac"] = out["ideal_ns"] / out["measured_ns"].where(out["measured_ns"] > 0)
-    return out.reset_index()[["phase", "measured_ns", "ideal_ns", "slow_kernels_ns", "extra_bytes_ns",
-                              "launch_gaps_ns", "unmodeled_ns", "ideal_frac"]]
+    if not out["basis"].notna().any():
+        return None
+    return out
+
+
+def gap_steps(timed: pd.DataFrame, peak_flops, peak_bw, steps: pd.DataFrame | None = None) -> pd.DataFrame | None:
+    """The gap to ideal of every step (lowest rank), in time order within each phase."""
+    out = _split(timed, peak_flops, peak_bw, steps)
+    if out is None:
+        return None
+    out = out[(out["_step"] >= 0) & out["measured_ns"].notna()].assign(step=lambda f: f["_step"].astype("int64"))
+    return out[list(STEP_GAP_KEYS)].reset_index(drop=True)
+
+
+def gap_table(timed: pd.DataFrame, phases: pd.DataFrame, peak_flops, peak_bw,
+              steps: pd.DataFrame | None = None) -> pd.DataFrame | None:
+    """The per-step split summed per phase; `basis` says "kernels", "model" or "mixed". A phase's
+    measured time and launch gaps are the phase table's (its span and idle time), so the parts add
+    up to what the phase table shows."""
+    if phases.empty:
+        return None
+    out = _split(timed, peak_flops, peak_bw, steps)
+    if out is None:
+        return None
+    g = out.groupby("phase", sort=False)
+    sums = g[["ideal_ns", "slow_kernels_ns", "extra_bytes_ns", "unmodeled_ns"]].sum()
+    sums["basis"] = g["basis"].agg(_one_basis)
+    ph = phases.set_index("phase")[["span_ns", "idle_ns"]].rename(columns={"span_ns": "measured_ns",
+                                                                           "idle_ns": "launch_gaps_ns"})
+    res = ph.join(sums, how="inner")
+    res["ideal_frac"] = res["ideal_ns"] / res["measured_ns"].where(res["measured_ns"] > 0)
+    return res.reset_index()[["phase", "measured_ns", "ideal_ns", "slow_kernels_ns", "extra_bytes_ns",
+                              "launch_gaps_ns", "unmodeled_ns", "ideal_frac", "basis"]]
+
+
+def _one_basis(b: pd.Series) -> str | None:
+    kinds = set(b.dropna())
+    return None if not kinds else kinds.pop() if len(kinds) == 1 else "mixed"

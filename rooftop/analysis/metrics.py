@@ -7,7 +7,7 @@
   counters were measured, else `model_flops`).
 - Achieved bandwidth = bytes / span; MBU = achieved / peak bandwidth. Achieved FLOP/s = flops /
   span; MFU = achieved / peak FLOP/s of the compute dtype.
-- Model MBU (Databricks) for a decode step: (parameter bytes + KV-cache bytes read) / span / peak.
+- Model MBU (Databricks): see `model_cost` (the bytes a step must move, from the model description).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..devices import trace_dtype
-from ..models import ModelConfig, dtype_bytes
+from ..models import dtype_bytes
 from ..steps import OUTSIDE_STEPS
 
 NO_PHASE = "run"  # label for timed rows that no phase range encloses (e.g. imported traces)
@@ -181,24 +181,8 @@ def step_table(timed: pd.DataFrame, meta: dict, peak_flops=None, peak_bw=None, r
     out = out.merge(sm, on=["phase", "step"], how="left") if not sm.empty else out.assign(
         batch=np.nan, new_tokens=np.nan, tokens=np.nan, context=np.nan)
     out["tokens_per_s"] = out["new_tokens"] / (out["span_ns"].where(out["span_ns"] > 0) / 1e9)
-    out["model_mbu"] = model_mbu(out, meta, peak_bw)
     out["bound"] = _bound(out["ai"], ridge)
     return out.sort_values(keys[:-2] + ["start_ns"], kind="stable").reset_index(drop=True)
-
-
-def model_mbu(steps: pd.DataFrame, meta: dict, peak_bw) -> pd.Series:
-    """Databricks MBU per decode step: (parameter bytes + KV bytes read) / span / peak bandwidth."""
-    cfg = ModelConfig.from_meta(meta.get("model"))
-    nan = pd.Series(np.nan, index=steps.index)
-    if cfg is None or not peak_bw or steps.empty:
-        return nan
-    dtype = trace_dtype(meta)
-    kv_dtype = (meta.get("workload") or {}).get("kv_dtype") or dtype
-    weights = cfg.decode_weight_bytes(dtype)
-    kv = steps["batch"] * steps["context"] * cfg.kv_bytes_per_token(kv_dtype)
-    span_s = steps["span_ns"].where(steps["span_ns"] > 0) / 1e9
-    val = (weights + kv) / span_s / peak_bw
-    return val.where(steps["phase"] == "decode")
 
 
 def phase_table(timed: pd.DataFrame, steps: pd.DataFrame, meta: dict, peak_flops=None, peak_bw=None,

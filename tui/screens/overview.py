@@ -163,7 +163,7 @@ def rank_gap(a) -> pd.DataFrame | None:
         return a.gap
     from rooftop.analysis.gap import gap_table as core_gap_table
 
-    return core_gap_table(a.timed[a.timed["rank"] == ranks[0]], a.phases, a.peaks.flops, a.peaks.bw)
+    return core_gap_table(a.timed[a.timed["rank"] == ranks[0]], a.phases, a.peaks.flops, a.peaks.bw, a.steps)
 
 
 class OverviewScreen(RooftopScreen):
@@ -258,6 +258,10 @@ class OverviewScreen(RooftopScreen):
         """The phase table, the ceilings, where bytes and peaks came from."""
         a = self.analysis
         yield PhaseTable(a.phases, id="phases")
+        if a.model is not None and a.model.source != "trace metadata":  # `--model`: the model-level headline
+            from rooftop.report import model_lines
+
+            yield Static(Text("\n".join(model_lines(a))), id="model-level")
         if has_both_ceilings(a) and len(a.phases):
             yield Static(ceilings_table(a.phases), id="ceilings")
         yield Static(sources_line(a), id="sources", classes="muted")
