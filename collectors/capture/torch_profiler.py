@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from rooftop.opmodel import op_cost, split_by_duration
+from rooftop.opmodel import copy_hbm_bytes, op_cost, split_by_duration
 
 GPU_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 _RUNTIME = ("cuda_runtime", "cuda_driver")
@@ -170,6 +170,13 @@ def _gpu_meta(meta: dict) -> dict:
             "registers": num(meta.get("registers per thread")), "shared_mem": num(meta.get("shared memory"))}
 
 
+def _number(v: Any) -> float | None:
+    try:
+        return float(v) if v is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
 def _launcher(ev: RawEvent, by_corr: dict, runtime: dict) -> _Node | None:
     """The op or range a GPU activity belongs to: linked correlation first, then the runtime call."""
     if ev.linked is not None and ev.linked in by_corr:
@@ -222,6 +229,8 @@ def _gpu_rows(gpu: list[RawEvent], nodes: list[_Node], origin: int, warnings: li
             op = call.ev.name if call is not None else None
         row = _row(ev, origin, GPU_KINDS[ev.kind], path=owner.path() if owner else None, op=op,
                    device=ev.device, stream=ev.stream, correlation=ev.correlation, **_gpu_meta(ev.metadata))
+        if ev.kind != "kernel":  # memcpy/memset: HBM bytes of what CUPTI recorded (DtoD moves 2N)
+            row["model_bytes"] = copy_hbm_bytes(ev.name, _number(ev.metadata.get("bytes")))
         rows.append(row)
         if owner is not None and owner.ev.kind == "cpu_op" and ev.kind == "kernel":
             launched.setdefault(id(owner), []).append((owner.ev, row))
