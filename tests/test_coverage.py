@@ -130,7 +130,9 @@ def test_memsets_and_copies_never_carry_flops(tmp_path):
     a = analyze(build(tmp_path, rows))
     g = a.groups().set_index("key")
     ms = g.loc[[x for x in g.index if x.lower().startswith("memset")][0]]
-    assert ms["flops"] == 0 and ms["tflops"] == 0 and ms["ai"] == 0
+    assert ms["flops"] == 0                                      # known: a memset does no FLOPs
+    assert math.isnan(ms["tflops"]) and math.isnan(ms["ai"])     # no FLOP rate, no roofline point
+    assert math.isnan(ms["flops_coverage"]) and ms["bytes_coverage"] == 1.0
     assert ms["tbps"] == pytest.approx(4096 / 100e-9 / 1e12)
     assert ms["pct_of_roof"] == pytest.approx(4096 / 100e-9 / H100_BW)
     assert ms["bound"] in ("memory", "latency")
@@ -143,6 +145,25 @@ def test_host_copies_are_not_judged_against_hbm(tmp_path):
     g = analyze(build(tmp_path, rows)).groups().iloc[0]
     assert g["tbps"] == pytest.approx(2.5e8 / 1e-5 / 1e12)      # its rate, shown
     assert math.isnan(g["pct_of_roof"]) and g["bound"] is None  # but PCIe-limited: no HBM verdict
+
+
+def test_copies_neither_cover_nor_dilute_the_compute_kernels(tmp_path):
+    # 700 ns of host-to-device copy (bytes known, PCIe) and 300 ns of a GEMM with no cost: the
+    # copy's known bytes and zero FLOPs say nothing about the GEMM, so no MBU/MFU verdict and no bound
+    rows = [k("Memcpy HtoD (Pinned -> Device)", 0, 700, "run/step=0", kind="memcpy", model_bytes=1e5),
+            k("nvjet_gemm", 700, 300, "run/step=0")]
+    ph = analyze(build(tmp_path, rows)).phases.iloc[0]
+    assert ph["bytes_coverage"] == 0 and ph["flops_coverage"] == 0
+    assert ph["mbu_status"] == ph["mfu_status"] == "unknown" and math.isnan(ph["mbu"]) and math.isnan(ph["mfu"])
+    assert ph["bound"] is None
+    # a zero-fill memset (device side: HBM bytes) beside a costed GEMM: FLOPs cover all the compute
+    # time; bytes cover both
+    rows = [k("Memset (Device)", 0, 500, "decode/step=0", kind="memset", model_bytes=1e5),
+            k("gemv", 500, 500, "decode/step=0", model_flops=1e6, model_bytes=1e6)]
+    ph = analyze(build(tmp_path, rows, name="m.parquet")).phases.iloc[0]
+    assert ph["flops_coverage"] == 1.0 and ph["bytes_coverage"] == 1.0 and ph["ai_coverage"] == 1.0
+    assert ph["ai"] == pytest.approx(1.0)                         # the GEMV's own 1e6 / 1e6
+    assert ph["mbu"] == pytest.approx(1.1e6 / 1e-6 / H100_BW)
 
 
 def test_integer_gemm_has_unknown_flops_not_zero(tmp_path):

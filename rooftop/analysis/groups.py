@@ -16,7 +16,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..opmodel import is_link_copy
 from .metrics import VERDICT_COVERAGE, add_coverage, known_sums, prepare, source_labels
 
 LATENCY_NS = 5_000
@@ -41,10 +40,7 @@ def kernel_groups(timed: pd.DataFrame, by: str = "short_name", peak_flops=None, 
     out["time_ns"] = np.bincount(gid, weights=timed["dur_ns"].to_numpy(), minlength=n)
     for col, val in known_sums(timed, gid, n).items():
         out[col] = val
-    add_coverage(out, "time_ns")
-    # host/peer copies: time spent mostly in host-link copies is not judged against the HBM roof
-    link = _link_copies(timed)
-    out["_link_ns"] = np.bincount(gid, weights=np.where(link, timed["dur_ns"].to_numpy(), 0), minlength=n)
+    add_coverage(out)
     # Dominant category and phase of each group, by time.
     for col in ("category", "phase"):
         by_col = pd.DataFrame({"gid": gid, col: rows[col].to_numpy(), "dur_ns": rows["dur_ns"].to_numpy()})
@@ -65,17 +61,6 @@ def kernel_groups(timed: pd.DataFrame, by: str = "short_name", peak_flops=None, 
     return out.sort_values("time_ns", ascending=False, kind="stable").reset_index(drop=True)[cols]
 
 
-def _link_copies(timed: pd.DataFrame) -> np.ndarray:
-    """Rows that are host/peer copies (one regex per distinct copy name, not per row)."""
-    mask = np.zeros(len(timed), bool)
-    copies = np.flatnonzero((timed["kind"] == "memcpy").to_numpy(dtype=bool))
-    if len(copies):
-        codes, uniq = pd.factorize(timed["name"].iloc[copies].astype(object))
-        hit = np.array([is_link_copy(u) for u in uniq] + [False], dtype=bool)
-        mask[copies] = hit[codes]  # code -1 (no name) -> the trailing False
-    return mask
-
-
 def add_rates(out: pd.DataFrame, peak_flops=None, peak_bw=None) -> pd.DataFrame:
     """Add tflops, tbps, pct_of_roof and bound to a frame with the `known_sums` columns, mean_ns and
     the coverage/ai columns of `add_coverage`: each rate over the time of the launches it rests on."""
@@ -85,7 +70,8 @@ def add_rates(out: pd.DataFrame, peak_flops=None, peak_bw=None) -> pd.DataFrame:
         return x / (out[ns].astype("float64").where(out[ns] > 0) / 1e9)
     out["tflops"] = per_s(out["flops"], "flops_ns") / 1e12
     out["tbps"] = per_s(out["bytes"], "bytes_ns") / 1e12
-    link = out["_link_ns"] > 0.5 * out["time_ns"] if "_link_ns" in out else pd.Series(False, index=out.index)
+    # mostly host/peer copies: PCIe/NVLink-limited, not judged against the HBM roof
+    link = out["hbm_ns"] < 0.5 * out["time_ns"]
     if peak_flops and peak_bw:
         ai = out["ai"]
         attainable = np.minimum(peak_flops, peak_bw * ai)
@@ -96,7 +82,7 @@ def add_rates(out: pd.DataFrame, peak_flops=None, peak_bw=None) -> pd.DataFrame:
         ridge = peak_flops / peak_bw
         by_ai = ai.notna() & (out["ai_coverage"] >= VERDICT_COVERAGE)
         # no FLOPs but bytes (copies): memory-bound, if the bytes cover the group's time
-        by_bytes = ai.isna() & out["bytes"].notna() & (out["flops_coverage"].fillna(0) == 0) \
+        by_bytes = ai.isna() & out["bytes"].notna() & out["flops_coverage"].isna() \
             & (out["bytes_coverage"] >= VERDICT_COVERAGE)
         bound = np.where(by_ai, np.where(ai < ridge, "memory", "compute"), np.where(by_bytes, "memory", None))
         latency = (out["mean_ns"] < LATENCY_NS) & (pct < LATENCY_ROOF_FRAC) & (by_ai | by_bytes)

@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..devices import trace_dtype
 from ..models import ModelConfig, dtype_bytes
-from ..opmodel import is_integer_gemm
+from ..opmodel import is_integer_gemm, is_link_copy
 
 NO_PHASE = "run"  # label for timed rows that no phase range encloses (e.g. imported traces)
 VERDICT_COVERAGE = 0.5  # a phase/step rate is a verdict only when it covers half the kernel time
@@ -49,13 +49,34 @@ def work_columns(rows: pd.DataFrame) -> pd.DataFrame:
         out[name] = np.where(use_m, m, model)
         out["bytes_src" if name == "bytes" else "flops_src"] = \
             np.where(use_m, 2, np.where(np.isnan(model), 0, 1)).astype(np.int8)
-    copies = rows["kind"].isin(["memcpy", "memset"]).to_numpy() if "kind" in rows else np.zeros(len(rows), bool)
+    copy = copy_class(rows)
+    copies = copy > 0
     out["work_flops"] = np.where(copies, 0.0, out["work_flops"])
     out["flops_src"] = np.where(copies, 1, out["flops_src"]).astype(np.int8)
     integer = _integer_gemm(rows)
     out["work_flops"] = np.where(integer, np.nan, out["work_flops"])
     out["flops_src"] = np.where(integer, 0, out["flops_src"]).astype(np.int8)
+    out["copy_class"] = copy
     return pd.DataFrame(out, index=rows.index)
+
+
+COMPUTE, DEVICE_COPY, LINK_COPY = 0, 1, 2  # copy_class codes
+
+
+def copy_class(rows: pd.DataFrame) -> np.ndarray:
+    """Per row: COMPUTE (a kernel or op), DEVICE_COPY (memset, device-to-device memcpy) or LINK_COPY
+    (host/peer memcpy, PCIe/NVLink-limited); one regex per distinct copy name."""
+    out = np.zeros(len(rows), np.int8)
+    if "kind" not in rows or not len(rows):
+        return out
+    copies = np.flatnonzero(rows["kind"].isin(["memcpy", "memset"]).to_numpy(dtype=bool))
+    if len(copies):
+        out[copies] = DEVICE_COPY
+        codes, uniq = pd.factorize(rows["name"].iloc[copies].astype(object)) if "name" in rows else \
+            (np.full(len(copies), -1), [])
+        link = np.array([is_link_copy(u) for u in uniq] + [False], dtype=bool)
+        out[copies[link[codes]]] = LINK_COPY  # code -1 (no name) -> the trailing False
+    return out
 
 
 def _integer_gemm(rows: pd.DataFrame) -> np.ndarray:
@@ -150,26 +171,37 @@ def _group_stats(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 
 def known_sums(rows: pd.DataFrame, gid: np.ndarray, n: int) -> dict[str, np.ndarray]:
-    """Per group: the known bytes and FLOPs, the kernel time each covers, and the FLOPs and bytes
-    of the kernels where both are known (the only ones an arithmetic intensity may use)."""
+    """Per group: the known bytes and FLOPs and the time of the rows that have them (rates divide
+    by these), the FLOPs and bytes of the compute rows where both are known (the only ones an
+    arithmetic intensity may use), and the denominators of the coverages: for FLOPs and AI the
+    compute time (copies do no FLOPs, so they neither cover nor dilute them), for bytes the time
+    judged against HBM (host/peer copies run at link speed)."""
     b, f = rows["bytes"].to_numpy(dtype="float64"), rows["work_flops"].to_numpy(dtype="float64")
     dur = rows["dur_ns"].to_numpy(dtype="float64")
-    kb, kf = ~np.isnan(b), ~np.isnan(f)
+    cls = rows["copy_class"].to_numpy() if "copy_class" in rows else np.zeros(len(rows), np.int8)
+    compute, hbm = cls == COMPUTE, cls != LINK_COPY
+    kb, kf = ~np.isnan(b), ~np.isnan(f) & compute
     both = kb & kf
     def time_of(mask):
         return np.bincount(gid, weights=np.where(mask, dur, 0.0), minlength=n)
     return {"flops": _sum_known(f, gid, n), "bytes": _sum_known(b, gid, n),
             "bytes_ns": time_of(kb), "flops_ns": time_of(kf), "both_ns": time_of(both),
             "both_flops": _sum_known(np.where(both, f, np.nan), gid, n),
-            "both_bytes": _sum_known(np.where(both, b, np.nan), gid, n)}
+            "both_bytes": _sum_known(np.where(both, b, np.nan), gid, n),
+            "hbm_known_ns": time_of(kb & hbm), "hbm_ns": time_of(hbm), "compute_ns": time_of(compute)}
 
 
-def add_coverage(out: pd.DataFrame, time_col: str = "kernel_ns") -> pd.DataFrame:
-    """bytes_coverage, flops_coverage, ai_coverage (0..1) and ai from the known_sums columns."""
-    t = out[time_col].astype("float64").where(out[time_col] > 0)
-    out["bytes_coverage"] = out["bytes_ns"] / t
-    out["flops_coverage"] = out["flops_ns"] / t
-    out["ai_coverage"] = out["both_ns"] / t
+SUM_COLUMNS = ("bytes_ns", "flops_ns", "both_ns", "hbm_known_ns", "hbm_ns", "compute_ns")
+
+
+def add_coverage(out: pd.DataFrame) -> pd.DataFrame:
+    """bytes_coverage, flops_coverage, ai_coverage (0..1, null where nothing could have the
+    quantity, e.g. FLOPs of a group of copies) and ai, from the known_sums columns."""
+    def share(num, den):
+        return out[num] / out[den].astype("float64").where(out[den] > 0)
+    out["bytes_coverage"] = share("hbm_known_ns", "hbm_ns")
+    out["flops_coverage"] = share("flops_ns", "compute_ns")
+    out["ai_coverage"] = share("both_ns", "compute_ns")
     out["ai"] = out["both_flops"] / out["both_bytes"].where(out["both_bytes"] > 0)
     return out
 
@@ -288,7 +320,7 @@ def phase_table(timed: pd.DataFrame, steps: pd.DataFrame, meta: dict, peak_flops
         "bytes": g["bytes"].sum(min_count=1),
         "first_ns": g["start_ns"].min(),
     })
-    for c in ("bytes_ns", "flops_ns", "both_ns"):
+    for c in SUM_COLUMNS:
         out[c] = g[c].sum()
     for c in ("both_flops", "both_bytes"):
         out[c] = g[c].sum(min_count=1)
