@@ -109,7 +109,8 @@ def _utilization_findings(row: pd.Series, peaks) -> list[Finding]:
     evidence_f = f"{_get(row, 'flops') or 0:.3g} FLOPs ({_get(row, 'flops_source') or 'unknown'}) over the {fmt_ns(row['span_ns'])} span"
     out: list[Finding] = []
     if cov_b is not None and cov_b < VERDICT_COVERAGE and peaks.bw:
-        known = f"bytes known for {fmt_pct(cov_b, 0 if cov_b >= 0.1 else 1)} of kernel time"
+        known = (f"bytes known for {fmt_pct(cov_b, 0 if cov_b >= 0.1 else 1)} of kernel time" if cov_b > 0
+                 else "no kernel has per-kernel bytes")
         if mbu is not None and cov_b >= MIN_COVERAGE:
             out.append(Finding(f"{ph}-mbu", "info", f"{ph}: >= {fmt_pct(mbu)} MBU ({known})",
                                "a lower bound, not a verdict: kernels without per-kernel bytes (CUDA-graph replays, "
