@@ -376,3 +376,29 @@ def test_real_captures_make_no_claim_on_thin_coverage(fixtures_dir, name):
     rows = a.timed
     copies = rows[rows["kind"].isin(["memcpy", "memset"])]
     assert (copies["work_flops"].fillna(0) == 0).all()
+
+
+def test_torch_profiler_path_gives_memsets_no_op_cost_and_dtod_2n():
+    from collectors.capture.torch_profiler import RawEvent, convert
+
+    def ev(name, kind, start, dur, **kw):
+        return RawEvent(name=name, kind=kind, start_ns=start, dur_ns=dur, **kw)
+
+    T = 7
+    events = [
+        ev("aten::mm", "cpu_op", 1000, 500, thread=T, correlation=10,
+           shapes=[[64, 128], [128, 256]], dtypes=["c10::BFloat16", "c10::BFloat16"]),
+        ev("cudaMemsetAsync", "cuda_runtime", 1100, 50, thread=T, correlation=900, linked=10),
+        ev("cudaLaunchKernel", "cuda_runtime", 1200, 50, thread=T, correlation=901, linked=10),
+        ev("Memset (Device)", "gpu_memset", 2000, 400, correlation=900, linked=10, device=0, stream=7,
+           metadata={"bytes": 65536}),
+        ev("gemm", "kernel", 2500, 100, correlation=901, linked=10, device=0, stream=7),
+        ev("Memcpy DtoD (Device -> Device)", "gpu_memcpy", 3000, 10, correlation=902, device=0, stream=7,
+           metadata={"bytes": 1000}),
+    ]
+    rows, _ = convert(events)
+    by = {r["name"]: r for r in rows}
+    assert by["gemm"]["model_flops"] == 2 * 64 * 128 * 256         # all of it: the memset gets none
+    assert by["Memset (Device)"].get("model_flops") is None
+    assert by["Memset (Device)"]["model_bytes"] == 65536
+    assert by["Memcpy DtoD (Device -> Device)"]["model_bytes"] == 2000
