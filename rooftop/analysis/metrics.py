@@ -6,7 +6,8 @@
   none has; a mix of the two (labelled "mixed") when some have. FLOPs likewise (`flops` where
   counters were measured, else `model_flops`).
 - Coverage: the share of kernel time whose bytes (`bytes_coverage`) or FLOPs (`flops_coverage`)
-  are known. Achieved bandwidth = known bytes / span, a lower bound when coverage < 1; MBU = that /
+  are known. Copies do no FLOPs, so FLOPs and AI coverage are shares of the compute kernels' time;
+  host/peer copies run at link speed, so bytes coverage is a share of the rest. Achieved bandwidth = known bytes / span, a lower bound when coverage < 1; MBU = that /
   peak bandwidth (likewise FLOP/s and MFU). A rate is a verdict (`mbu_status` "verdict") only where
   its coverage is at least VERDICT_COVERAGE; below that it is a "lower bound", and below
   MIN_COVERAGE it is unknown (null): a bound from a sliver of the time says nothing.
