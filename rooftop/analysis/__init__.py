@@ -200,8 +200,6 @@ class Analysis:
             ("achieved", fmt_rate(r["tflops"] * 1e12 if r["tflops"] == r["tflops"] else None, "FLOP/s"), src),
             ("achieved bandwidth", fmt_rate(r["tbps"] * 1e12 if r["tbps"] == r["tbps"] else None, "B/s"), src),
             ("% of roof", fmt_pct(r["pct_of_roof"]), f"{src} vs {self.peaks.source or 'no'} peaks"),
-            ("FLOPs known for", f"{fmt_pct(r['flops_coverage'])} of its time", "rates over those launches"),
-            ("bytes known for", f"{fmt_pct(r['bytes_coverage'])} of its time", "rates over those launches"),
             ("bound", str(r["bound"] or "—"), "rooftop"),
         ]
         first = rows.iloc[0]
