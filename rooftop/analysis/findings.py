@@ -59,7 +59,8 @@ def phase_findings(phases: pd.DataFrame, peaks, meta: dict, verdicts: list[Verdi
                            "rooftop predict: each kernel's model FLOPs and bytes at the datasheet peaks", 1.0))
     if peaks.flops is None and peaks.bw is None:
         out.append(Finding("no-peaks", "info", "MBU and MFU are unknown for this run",
-                           peaks.reason or "no peak bandwidth / FLOP rate for this device"))
+                           peaks.reason or "no peak bandwidth / FLOP rate for this device",
+                           "the trace's device name against rooftop's spec table; no calibration in the trace"))
     graphs = bool((meta.get("workload") or {}).get("cuda_graphs"))
     for _, row in phases.iterrows():
         if modeled:
