@@ -402,3 +402,21 @@ def test_torch_profiler_path_gives_memsets_no_op_cost_and_dtod_2n():
     assert by["Memset (Device)"].get("model_flops") is None
     assert by["Memset (Device)"]["model_bytes"] == 65536
     assert by["Memcpy DtoD (Device -> Device)"]["model_bytes"] == 2000
+
+
+def test_trace_without_shapes_has_unknown_gemm_rates(fixtures_dir):
+    # HTA's nccl_data trace was recorded without shapes: no GEMM op can be costed, so every GEMM
+    # group's FLOPs and rates are unknown (null), never 0, and its coverage says so
+    path = fixtures_dir / "traces" / (PREFIX + "nccl_parser_config__nccl_data.json.gz")
+    with gzip.open(path, "rt") as fh:
+        events = json.load(fh)["traceEvents"]
+    assert not any("Input Dims" in (e.get("args") or {}) for e in events)
+    a = analyze(read_trace(path))
+    g = a.groups("short_name")
+    gemm = g[g["category"] == "gemm"]
+    assert len(gemm) >= 5
+    assert gemm["flops"].isna().all() and gemm["tflops"].isna().all() and (gemm["flops_coverage"] == 0).all()
+    # its device-to-device copies: 2N HBM bytes each, from the bytes CUPTI recorded
+    copies = [e for e in events if e.get("cat") == "gpu_memcpy"]
+    rows = a.timed[a.timed["kind"] == "memcpy"]
+    assert rows["model_bytes"].sum() == 2 * sum(e["args"]["bytes"] for e in copies)
