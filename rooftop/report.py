@@ -110,20 +110,28 @@ def _coverage_cell(cov: Any) -> str:
 
 
 def _coverage_notes(ph: pd.DataFrame) -> list[str]:
-    """One line per phase whose per-kernel bytes or FLOPs miss part of the kernel time."""
+    """One line per phase whose per-kernel bytes or FLOPs miss part of the kernel time: the
+    utilisation where peaks are known, else the achieved rate."""
     out = []
     for r in ph.itertuples():
-        for what, cov, status, val, label in (("bytes", r.bytes_coverage, r.mbu_status, r.mbu, "MBU"),
-                                              ("FLOPs", r.flops_coverage, r.mfu_status, r.mfu, "MFU")):
+        for what, cov, status, util, label, rate, unit in (
+                ("bytes", r.bytes_coverage, r.mbu_status, r.mbu, "MBU", r.tbps, "TB/s"),
+                ("FLOPs", r.flops_coverage, r.mfu_status, r.mfu, "MFU", r.tflops, "TFLOP/s")):
             if cov is None or cov != cov or cov >= 0.995:
                 continue
-            known = f"{what} known for {_coverage_cell(cov)} of kernel time"
-            if status == "lower bound" and val == val and val is not None:
-                out.append(f"  {r.phase}: >= {fmt_pct(val)} {label} ({known}): a lower bound, not a verdict")
-            elif status == "unknown":
+            known = f"{what} known for {_coverage_cell(cov)} of kernel time" if cov > 0 else f"no per-kernel {what}"
+            if util == util and util is not None:
+                value = f"{fmt_pct(util)} {label}"
+            elif rate == rate and rate is not None:
+                value = f"{fmt_num(rate)} {unit}"
+            else:
+                value = None
+            if value is None or status == "unknown":
                 out.append(f"  {r.phase}: {label} unknown ({known})")
-            elif val == val and val is not None:
-                out.append(f"  {r.phase}: {fmt_pct(val)} {label} ({known})")
+            elif status == "lower bound":
+                out.append(f"  {r.phase}: >= {value} ({known}): a lower bound, not a verdict")
+            else:
+                out.append(f"  {r.phase}: {value} ({known})")
     return out
 
 
