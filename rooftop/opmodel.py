@@ -3,7 +3,14 @@
 Pure Python (no torch): the collector, the Kineto importer and the analytic model all use it.
 Definitions (DESIGN.md): a GEMM costs 2·M·N·K FLOPs and moves each operand once plus the output
 once; attention costs 4·B·H·Sq·Sk·D FLOPs (halved when causal) and moves Q, K, V and O once.
-An op's cost is split across the kernels it launched in proportion to their durations.
+An op's cost is split across the compute kernels it launched in proportion to their durations,
+never onto the memsets/memcpys it also issued (a zero-fill before a GEMM does none of its FLOPs).
+Integer GEMMs (`aten::_int_mm`, int8 operands, `imma`/`_s8`/`i8` kernels) do no floating-point
+FLOPs: their FLOPs are unknown (None), never 0, while their bytes are still counted.
+Copies (`copy_hbm_bytes`): a device-to-device copy of N bytes reads N and writes N bytes of HBM
+(2N); a host<->device or peer copy touches N bytes of this GPU's memory once, at a rate set by
+PCIe/NVLink, not HBM (`is_link_copy`: the analysis judges it against no HBM roof); a memset of N
+bytes writes N.
 
 Shapes and dtypes come as torch.profiler / Kineto record them ("Input Dims", "Input type"):
 one list per argument, `[]` for scalars and absent tensors. Anything malformed gives None.
@@ -11,6 +18,7 @@ one list per argument, `[]` for scalars and absent tensors. Anything malformed g
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Sequence
 
 # Element sizes by the names torch.profiler and Kineto print (`c10::BFloat16`, `float`, ...).
@@ -25,15 +33,58 @@ _DTYPE_BYTES = {
 }
 
 
-def dtype_size(name: str | None) -> int | None:
-    """Bytes per element of a dtype name as profilers print it; None when unknown."""
+_INTEGER_DTYPES = {"signed char", "unsigned char", "int8", "uint8", "short int", "short", "int16", "int",
+                   "int32", "long int", "long", "int64", "long long int", "bool"}
+
+
+def _dtype_key(name: Any) -> str | None:
     if not name or not isinstance(name, str):
         return None
     key = name.strip().lower()
     for prefix in ("c10::", "torch.", "at::"):
         if key.startswith(prefix):
             key = key[len(prefix):]
-    return _DTYPE_BYTES.get(key)
+    return key
+
+
+def is_integer_dtype(name: Any) -> bool:
+    return _dtype_key(name) in _INTEGER_DTYPES
+
+
+# Integer GEMM kernels by name: cuBLASLt/CUTLASS "imma" and "igemm", torch's _int_mm, and GEMM
+# kernels whose operand type is spelled s8/i8/u8/int8 (`..._s8s8_...`, `gemm_i8_...`, `int8_gemm`).
+_INT_GEMM = re.compile(
+    r"imma|igemm|_int_mm|int8.{0,40}(gemm|matmul)|(gemm|matmul|_mm)\w{0,60}?(int8|(?<![a-z0-9])[su]8|_i8|i8i8|s8s8|u8s8)",
+    re.IGNORECASE)
+
+
+def is_integer_gemm(name: Any) -> bool:
+    """Whether a kernel or op name is an integer GEMM (no floating-point FLOPs)."""
+    return isinstance(name, str) and bool(_INT_GEMM.search(name))
+
+
+_DEVICE_COPY = re.compile(r"DtoD|Device -> Device|Device-to-Device|AtoA|AtoD|DtoA", re.IGNORECASE)
+_LINK_COPY = re.compile(r"HtoD|DtoH|HtoA|AtoH|HtoH|PtoP|Host|Peer", re.IGNORECASE)
+
+
+def is_link_copy(name: Any) -> bool:
+    """A copy to or from the host or a peer GPU: limited by PCIe/NVLink, not by HBM bandwidth."""
+    return isinstance(name, str) and not _DEVICE_COPY.search(name) and bool(_LINK_COPY.search(name))
+
+
+def copy_hbm_bytes(name: Any, nbytes: float | None) -> float | None:
+    """HBM bytes a memcpy/memset of `nbytes` moves: 2N for a device-to-device copy (read + write),
+    N for a memset or a host/peer copy (this GPU's side, once). None when N is unknown."""
+    if nbytes is None or (isinstance(nbytes, float) and math.isnan(nbytes)) or nbytes < 0:
+        return None
+    factor = 2.0 if isinstance(name, str) and _DEVICE_COPY.search(name) else 1.0
+    return float(nbytes) * factor
+
+
+def dtype_size(name: str | None) -> int | None:
+    """Bytes per element of a dtype name as profilers print it; None when unknown."""
+    key = _dtype_key(name)
+    return None if key is None else _DTYPE_BYTES.get(key)
 
 
 def gemm_cost(m: int, n: int, k: int, *, batch: int = 1, a_bytes: float = 2, b_bytes: float = 2,
@@ -118,16 +169,18 @@ def _prod(xs: Sequence[int]) -> int:
     return out
 
 
-def _result(flops: float, nbytes: float | None) -> tuple[float, float | None]:
-    return float(flops), (None if nbytes is None else float(nbytes))
+def _result(flops: float | None, nbytes: float | None) -> tuple[float | None, float | None]:
+    return (None if flops is None else float(flops)), (None if nbytes is None else float(nbytes))
 
 
-def _gemm(m, n, k, batch, dtypes, ia, ib, extra_bytes=0.0):
+def _gemm(m, n, k, batch, dtypes, ia, ib, extra_bytes=0.0, out_bytes=None):
     a, b = _size(dtypes, ia), _size(dtypes, ib)
+    # integer operands: integer MACs, not FP FLOPs; unknown against an FP peak (never 0)
+    integer = is_integer_dtype(_arg(dtypes, ia)) or is_integer_dtype(_arg(dtypes, ib))
     if a is None or b is None:
-        return _result(2.0 * m * n * k * batch, None)
-    flops, nbytes = gemm_cost(m, n, k, batch=batch, a_bytes=a, b_bytes=b, out_bytes=a)
-    return _result(flops, nbytes + extra_bytes)
+        return _result(None if integer else 2.0 * m * n * k * batch, None)
+    flops, nbytes = gemm_cost(m, n, k, batch=batch, a_bytes=a, b_bytes=b, out_bytes=out_bytes or a)
+    return _result(None if integer else flops, nbytes + extra_bytes)
 
 
 def _bias_bytes(shapes, dtypes, i):
@@ -139,10 +192,14 @@ def _bias_bytes(shapes, dtypes, i):
 
 
 def _mm_like(op: str, shapes, dtypes):
-    if op == "aten::mm":
+    if op in ("aten::mm", "aten::_int_mm"):
         a, b = _dims(_arg(shapes, 0)), _dims(_arg(shapes, 1))
         if a is None or b is None or len(a) != 2 or len(b) != 2 or a[1] != b[0]:
             return None
+        if op == "aten::_int_mm":  # int8 x int8 -> int32: bytes known, FP FLOPs unknown
+            a_b, b_b = _size(dtypes, 0, 1), _size(dtypes, 1, 1)
+            _, nbytes = gemm_cost(a[0], b[1], a[1], a_bytes=a_b, b_bytes=b_b, out_bytes=4)
+            return _result(None, nbytes)
         return _gemm(a[0], b[1], a[1], 1, dtypes, 0, 1)
     if op == "aten::addmm":
         a, b = _dims(_arg(shapes, 1)), _dims(_arg(shapes, 2))
@@ -213,10 +270,11 @@ def _sdpa(op: str, shapes, dtypes, concrete):
 
 
 def op_cost(op_name: str | None, input_shapes: Sequence[Any] | None, input_dtypes: Sequence[Any] | None = None,
-            concrete: Sequence[Any] | None = None) -> tuple[float, float | None] | None:
+            concrete: Sequence[Any] | None = None) -> tuple[float | None, float | None] | None:
     """(model_flops, model_bytes) of one op call from its recorded inputs; None for ops not modelled.
 
-    Bytes are None when the dtypes are unknown (unknown is null, never a guessed element size).
+    Bytes are None when the dtypes are unknown (unknown is null, never a guessed element size);
+    FLOPs are None for integer GEMMs (no floating-point work).
     `aten::matmul` and `aten::linear` are wrappers that call mm/addmm/bmm: callers must only cost
     them when they are the op that launched the kernels (their children were not costed too),
     otherwise the FLOPs count twice. SDPA's causal flag is read from `concrete` (the profiler's
@@ -229,7 +287,7 @@ def op_cost(op_name: str | None, input_shapes: Sequence[Any] | None, input_dtype
         op = "aten::" + op
     op = op.split(".")[0]  # overload names: aten::mm.out
     try:
-        if op in ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"):
+        if op in ("aten::mm", "aten::_int_mm", "aten::addmm", "aten::bmm", "aten::baddbmm"):
             return _mm_like(op, input_shapes, input_dtypes)
         if op == "aten::matmul":
             return _matmul(input_shapes, input_dtypes)
@@ -243,8 +301,9 @@ def op_cost(op_name: str | None, input_shapes: Sequence[Any] | None, input_dtype
 
 
 def split_by_duration(total: float | None, durations: Sequence[float | None]) -> list[float | None]:
-    """Split an op's total across the kernels it launched, in proportion to their durations.
+    """Split an op's total across the compute kernels it launched, in proportion to their durations.
 
+    Callers pass only compute kernels: memsets and memcpys an op issues get none of its cost.
     The parts sum to `total` (the largest part takes the rounding remainder, so none goes negative). Kernels with unknown
     duration get a zero share; when no duration is known the split is equal. Unknown total: all None.
     """

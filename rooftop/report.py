@@ -10,20 +10,12 @@ from .analysis import Analysis, compare
 from .analysis.gap import STEP_GAP_KEYS
 from .format import fmt_bytes, fmt_ns, fmt_num, fmt_pct, fmt_rate
 
-PHASE_KEYS = ("phase", "steps", "kernels", "span_ns", "busy_ns", "idle_ns", "idle_frac", "flops", "bytes",
-              "bytes_source", "bytes_coverage", "flops_source", "tflops", "tbps", "mfu", "mbu", "model_mbu",
-              "tokens", "tokens_per_s", "ai", "bound", "mbu_datasheet", "mbu_measured", "mfu_datasheet",
-              "mfu_measured", "model_steps", "model_bytes", "model_bytes_per_step", "model_flops", "model_mbu_busy",
-              "model_mfu", "model_mfu_busy", "model_reason")
-STEP_KEYS = ("rank", "phase", "step", "kernels", "start_ns", "span_ns", "busy_ns", "idle_ns", "idle_frac", "flops",
-             "bytes", "bytes_source", "tflops", "tbps", "mfu", "mbu", "model_mbu", "batch", "new_tokens", "context",
-             "tokens_per_s", "bound", "model_bytes", "model_weight_bytes", "model_kv_read_bytes", "model_kv_write_bytes",
-             "model_flops", "experts_touched", "model_mbu_busy", "model_mfu", "model_mfu_busy", "model_ideal_ns",
-             "model_reason", "workload_source")
-GAP_KEYS = ("phase", "measured_ns", "ideal_ns", "slow_kernels_ns", "extra_bytes_ns", "launch_gaps_ns", "unmodeled_ns",
-            "ideal_frac", "basis")
-GROUP_KEYS = ("key", "category", "phase", "count", "time_ns", "time_share", "mean_ns", "flops", "bytes",
-              "bytes_source", "ai", "tflops", "tbps", "pct_of_roof", "bound", "dtype", "peak_flops")
+PHASE_KEYS = ('phase', 'steps', 'kernels', 'span_ns', 'busy_ns', 'idle_ns', 'idle_frac', 'flops', 'bytes', 'bytes_source', 'bytes_coverage', 'flops_source', 'tflops', 'tbps', 'mfu', 'mbu', 'model_mbu', 'tokens', 'tokens_per_s', 'ai', 'bound', 'mbu_datasheet', 'mbu_measured', 'mfu_datasheet', 'mfu_measured', 'model_steps', 'model_bytes', 'model_bytes_per_step', 'model_flops', 'model_mbu_busy', 'model_mfu', 'model_mfu_busy', 'model_reason', 'flops_coverage', 'ai_coverage', 'mbu_status', 'mfu_status')
+STEP_KEYS = ('rank', 'phase', 'step', 'kernels', 'start_ns', 'span_ns', 'busy_ns', 'idle_ns', 'idle_frac', 'flops', 'bytes', 'bytes_source', 'tflops', 'tbps', 'mfu', 'mbu', 'model_mbu', 'batch', 'new_tokens', 'context', 'tokens_per_s', 'bound', 'model_bytes', 'model_weight_bytes', 'model_kv_read_bytes', 'model_kv_write_bytes', 'model_flops', 'experts_touched', 'model_mbu_busy', 'model_mfu', 'model_mfu_busy', 'model_ideal_ns', 'model_reason', 'workload_source', 'flops_source', 'bytes_coverage', 'flops_coverage', 'ai', 'ai_coverage', 'mbu_status', 'mfu_status')
+GAP_KEYS = ('phase', 'measured_ns', 'ideal_ns', 'slow_kernels_ns', 'extra_bytes_ns', 'launch_gaps_ns', 'unmodeled_ns', 'ideal_frac', 'basis')
+# coverage: the share of the group's kernel time whose FLOPs/bytes (both, for ai) are known; the
+# rates are over those launches only
+GROUP_KEYS = ('key', 'category', 'phase', 'count', 'time_ns', 'time_share', 'mean_ns', 'flops', 'bytes', 'bytes_source', 'ai', 'tflops', 'tbps', 'pct_of_roof', 'bound', 'dtype', 'peak_flops', 'flops_source', 'flops_coverage', 'bytes_coverage', 'ai_coverage')
 
 
 def _clean(v: Any) -> Any:
@@ -154,6 +146,41 @@ def _printable(s: Any) -> str:
     return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
+def _bounded(cell: str, status: Any) -> str:
+    """A phase rate from per-kernel costs: ">= x" where it is only a lower bound (thin coverage)."""
+    return f">={cell}" if status == "lower bound" and cell != "—" else cell
+
+
+def _coverage_cell(cov: Any) -> str:
+    return "—" if cov is None or cov != cov else fmt_pct(cov, 0 if cov >= 0.1 or cov == 0 else 1)
+
+
+def _coverage_notes(ph: pd.DataFrame) -> list[str]:
+    """One line per phase whose per-kernel bytes or FLOPs miss part of the kernel time: the
+    utilisation where peaks are known, else the achieved rate."""
+    out = []
+    for r in ph.itertuples():
+        for what, cov, status, util, label, rate, unit in (
+                ("bytes", r.bytes_coverage, r.mbu_status, r.mbu, "MBU", r.tbps, "TB/s"),
+                ("FLOPs", r.flops_coverage, r.mfu_status, r.mfu, "MFU", r.tflops, "TFLOP/s")):
+            if cov is None or cov != cov or cov >= 0.995:
+                continue
+            known = f"{what} known for {_coverage_cell(cov)} of kernel time" if cov > 0 else f"no per-kernel {what}"
+            if util == util and util is not None:
+                value = f"{fmt_pct(util)} {label}"
+            elif rate == rate and rate is not None:
+                value = f"{fmt_num(rate)} {unit}"
+            else:
+                value = None
+            if value is None or status == "unknown":
+                out.append(f"  {r.phase}: {label} unknown ({known})")
+            elif status == "lower bound":
+                out.append(f"  {r.phase}: >= {value} ({known}): a lower bound, not a verdict")
+            else:
+                out.append(f"  {r.phase}: {value} ({known})")
+    return out
+
+
 def report_text(a: Analysis, top: int = 10) -> str:
     t = a.trace
     p = a.peaks
@@ -194,10 +221,13 @@ def report_text(a: Analysis, top: int = 10) -> str:
         rows = []
         for r in ph.itertuples():
             rows.append([str(r.phase), fmt_num(r.steps), fmt_num(r.kernels), fmt_ns(r.span_ns), fmt_pct(r.idle_frac, 0),
-                         fmt_num(r.tokens_per_s), fmt_num(r.tflops), fmt_num(r.tbps), fmt_pct(r.mfu), fmt_pct(r.mbu),
-                         fmt_pct(r.model_mbu), str(r.bound or "—"), str(r.bytes_source or "—")])
+                         fmt_num(r.tokens_per_s), _bounded(fmt_num(r.tflops), r.mfu_status),
+                         _bounded(fmt_num(r.tbps), r.mbu_status), _bounded(fmt_pct(r.mfu), r.mfu_status),
+                         _bounded(fmt_pct(r.mbu), r.mbu_status), fmt_pct(r.model_mbu), str(r.bound or "—"),
+                         str(r.bytes_source or "—"), _coverage_cell(r.bytes_coverage)])
         lines.append(_table(["phase", "steps", "kernels", "time", "gaps", "tok/s", "TFLOP/s", "TB/s", "MFU", "MBU",
-                             "modelMBU", "bound", "bytes"], rows, right=set(range(1, 11))))
+                             "modelMBU", "bound", "bytes", "known"], rows, right=set(range(1, 11)) | {13}))
+        lines += _coverage_notes(ph)
         if p.measured_bw and p.datasheet_bw:
             for r in ph.itertuples():
                 lines.append(f"  {r.phase}: MBU {fmt_pct(r.mbu_datasheet)} of datasheet, {fmt_pct(r.mbu_measured)} of measured;"
@@ -206,10 +236,12 @@ def report_text(a: Analysis, top: int = 10) -> str:
     g = a.groups("short_name").head(top)
     if not g.empty:
         rows = [[_printable(r.key), str(r.category), str(r.phase), fmt_num(r.count), fmt_ns(r.time_ns),
-                 fmt_pct(r.time_share), fmt_num(r.ai), fmt_pct(r.pct_of_roof), str(r.bound or "—")] for r in g.itertuples()]
-        lines.append(f"top {len(g)} kernel groups by time")
-        lines.append(_table(["kernel", "category", "phase", "count", "time", "share", "AI", "% roof", "bound"], rows,
-                            right={3, 4, 5, 6, 7}))
+                 fmt_pct(r.time_share), fmt_num(r.ai), fmt_pct(r.pct_of_roof), str(r.bound or "—"),
+                 _coverage_cell(r.ai_coverage if r.ai == r.ai else r.bytes_coverage)] for r in g.itertuples()]
+        lines.append(f"top {len(g)} kernel groups by time (known: share of the group's time whose AI, else bytes, is known;"
+                     " rates are over those launches)")
+        lines.append(_table(["kernel", "category", "phase", "count", "time", "share", "AI", "% roof", "bound", "known"],
+                            rows, right={3, 4, 5, 6, 7, 9}))
         lines.append("")
     if a.gap is not None and not a.gap.empty:
         rows = [[str(r.phase), fmt_ns(r.measured_ns), fmt_ns(r.ideal_ns), fmt_ns(r.slow_kernels_ns),

@@ -114,7 +114,9 @@ def test_groups_and_roofline_use_their_own_dtype(tmp_path):
     assert fp8["pct_of_roof"] == pytest.approx(1e15 / 1978.9e12)
     assert bf16["pct_of_roof"] == pytest.approx(1e15 / 989.4e12)
     assert fp8["bound"] == bf16["bound"] == "compute"
-    assert math.isnan(i8["pct_of_roof"]) and i8["bound"] is None  # int8: MFU unknown, not 0
+    # int8: FP FLOPs unknown (not 0), so no FLOP rate and no bound; judged by its bytes alone
+    assert math.isnan(i8["tflops"]) and i8["bound"] is None
+    assert i8["pct_of_roof"] == pytest.approx(1e6 / 2e-6 / 3.35e12)
     pts = a.roofline().set_index("key")
     assert pts.loc[fp8.name, "peak_flops"] == 1978.9e12 and pts.loc[fp8.name, "dtype"] == "fp8"
     detail = dict((label, value) for label, value, _ in a.kernel_detail(fp8.name))

@@ -176,7 +176,8 @@ def test_synthetic_exact_joins_and_cost_split(tmp_path):
     assert k.loc["sm90_xmma_gemm_bf16", "model_flops"] == pytest.approx(flops * 3 / 4)
     assert k.loc["sm90_xmma_gemm_bf16", "model_bytes"] == pytest.approx((128 * 256 + 256 * 512 + 128 * 512) * 2 * 3 / 4)
     copy = rows[rows["kind"] == "memcpy"].iloc[0]
-    assert copy["path"] == "graph_replay" and copy["model_bytes"] == 4096 and int(copy["dur_ns"]) == 250
+    # a device-to-device copy of N bytes reads N and writes N bytes of HBM
+    assert copy["path"] == "graph_replay" and copy["model_bytes"] == 2 * 4096 and int(copy["dur_ns"]) == 250
     t = to_table(rows).to_pandas()
     kern = t[t["kind"] == "kernel"]
     assert set(kern["phase"]) == {"prefill"} and set(kern["layer"]) == {0}

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rooftop.opmodel import dtype_size, gemm_cost, op_cost, sdpa_cost, split_by_duration
+from rooftop.opmodel import (copy_hbm_bytes, dtype_size, gemm_cost, is_integer_gemm, is_link_copy, op_cost, sdpa_cost,
+                             split_by_duration)
 
 
 def test_gemm_cost_by_hand():
@@ -143,3 +144,36 @@ def test_split_sums_to_total(total, durs):
 def test_opmodel_does_not_import_torch():
     code = "import sys, rooftop.opmodel; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_integer_gemms_have_bytes_but_unknown_fp_flops():
+    # torch._int_mm: int8 [M, K] x int8 [K, N] -> int32 [M, N]
+    flops, nbytes = op_cost("aten::_int_mm", [[32, 64], [64, 16]], ["signed char", "signed char"])
+    assert flops is None
+    assert nbytes == 32 * 64 + 64 * 16 + 32 * 16 * 4
+    flops, nbytes = op_cost("aten::mm", [[32, 64], [64, 16]], ["signed char", "signed char"])
+    assert flops is None and nbytes == 32 * 64 + 64 * 16 + 32 * 16
+    assert op_cost("aten::mm", [[32, 64], [64, 16]], ["c10::BFloat16"] * 2)[0] == 2 * 32 * 64 * 16
+
+
+@pytest.mark.parametrize("name,integer", [
+    ("sm80_xmma_gemm_s8s8_s32_tn_n_tilesize128x128x64", True),
+    ("void cutlass::Kernel<cutlass_80_tensorop_i16832gemm_s8_128x128_64x3_tn_align16>", True),
+    ("ampere_int8_i8816gemm_128x128_ldg16_nt", True),
+    ("cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4", False),   # tf32 ("s" = fp32 accumulate)
+    ("ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_nn", False),
+    ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t", False),             # not a GEMM
+    ("sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tilesize128x128x128", False),  # fp8 is floating point
+])
+def test_is_integer_gemm(name, integer):
+    assert is_integer_gemm(name) is integer
+
+
+def test_copy_hbm_bytes():
+    assert copy_hbm_bytes("Memcpy DtoD (Device -> Device)", 1000) == 2000   # read N + write N
+    assert copy_hbm_bytes("[CUDA memcpy DtoD]", 1000) == 2000
+    assert copy_hbm_bytes("Memcpy HtoD (Pinned -> Device)", 1000) == 1000   # this GPU's side once
+    assert copy_hbm_bytes("Memset (Device)", 1000) == 1000
+    assert copy_hbm_bytes("Memcpy DtoD (Device -> Device)", None) is None
+    assert is_link_copy("Memcpy DtoH (Device -> Pageable)") and is_link_copy("[CUDA memcpy PtoP]")
+    assert not is_link_copy("Memcpy DtoD (Device -> Device)") and not is_link_copy("Memset (Device)")

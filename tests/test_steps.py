@@ -367,7 +367,7 @@ def test_cli_open_shortcut_takes_steps(tmp_path, monkeypatch):
     import rooftop.cli as cli
 
     seen = []
-    monkeypatch.setattr(cli, "cmd_open", lambda paths: seen.append((paths, st.user_pattern().pattern)) or 0)
+    monkeypatch.setattr(cli, "cmd_open", lambda paths, *rest: seen.append((paths, st.user_pattern().pattern)) or 0)
     trace = tmp_path / "t.json"
     trace.write_text(json.dumps(_session()))
     assert cli.main([str(trace), "--steps", r"step=(?P<step>\d+)"]) == 0

@@ -180,19 +180,24 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
     op_name = np.full(len(g), None, dtype=object)
     mflops, mbytes = np.full(len(g), np.nan), np.full(len(g), np.nan)
     with_op = np.flatnonzero(oi >= 0)
+    gkind = g.np("kind")
     if len(with_op):
         inst, local = np.unique(oi[with_op], return_inverse=True)
         onames = ops.np("name")[inst]
         oshape = ops.np("shape")[inst]
         fl, by = _op_costs(onames, oshape, name_of, sink.shape_inputs)
-        mflops[with_op], mbytes[with_op] = fl[local], by[local]
+        op_name[with_op] = name_of[onames[local]]
+        # the op's cost goes to the compute kernels it launched, never to its memsets/memcpys
+        kern = gkind[with_op] == 0
+        krows, klocal = with_op[kern], local[kern]
+        mflops[krows], mbytes[krows] = fl[klocal], by[klocal]
         # an op that launched several kernels: its cost split by their durations (DESIGN.md)
-        cnt = np.bincount(local, minlength=len(inst))
-        multi = np.flatnonzero((cnt[local] > 1) & ~(np.isnan(fl[local]) & np.isnan(by[local])))
+        cnt = np.bincount(klocal, minlength=len(inst))
+        multi = np.flatnonzero((cnt[klocal] > 1) & ~(np.isnan(fl[klocal]) & np.isnan(by[klocal])))
         if len(multi):
             from rooftop.opmodel import split_by_duration
 
-            rows_of = pd.Series(with_op[multi]).groupby(local[multi]).agg(list)
+            rows_of = pd.Series(krows[multi]).groupby(klocal[multi]).agg(list)
             for o, members in rows_of.items():
                 d = gdur[members].tolist()
                 for tot, out in ((fl[o], mflops), (by[o], mbytes)):
@@ -208,8 +213,13 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
     ops.release()  # the joins are done: free the CPU side before the rows are built
     rt.release()
     nb = g.np("nbytes")
-    copy = (g.np("kind") > 0) & np.isnan(mbytes) & (nb != NULL)
-    mbytes[copy] = nb[copy]  # memcpy/memset: the bytes moved, as recorded by CUPTI
+    copy = np.flatnonzero((gkind > 0) & (nb != NULL))
+    if len(copy):  # memcpy/memset: the HBM bytes of what CUPTI recorded (a DtoD copy moves 2N)
+        from rooftop.opmodel import copy_hbm_bytes
+
+        ids, inv = np.unique(g.np("name")[copy], return_inverse=True)
+        factor = np.array([copy_hbm_bytes(name_of[i], 1.0) or np.nan for i in ids.tolist()])
+        mbytes[copy] = nb[copy] * factor[inv.ravel()]
     # rows in time order, built column by column once (no concat, sort or Python lists per row)
     nk, na = len(g), len(ann)
     op_part = oprows or {}

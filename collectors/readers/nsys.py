@@ -142,7 +142,10 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
     copies = pd.DataFrame({
         "kind": "memcpy", "name": [f"[CUDA memcpy {COPY_KINDS.get(c, c)}]" for c in m["copyKind"]],
         "start": m["start"], "end": m["end"], "device": m["deviceId"], "stream": m["streamId"],
-        "correlation": m["correlationId"], "model_bytes": pd.to_numeric(m["bytes"], errors="coerce")})
+        "correlation": m["correlationId"],
+        # HBM bytes: a device-to-device copy reads and writes its N bytes (rooftop.opmodel.copy_hbm_bytes)
+        "model_bytes": pd.to_numeric(m["bytes"], errors="coerce")
+        * np.where(pd.to_numeric(m["copyKind"], errors="coerce").isin([5, 6, 7, 8]), 2.0, 1.0)})
     s = db.select("CUPTI_ACTIVITY_KIND_MEMSET", ["start", "end", "deviceId", "streamId", "correlationId", "bytes"])
     sets = pd.DataFrame({
         "kind": "memset", "name": "[CUDA memset]", "start": s["start"], "end": s["end"], "device": s["deviceId"],

@@ -179,7 +179,7 @@ class Analysis:
     @cached_property
     def findings(self) -> list[Finding]:
         return findings.phase_findings(self.phases, self.peaks, self.trace.meta, self.attention,
-                                       self.stalls("phase"), self.trace.modeled)
+                                       self.stalls("phase"), self.trace.modeled, self.timed)
 
     @cached_property
     def gap(self) -> pd.DataFrame | None:
@@ -242,7 +242,7 @@ class Analysis:
             ("total time", fmt_ns(r["time_ns"]), "trace"),
             ("mean time", fmt_ns(r["mean_ns"]), "trace"),
             ("share of kernel time", fmt_pct(r["time_share"]), "trace"),
-            ("FLOPs", fmt_flops(r["flops"]), src if r["flops"] == r["flops"] else "unknown"),
+            ("FLOPs", fmt_flops(r["flops"]), (r["flops_source"] or "unknown") if r["flops"] == r["flops"] else "unknown"),
             ("bytes", fmt_bytes(r["bytes"]), src),
             ("arithmetic intensity", f"{fmt_num(r['ai'])} FLOP/B", src),
             ("achieved", fmt_rate(r["tflops"] * 1e12 if r["tflops"] == r["tflops"] else None, "FLOP/s"), src),

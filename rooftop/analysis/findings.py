@@ -1,12 +1,22 @@
-"""The diagnosis in plain words, each finding with the numbers it rests on."""
+"""The diagnosis in plain words, each finding with the numbers it rests on.
+
+Every finding says what it rests on (`evidence`) and what share of the kernel time that evidence
+covers (`coverage`, 0..1, None where the share is not a kernel-time share). A phase MBU/MFU from
+per-kernel costs is a verdict only where its coverage is at least `VERDICT_COVERAGE`; below that
+it is stated as a lower bound with its coverage, never as "far from the roof". A modeled trace is
+the ideal: its findings say what the ideal is (which roof each kernel sits on, which kernels sit on
+the launch floor) and never tell it to improve.
+"""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
 import pandas as pd
 
-from ..format import fmt_ns, fmt_pct
+from ..format import fmt_bytes, fmt_ns, fmt_pct
+from ..ideal import LAUNCH_FLOOR_NS, kernel_bound
 from .attention import Verdict
+from .metrics import MIN_COVERAGE, VERDICT_COVERAGE
 from .stalls import STALL_MEANING, top_reason
 
 MBU_HEALTHY = 0.60   # Databricks reports 55-60% MBU at batch 1 with TensorRT-LLM
@@ -22,6 +32,8 @@ class Finding:
     severity: str  # "info" | "warn" | "bad"
     title: str
     detail: str
+    evidence: str | None = None     # what the finding rests on, in words
+    coverage: float | None = None   # share of the kernel time that evidence covers, 0..1
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -32,52 +44,30 @@ def _get(row: pd.Series, key: str):
     return None if v is None or (isinstance(v, float) and v != v) else v
 
 
+def _cov(x) -> float | None:
+    return None if x is None else float(x)
+
+
 def phase_findings(phases: pd.DataFrame, peaks, meta: dict, verdicts: list[Verdict],
-                   stalls: pd.DataFrame | None, modeled: bool) -> list[Finding]:
+                   stalls: pd.DataFrame | None, modeled: bool, timed: pd.DataFrame | None = None) -> list[Finding]:
     out: list[Finding] = []
     if modeled:
         out.append(Finding("modeled", "info", "MODELED trace: analytic roofline times, not a measurement",
-                           "Every kernel runs exactly at its roofline time; use it as the ideal to compare a measured run against."))
+                           "Every kernel runs exactly at its roofline time, max(bytes / peak bandwidth, FLOPs / peak "
+                           f"FLOP/s), or at the {fmt_ns(LAUNCH_FLOOR_NS)} launch floor when that is longer; it is the "
+                           "ideal to compare a measured run against.",
+                           "rooftop predict: each kernel's model FLOPs and bytes at the datasheet peaks", 1.0))
     if peaks.flops is None and peaks.bw is None:
         out.append(Finding("no-peaks", "info", "MBU and MFU are unknown for this run",
-                           peaks.reason or "no peak bandwidth / FLOP rate for this device"))
+                           peaks.reason or "no peak bandwidth / FLOP rate for this device",
+                           "the trace's device name against rooftop's spec table; no calibration in the trace"))
     graphs = bool((meta.get("workload") or {}).get("cuda_graphs"))
     for _, row in phases.iterrows():
-        ph = row["phase"]
-        mbu, mfu, idle = _get(row, "mbu"), _get(row, "mfu"), _get(row, "idle_frac")
-        bound = _get(row, "bound")
-        src = _get(row, "bytes_source") or "unknown"
-        where = f"bytes: {src}; peaks: {peaks.source or 'none'}"
-        if bound == "memory" and mbu is not None:
-            if mbu >= MBU_HEALTHY:
-                verdict, sev = "healthy", "info"
-            elif mbu >= MBU_FAR:
-                verdict, sev = "room to improve", "warn"
-            else:
-                verdict, sev = "far from the roof", "bad"
-            out.append(Finding(f"{ph}-mbu", sev,
-                               f"{ph} is memory-bound and running at {fmt_pct(mbu)} MBU ({verdict})",
-                               f"arithmetic intensity {row['ai']:.3g} FLOP/B is left of the ridge "
-                               f"({peaks.flops / peaks.bw:.0f} FLOP/B); achieved {row['tbps']:.3g} TB/s; {where}"))
-            if mfu is not None and mfu < MFU_LOW and (idle is None or idle < GAPS_BOUND):
-                out.append(Finding(f"{ph}-mfu-gauge", "info",
-                                   f"MFU is the wrong gauge for {ph}: {fmt_pct(mfu)} MFU is low because the phase is memory-bound, not because the GPU is idle",
-                                   f"the GPU is busy {fmt_pct(1 - (idle or 0))} of the span; judge {ph} by MBU ({fmt_pct(mbu)})."))
-        elif bound == "compute" and mfu is not None:
-            sev = "info" if mfu >= 0.4 else "warn"
-            out.append(Finding(f"{ph}-mfu", sev, f"{ph} is compute-bound and running at {fmt_pct(mfu)} MFU",
-                               f"arithmetic intensity {row['ai']:.3g} FLOP/B is right of the ridge; achieved {row['tflops']:.3g} TFLOP/s; {where}"))
-        if idle is not None and idle >= GAPS_NOTE:
-            if idle >= GAPS_BOUND and ph == "decode" and not graphs:
-                out.append(Finding(f"{ph}-launch-bound", "bad",
-                                   f"launch-bound: {fmt_pct(idle, 0)} of each {ph} step is launch gaps; use CUDA graphs",
-                                   f"{fmt_ns(row['idle_ns'])} of {fmt_ns(row['span_ns'])} the GPU waits between kernels; "
-                                   "capture the decode step in a CUDA graph (torch.compile mode='reduce-overhead' or --cuda-graphs)."))
-            else:
-                what = f"each {ph} step" if ph in ("prefill", "decode") else f"the {ph}"
-                out.append(Finding(f"{ph}-gaps", "warn" if idle >= GAPS_BOUND else "info",
-                                   f"{fmt_pct(idle, 0)} of {what} is launch gaps (GPU idle between kernels)",
-                                   f"{fmt_ns(row['idle_ns'])} idle of {fmt_ns(row['span_ns'])} span"))
+        if modeled:
+            out += _ideal_findings(row, peaks, timed)
+        else:
+            out += _utilization_findings(row, peaks)
+        out += _gap_findings(row, graphs, modeled)
     for v in verdicts:
         if v.verdict == "unknown":
             continue
@@ -88,12 +78,156 @@ def phase_findings(phases: pd.DataFrame, peaks, meta: dict, verdicts: list[Verdi
         if not v.confirmed:
             sev = "warn"
             title = f"{v.phase} attention looks materialized (separate softmax and batched GEMMs, no fused kernel)"
-        out.append(Finding(f"{v.phase}-attention", sev, title, v.evidence))
+        basis = (f"attention bytes ({v.bytes_source}) against the IO minimum" if v.ratio is not None
+                 else "kernel names and attention ranges/ops" if v.confirmed else "kernel names alone")
+        out.append(Finding(f"{v.phase}-attention", sev, title, v.evidence,
+                           f"{v.fused_kernels} fused and {v.softmax_kernels} softmax kernels; {basis}",
+                           _phase_share(timed, v.phase, v.attn_ns)))
     if stalls is not None:
         for ph, shares in stalls.iterrows():
             top = top_reason(shares)
             if top:
                 reason, share = top
                 out.append(Finding(f"{ph}-stall", "info", f"{ph}: warps mostly stall on {reason} ({fmt_pct(share, 0)} of cycles)",
-                                   STALL_MEANING.get(reason, reason)))
+                                   STALL_MEANING.get(reason, reason),
+                                   "warp-state counters (Nsight Compute), duration-weighted over the kernels that have them",
+                                   _counter_coverage(timed, ph)))
     return out
+
+
+def _utilization_findings(row: pd.Series, peaks) -> list[Finding]:
+    """MBU/MFU of a measured phase: a verdict where the costed kernels cover at least half the
+    kernel time, a lower bound with its coverage below that, and only the coverage below MIN_COVERAGE."""
+    ph = row["phase"]
+    mbu, mfu, idle = _get(row, "mbu"), _get(row, "mfu"), _get(row, "idle_frac")
+    bound = _get(row, "bound")
+    cov_b, cov_f = _get(row, "bytes_coverage"), _get(row, "flops_coverage")
+    src = _get(row, "bytes_source") or "unknown"
+    where = f"bytes: {src}; peaks: {peaks.source or 'none'}"
+    n = _get(row, "kernels")
+    evidence_b = (f"{fmt_bytes(_get(row, 'bytes'))} ({src}) over the {fmt_ns(row['span_ns'])} span of "
+                  f"{int(n) if n is not None else '?'} kernels")
+    evidence_f = f"{_get(row, 'flops') or 0:.3g} FLOPs ({_get(row, 'flops_source') or 'unknown'}) over the {fmt_ns(row['span_ns'])} span"
+    out: list[Finding] = []
+    if cov_b is not None and cov_b < VERDICT_COVERAGE and peaks.bw:
+        known = (f"bytes known for {fmt_pct(cov_b, 0 if cov_b >= 0.1 else 1)} of kernel time" if cov_b > 0
+                 else "no kernel has per-kernel bytes")
+        if mbu is not None and cov_b >= MIN_COVERAGE:
+            out.append(Finding(f"{ph}-mbu", "info", f"{ph}: >= {fmt_pct(mbu)} MBU ({known})",
+                               "a lower bound, not a verdict: kernels without per-kernel bytes (CUDA-graph replays, "
+                               "custom kernels, ops recorded without shapes) count as moving nothing; "
+                               "the model-level MBU (a model config) needs no per-kernel bytes",
+                               evidence_b, _cov(cov_b)))
+        else:
+            out.append(Finding(f"{ph}-mbu", "info", f"{ph}: MBU unknown ({known})",
+                               "too few kernels have per-kernel bytes to bound the bandwidth; the model-level MBU "
+                               "(a model config) needs no per-kernel bytes", evidence_b, _cov(cov_b)))
+        return out
+    if bound == "memory" and mbu is not None and _get(row, "mbu_status") in (None, "verdict"):
+        if mbu >= MBU_HEALTHY:
+            verdict, sev = "healthy", "info"
+        elif mbu >= MBU_FAR:
+            verdict, sev = "room to improve", "warn"
+        else:
+            verdict, sev = "far from the roof", "bad"
+        partial = "" if cov_b is None or cov_b >= 0.995 else f"; bytes known for {fmt_pct(cov_b, 0)} of kernel time (a lower bound)"
+        out.append(Finding(f"{ph}-mbu", sev,
+                           f"{ph} is memory-bound and running at {fmt_pct(mbu)} MBU ({verdict})",
+                           f"arithmetic intensity {row['ai']:.3g} FLOP/B is left of the ridge "
+                           f"({peaks.flops / peaks.bw:.0f} FLOP/B); achieved {row['tbps']:.3g} TB/s; {where}{partial}",
+                           evidence_b, _cov(cov_b)))
+        if mfu is not None and mfu < MFU_LOW and (idle is None or idle < GAPS_BOUND):
+            out.append(Finding(f"{ph}-mfu-gauge", "info",
+                               f"MFU is the wrong gauge for {ph}: {fmt_pct(mfu)} MFU is low because the phase is memory-bound, not because the GPU is idle",
+                               f"the GPU is busy {fmt_pct(1 - (idle or 0))} of the span; judge {ph} by MBU ({fmt_pct(mbu)}).",
+                               "arithmetic intensity left of the ridge; busy time from the kernel intervals",
+                               _cov(_get(row, "ai_coverage"))))
+    elif bound == "compute" and mfu is not None and _get(row, "mfu_status") in (None, "verdict"):
+        sev = "info" if mfu >= 0.4 else "warn"
+        out.append(Finding(f"{ph}-mfu", sev, f"{ph} is compute-bound and running at {fmt_pct(mfu)} MFU",
+                           f"arithmetic intensity {row['ai']:.3g} FLOP/B is right of the ridge; achieved {row['tflops']:.3g} TFLOP/s; {where}",
+                           evidence_f, _cov(cov_f)))
+    return out
+
+
+def _gap_findings(row: pd.Series, graphs: bool, modeled: bool = False) -> list[Finding]:
+    ph, idle = row["phase"], _get(row, "idle_frac")
+    if idle is None or idle < GAPS_NOTE:
+        return []
+    steps = _get(row, "steps")
+    evidence = (f"span minus the union of kernel intervals, over {int(steps)} step(s)" if steps
+                else "span minus the union of kernel intervals (no step ranges: the whole phase is one span)")
+    if modeled:  # the ideal's own gaps are part of what was modeled, not advice
+        return [Finding(f"{ph}-gaps", "info", f"the {ph} ideal includes {fmt_pct(idle, 0)} idle time between kernels",
+                        f"{fmt_ns(row['idle_ns'])} idle of {fmt_ns(row['span_ns'])} span, as modeled", evidence, 1.0)]
+    if idle >= GAPS_BOUND and ph == "decode" and not graphs:
+        return [Finding(f"{ph}-launch-bound", "bad",
+                        f"launch-bound: {fmt_pct(idle, 0)} of each {ph} step is launch gaps; use CUDA graphs",
+                        f"{fmt_ns(row['idle_ns'])} of {fmt_ns(row['span_ns'])} the GPU waits between kernels; "
+                        "capture the decode step in a CUDA graph (torch.compile mode='reduce-overhead' or --cuda-graphs).",
+                        evidence, 1.0)]
+    what = f"each {ph} step" if ph in ("prefill", "decode") and steps else f"the {ph}"
+    return [Finding(f"{ph}-gaps", "warn" if idle >= GAPS_BOUND else "info",
+                    f"{fmt_pct(idle, 0)} of {what} is launch gaps (GPU idle between kernels)",
+                    f"{fmt_ns(row['idle_ns'])} idle of {fmt_ns(row['span_ns'])} span", evidence, 1.0)]
+
+
+def _ideal_findings(row: pd.Series, peaks, timed: pd.DataFrame | None) -> list[Finding]:
+    """What the ideal of a modeled phase is: its MBU/MFU at the roofline and which kernels sit on
+    the launch floor instead of a roof (the only reason an ideal decode is under 100% MBU)."""
+    ph = row["phase"]
+    mbu, mfu, bound = _get(row, "mbu"), _get(row, "mfu"), _get(row, "bound")
+    if mbu is None and mfu is None:
+        return []
+    headline = (f"{fmt_pct(mbu)} MBU" if bound != "compute" else f"{fmt_pct(mfu)} MFU")
+    title = f"{ph} ideal: {headline}" + (f" ({bound}-bound at the roofline)" if bound else "")
+    roofs = _roof_split(timed, ph, peaks)
+    if roofs is None:
+        detail, cov = "every kernel at its roofline time", None
+    else:
+        shares, n, total, names, cov = roofs
+        split = ", ".join(f"{label} {fmt_pct(shares[key], 0)}" for key, label in
+                          (("memory", "memory roof"), ("compute", "compute roof"), ("launch", "launch floor"))
+                          if shares.get(key))
+        detail = f"time by what sets each kernel's ideal: {split}. "
+        if n:
+            detail += (f"{n} of {total} kernels sit on the {fmt_ns(LAUNCH_FLOOR_NS)} launch floor, longer than "
+                       f"their roofline time ({', '.join(names)}); every other kernel runs exactly at its roof")
+        else:
+            detail += "No kernel sits on the launch floor: every kernel runs exactly at its roof"
+    idn = f"{ph}-mfu" if bound == "compute" else f"{ph}-mbu"
+    return [Finding(idn, "info", title, detail, "each kernel's model FLOPs and bytes against the peaks", cov)]
+
+
+def _roof_split(timed: pd.DataFrame | None, ph: str, peaks):
+    """({roof: share of the phase's time}, kernels on the launch floor, kernels, up to 3 names of
+    floor kernels by time, share of the time whose roof is known)."""
+    if timed is None or "phase" not in timed or not peaks.flops or not peaks.bw:
+        return None
+    rows = timed[timed["phase"] == ph]
+    dur = rows["dur_ns"].to_numpy(dtype="float64")
+    if rows.empty or dur.sum() <= 0:
+        return None
+    b = kernel_bound(rows["model_flops"].astype("float64"), rows["model_bytes"].astype("float64"),
+                     peaks.flops, peaks.bw).to_numpy(dtype=object)
+    shares = {key: float(dur[b == key].sum() / dur.sum()) for key in ("memory", "compute", "launch")}
+    on = b == "launch"
+    col = "short_name" if "short_name" in rows else "name"
+    names = rows.loc[on].groupby(col, sort=False)["dur_ns"].sum().sort_values(ascending=False).head(3).index
+    return shares, int(on.sum()), len(rows), [str(x) for x in names], sum(shares.values())
+
+
+def _phase_share(timed: pd.DataFrame | None, ph: str, ns) -> float | None:
+    if timed is None or ns is None or "phase" not in timed:
+        return None
+    total = float(timed.loc[timed["phase"] == ph, "dur_ns"].sum())
+    return float(ns) / total if total > 0 else None
+
+
+def _counter_coverage(timed: pd.DataFrame | None, ph) -> float | None:
+    if timed is None or "counters" not in timed or "phase" not in timed:
+        return None
+    rows = timed[timed["phase"] == ph]
+    dur = rows["dur_ns"].to_numpy(dtype="float64")
+    has = rows["counters"].fillna(False).to_numpy(dtype=bool)
+    return float(dur[has].sum() / dur.sum()) if dur.sum() > 0 else None

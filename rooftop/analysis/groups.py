@@ -3,8 +3,13 @@
 - AI = flops / bytes. Ridge = peak FLOP/s / peak bandwidth. Left of the ridge is memory-bound,
   right of it compute-bound; far under both roofs (< 10% of the attainable rate) and short
   (mean < 5 µs) is latency/launch-bound.
-- % of roof = achieved rate / attainable rate at the group's AI, min(peak, bw · AI); for groups with
-  bytes but no FLOPs (copies), achieved bandwidth / peak bandwidth.
+- Rates are over the kernels that have the quantity: TFLOP/s = known FLOPs / time of the launches
+  whose FLOPs are known, TB/s likewise; AI and % of roof use only the launches whose FLOPs and bytes
+  are both known. `flops_coverage`/`bytes_coverage` say what share of the group's time that is.
+- % of roof = achieved rate / attainable rate at the group's AI, min(peak, bw · AI); for groups that
+  move bytes but do no FLOPs (copies, memsets: AI 0), achieved bandwidth / peak bandwidth. Host and
+  peer copies run at PCIe/NVLink speed: no % of the HBM roof and no bound.
+- A bound is judged only where the launches it rests on cover at least half the group's time.
 """
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .ceilings import group_peak
-from .metrics import _sum_known, prepare, source_labels
+from .metrics import VERDICT_COVERAGE, add_coverage, known_sums, prepare, source_labels
 
 LATENCY_NS = 5_000
 LATENCY_ROOF_FRAC = 0.10
@@ -21,7 +26,8 @@ LATENCY_ROOF_FRAC = 0.10
 def kernel_groups(timed: pd.DataFrame, by: str = "short_name", peak_flops=None, peak_bw=None) -> pd.DataFrame:
     """One row per group: key, category, phase (dominant by time), count, time, share, work, rates, bound."""
     cols = ["key", "category", "phase", "count", "time_ns", "time_share", "mean_ns", "flops", "bytes",
-            "bytes_source", "ai", "tflops", "tbps", "pct_of_roof", "bound"]
+            "bytes_source", "ai", "tflops", "tbps", "pct_of_roof", "bound", "flops_source", "flops_coverage",
+            "bytes_coverage", "ai_coverage"]
     if timed.empty:
         return pd.DataFrame(columns=cols)
     timed = prepare(timed)
@@ -33,8 +39,9 @@ def kernel_groups(timed: pd.DataFrame, by: str = "short_name", peak_flops=None, 
     out = g.size().to_frame("count")
     n = len(out)
     out["time_ns"] = np.bincount(gid, weights=timed["dur_ns"].to_numpy(), minlength=n)
-    out["flops"] = _sum_known(timed["work_flops"].to_numpy(), gid, n)
-    out["bytes"] = _sum_known(timed["bytes"].to_numpy(), gid, n)
+    for col, val in known_sums(timed, gid, n).items():
+        out[col] = val
+    add_coverage(out)
     # Dominant category and phase of each group, by time.
     for col in ("category", "phase"):
         by_col = pd.DataFrame({"gid": gid, col: rows[col].to_numpy(), "dur_ns": rows["dur_ns"].to_numpy()})
@@ -46,6 +53,7 @@ def kernel_groups(timed: pd.DataFrame, by: str = "short_name", peak_flops=None, 
             val = np.where(distinct > 1, np.array([f"{v}+" for v in val], dtype=object), val)
         out[col] = val
     out["bytes_source"] = source_labels(timed["bytes_src"].to_numpy(), gid, n)
+    out["flops_source"] = source_labels(timed["flops_src"].to_numpy(), gid, n)
     total = out["time_ns"].sum()
     out["time_share"] = out["time_ns"] / total if total else np.nan
     out["mean_ns"] = out["time_ns"] / out["count"]
@@ -74,26 +82,36 @@ def _dominant(gid: np.ndarray, values: np.ndarray, weight: np.ndarray, n: int) -
 
 
 def add_rates(out: pd.DataFrame, peak_flops=None, peak_bw=None) -> pd.DataFrame:
-    """Add ai, tflops, tbps, pct_of_roof and bound to a frame with time_ns, flops, bytes, mean_ns."""
+    """Add tflops, tbps, pct_of_roof and bound to a frame with the `known_sums` columns, mean_ns and
+    the coverage/ai columns of `add_coverage`: each rate over the time of the launches it rests on."""
     for c in ("time_ns", "flops", "bytes", "mean_ns"):
         out[c] = out[c].astype("float64")
-    t = out["time_ns"].where(out["time_ns"] > 0) / 1e9
-    out["ai"] = out["flops"] / out["bytes"].where(out["bytes"] > 0)
-    out["tflops"] = out["flops"] / t / 1e12
-    out["tbps"] = out["bytes"] / t / 1e12
+    def per_s(x, ns):
+        return x / (out[ns].astype("float64").where(out[ns] > 0) / 1e9)
+    out["tflops"] = per_s(out["flops"], "flops_ns") / 1e12
+    out["tbps"] = per_s(out["bytes"], "bytes_ns") / 1e12
+    # mostly host/peer copies: PCIe/NVLink-limited, not judged against the HBM roof
+    link = out["hbm_ns"] < 0.5 * out["time_ns"]
     if peak_flops is not None and np.any(np.asarray(peak_flops, dtype="float64") > 0) and peak_bw:
-        peak_flops = np.asarray(peak_flops, dtype="float64")
-        attainable = np.minimum(peak_flops, peak_bw * out["ai"])
-        pct = (out["flops"] / t) / attainable
-        pct = pct.where(out["ai"].notna(), (out["bytes"] / t) / peak_bw)
+        peak_flops = np.asarray(peak_flops, dtype="float64")  # one peak, or each group's dtype's
+        ai = out["ai"]
+        attainable = np.minimum(peak_flops, peak_bw * ai)
+        # AI 0 (copies, memsets) or FLOPs unknown: judged by bandwidth alone
+        pct = (per_s(out["both_flops"], "both_ns") / attainable).where(ai > 0, per_s(out["bytes"], "bytes_ns") / peak_bw)
+        pct = pct.where(~link)
         out["pct_of_roof"] = pct
         ridge = peak_flops / peak_bw
+        by_ai = ai.notna() & (out["ai_coverage"] >= VERDICT_COVERAGE)
+        # no FLOPs but bytes (copies): memory-bound, if the bytes cover the group's time
+        by_bytes = ai.isna() & out["bytes"].notna() & out["flops_coverage"].isna() \
+            & (out["bytes_coverage"] >= VERDICT_COVERAGE)
         # a group whose dtype has no FLOP/s peak (int8) has no ridge: its bound is unknown
-        bound = np.where(out["ai"].isna(), np.where(out["bytes"].notna(), "memory", None),
-                         np.where(np.isnan(ridge), None, np.where(out["ai"] < ridge, "memory", "compute")))
-        latency = (out["mean_ns"] < LATENCY_NS) & (pct < LATENCY_ROOF_FRAC)
-        out["bound"] = np.where(latency, "latency", bound)
-        out["bound"] = out["bound"].astype(object).where(out["bound"].notna(), None)
+        bound = np.where(by_ai, np.where(np.isnan(ridge), None, np.where(ai < ridge, "memory", "compute")),
+                         np.where(by_bytes, "memory", None))
+        latency = (out["mean_ns"] < LATENCY_NS) & (pct < LATENCY_ROOF_FRAC) & (by_ai | by_bytes)
+        bound = np.where(latency, "latency", bound)
+        bound = np.where(link, None, bound)
+        out["bound"] = pd.Series(bound, index=out.index, dtype=object).where(pd.notna(bound), None)
     else:
         # Without peaks no bound can be judged (latency-bound also means "far under the roofs").
         out["pct_of_roof"] = np.nan
@@ -104,7 +122,9 @@ def add_rates(out: pd.DataFrame, peak_flops=None, peak_bw=None) -> pd.DataFrame:
 def roofline_points(groups: pd.DataFrame) -> pd.DataFrame:
     """Roofline points from kernel groups: rows with a known AI and FLOP rate, biggest time first."""
     pts = groups[groups["ai"].notna() & groups["tflops"].notna() & (groups["ai"] > 0) & (groups["tflops"] > 0)]
+    # the point sits at the achieved rate of the launches whose FLOPs and bytes are both known
     pts = pts.assign(achieved_flops=pts["tflops"] * 1e12, achieved_bw=pts["tbps"] * 1e12)
-    extra = [c for c in ("peak_flops", "dtype") if c in pts.columns]  # the point's own ceiling
-    return pts[["key", "phase", "category", "ai", "achieved_flops", "achieved_bw", "time_ns", "time_share",
-                "pct_of_roof", "bound"] + extra].reset_index(drop=True)
+    keep = ["key", "phase", "category", "ai", "achieved_flops", "achieved_bw", "time_ns", "time_share",
+            "pct_of_roof", "bound"] + [c for c in ("flops_coverage", "bytes_coverage", "ai_coverage",
+                                                  "peak_flops", "dtype") if c in pts]
+    return pts[keep].reset_index(drop=True)

@@ -5,8 +5,16 @@
 - Bytes: measured `dram_read + dram_write` where every kernel has counters; `model_bytes` where
   none has; a mix of the two (labelled "mixed") when some have. FLOPs likewise (`flops` where
   counters were measured, else `model_flops`).
-- Achieved bandwidth = bytes / span; MBU = achieved / peak bandwidth. Achieved FLOP/s = flops /
-  span; MFU = achieved / peak FLOP/s of the compute dtype.
+- Coverage: the share of kernel time whose bytes (`bytes_coverage`) or FLOPs (`flops_coverage`)
+  are known. Copies do no FLOPs, so FLOPs and AI coverage are shares of the compute kernels' time;
+  host/peer copies run at link speed, so bytes coverage is a share of the rest. Achieved bandwidth = known bytes / span, a lower bound when coverage < 1; MBU = that /
+  peak bandwidth (likewise FLOP/s and MFU). A rate is a verdict (`mbu_status` "verdict") only where
+  its coverage is at least VERDICT_COVERAGE; below that it is a "lower bound", and below
+  MIN_COVERAGE it is unknown (null): a bound from a sliver of the time says nothing.
+- AI = FLOPs / bytes over the kernels whose FLOPs and bytes are both known (`ai_coverage`); the
+  bound (memory/compute) is judged only where that covers at least VERDICT_COVERAGE.
+- Copies and memsets do no FLOPs (a known 0, whatever a reader attached); integer GEMMs have no
+  FP FLOPs (unknown, never 0: counters count no FP instructions for them).
 - Model MBU (Databricks): see `model_cost` (the bytes a step must move, from the model description).
 """
 from __future__ import annotations
@@ -16,9 +24,12 @@ import pandas as pd
 
 from ..devices import trace_dtype
 from ..models import dtype_bytes
+from ..opmodel import is_integer_gemm, is_link_copy
 from ..steps import OUTSIDE_STEPS
 
 NO_PHASE = "run"  # label for timed rows that no phase range encloses (e.g. imported traces)
+VERDICT_COVERAGE = 0.5  # a phase/step rate is a verdict only when it covers half the kernel time
+MIN_COVERAGE = 0.05     # below this, a lower bound is noise ("MBU 3.9e-05%"): shown as unknown
 
 
 SRC_NAMES = np.array([None, "model", "measured"], dtype=object)  # codes 0, 1, 2
@@ -40,7 +51,49 @@ def work_columns(rows: pd.DataFrame) -> pd.DataFrame:
         out[name] = np.where(use_m, m, model)
         out["bytes_src" if name == "bytes" else "flops_src"] = \
             np.where(use_m, 2, np.where(np.isnan(model), 0, 1)).astype(np.int8)
+    copy = copy_class(rows)
+    copies = copy > 0
+    out["work_flops"] = np.where(copies, 0.0, out["work_flops"])
+    out["flops_src"] = np.where(copies, 1, out["flops_src"]).astype(np.int8)
+    integer = _integer_gemm(rows)
+    out["work_flops"] = np.where(integer, np.nan, out["work_flops"])
+    out["flops_src"] = np.where(integer, 0, out["flops_src"]).astype(np.int8)
+    out["copy_class"] = copy
     return pd.DataFrame(out, index=rows.index)
+
+
+COMPUTE, DEVICE_COPY, LINK_COPY = 0, 1, 2  # copy_class codes
+
+
+def copy_class(rows: pd.DataFrame) -> np.ndarray:
+    """Per row: COMPUTE (a kernel or op), DEVICE_COPY (memset, device-to-device memcpy) or LINK_COPY
+    (host/peer memcpy, PCIe/NVLink-limited); one regex per distinct copy name."""
+    out = np.zeros(len(rows), np.int8)
+    if "kind" not in rows or not len(rows):
+        return out
+    copies = np.flatnonzero(rows["kind"].isin(["memcpy", "memset"]).to_numpy(dtype=bool))
+    if len(copies):
+        out[copies] = DEVICE_COPY
+        codes, uniq = pd.factorize(rows["name"].iloc[copies].astype(object)) if "name" in rows else \
+            (np.full(len(copies), -1), [])
+        link = np.array([is_link_copy(u) for u in uniq] + [False], dtype=bool)
+        out[copies[link[codes]]] = LINK_COPY  # code -1 (no name) -> the trailing False
+    return out
+
+
+def _integer_gemm(rows: pd.DataFrame) -> np.ndarray:
+    """Rows that are integer GEMMs (by kernel name, or launched by `aten::_int_mm`): tested once per
+    distinct name, so a million rows cost one regex per name."""
+    mask = np.zeros(len(rows), bool)
+    for col in ("name", "op"):
+        if col not in rows or not len(rows):
+            continue
+        codes, uniq = pd.factorize(rows[col].astype(object), use_na_sentinel=True)
+        if not len(uniq):
+            continue
+        hit = np.array([is_integer_gemm(u) for u in uniq], dtype=bool)
+        mask |= np.where(codes >= 0, hit[codes.clip(0)], False)
+    return mask
 
 
 def _f(col: pd.Series) -> np.ndarray:
@@ -111,35 +164,83 @@ def _group_stats(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     np.maximum.at(ends, gid, end)
     out["start_ns"], out["end_ns"] = starts, ends
     out["kernel_ns"] = np.bincount(gid, weights=dur, minlength=n)
-    b = rows["bytes"].to_numpy()
-    out["flops"] = _sum_known(rows["work_flops"].to_numpy(), gid, n)
-    out["bytes"] = _sum_known(b, gid, n)
+    for col, val in known_sums(rows, gid, n).items():
+        out[col] = val
     out["busy_ns"] = _busy(gid, start, end, n)
     out["bytes_source"] = source_labels(rows["bytes_src"].to_numpy(), gid, n)
     out["flops_source"] = source_labels(rows["flops_src"].to_numpy(), gid, n)
-    # Share of kernel time whose bytes are known: model bytes cover GEMM/attention, not norms.
-    known = np.bincount(gid, weights=np.where(np.isnan(b), 0, dur), minlength=n)
-    out["bytes_coverage"] = known / out["kernel_ns"].where(out["kernel_ns"] > 0)
+    add_coverage(out)
     out["span_ns"] = out["end_ns"] - out["start_ns"]
     out["idle_ns"] = (out["span_ns"] - out["busy_ns"]).clip(lower=0)
     out["idle_frac"] = out["idle_ns"] / out["span_ns"].where(out["span_ns"] > 0)
     return out
 
 
-def _rates(out: pd.DataFrame, peak_flops, peak_bw) -> pd.DataFrame:
-    span_s = out["span_ns"].where(out["span_ns"] > 0) / 1e9
-    out["tflops"] = out["flops"] / span_s / 1e12
-    out["tbps"] = out["bytes"] / span_s / 1e12
-    out["mfu"] = out["flops"] / span_s / peak_flops if peak_flops else np.nan
-    out["mbu"] = out["bytes"] / span_s / peak_bw if peak_bw else np.nan
-    out["ai"] = out["flops"] / out["bytes"].where(out["bytes"] > 0)
+def known_sums(rows: pd.DataFrame, gid: np.ndarray, n: int) -> dict[str, np.ndarray]:
+    """Per group: the known bytes and FLOPs and the time of the rows that have them (rates divide
+    by these), the FLOPs and bytes of the compute rows where both are known (the only ones an
+    arithmetic intensity may use), and the denominators of the coverages: for FLOPs and AI the
+    compute time (copies do no FLOPs, so they neither cover nor dilute them), for bytes the time
+    judged against HBM (host/peer copies run at link speed)."""
+    b, f = rows["bytes"].to_numpy(dtype="float64"), rows["work_flops"].to_numpy(dtype="float64")
+    dur = rows["dur_ns"].to_numpy(dtype="float64")
+    cls = rows["copy_class"].to_numpy() if "copy_class" in rows else np.zeros(len(rows), np.int8)
+    compute, hbm = cls == COMPUTE, cls != LINK_COPY
+    kb, kf = ~np.isnan(b), ~np.isnan(f) & compute
+    both = kb & kf
+    def time_of(mask):
+        return np.bincount(gid, weights=np.where(mask, dur, 0.0), minlength=n)
+    return {"flops": _sum_known(f, gid, n), "bytes": _sum_known(b, gid, n),
+            "bytes_ns": time_of(kb), "flops_ns": time_of(kf), "both_ns": time_of(both),
+            "both_flops": _sum_known(np.where(both, f, np.nan), gid, n),
+            "both_bytes": _sum_known(np.where(both, b, np.nan), gid, n),
+            "hbm_known_ns": time_of(kb & hbm), "hbm_ns": time_of(hbm), "compute_ns": time_of(compute)}
+
+
+SUM_COLUMNS = ("bytes_ns", "flops_ns", "both_ns", "hbm_known_ns", "hbm_ns", "compute_ns")
+
+
+def add_coverage(out: pd.DataFrame) -> pd.DataFrame:
+    """bytes_coverage, flops_coverage, ai_coverage (0..1, null where nothing could have the
+    quantity, e.g. FLOPs of a group of copies) and ai, from the known_sums columns."""
+    def share(num, den):
+        return out[num] / out[den].astype("float64").where(out[den] > 0)
+    out["bytes_coverage"] = share("hbm_known_ns", "hbm_ns")
+    out["flops_coverage"] = share("flops_ns", "compute_ns")
+    out["ai_coverage"] = share("both_ns", "compute_ns")
+    out["ai"] = out["both_flops"] / out["both_bytes"].where(out["both_bytes"] > 0)
     return out
 
 
-def _bound(ai: pd.Series, ridge: float | None) -> pd.Series:
+def coverage_status(coverage: pd.Series) -> pd.Series:
+    """"verdict" (coverage >= VERDICT_COVERAGE), "lower bound" (>= MIN_COVERAGE) or "unknown"."""
+    c = coverage.astype("float64").to_numpy()
+    status = np.where(c >= VERDICT_COVERAGE, "verdict", np.where(c >= MIN_COVERAGE, "lower bound", "unknown"))
+    return pd.Series(status, index=coverage.index, dtype=object)
+
+
+def _rates(out: pd.DataFrame, peak_flops, peak_bw) -> pd.DataFrame:
+    """Span rates of a step or phase: known work / span, null where the work covers less than
+    MIN_COVERAGE of the kernel time; `*_status` says whether each is a verdict or a lower bound."""
+    span_s = out["span_ns"].where(out["span_ns"] > 0) / 1e9
+    kf = out["flops_coverage"] >= MIN_COVERAGE
+    kb = out["bytes_coverage"] >= MIN_COVERAGE
+    out["tflops"] = (out["flops"] / span_s / 1e12).where(kf)
+    out["tbps"] = (out["bytes"] / span_s / 1e12).where(kb)
+    out["mfu"] = (out["flops"] / span_s / peak_flops).where(kf) if peak_flops else np.nan
+    out["mbu"] = (out["bytes"] / span_s / peak_bw).where(kb) if peak_bw else np.nan
+    out["mfu_status"] = coverage_status(out["flops_coverage"])
+    out["mbu_status"] = coverage_status(out["bytes_coverage"])
+    return out
+
+
+def _bound(ai: pd.Series, ridge: float | None, coverage: pd.Series | None = None) -> pd.Series:
+    """memory/compute from the AI; None without a ridge, or where the AI covers less than
+    VERDICT_COVERAGE of the kernel time (a verdict on a sliver of the time is no verdict)."""
     if not ridge:
         return pd.Series([None] * len(ai), index=ai.index, dtype=object)
-    return pd.Series(np.where(ai.isna(), None, np.where(ai < ridge, "memory", "compute")), index=ai.index, dtype=object)
+    judged = ai.notna() if coverage is None else ai.notna() & (coverage >= VERDICT_COVERAGE)
+    return pd.Series(np.where(judged, np.where(ai < ridge, "memory", "compute"), None), index=ai.index, dtype=object)
 
 
 def step_meta(meta: dict) -> pd.DataFrame:
@@ -181,7 +282,7 @@ def step_table(timed: pd.DataFrame, meta: dict, peak_flops=None, peak_bw=None, r
     out = out.merge(sm, on=["phase", "step"], how="left") if not sm.empty else out.assign(
         batch=np.nan, new_tokens=np.nan, tokens=np.nan, context=np.nan)
     out["tokens_per_s"] = out["new_tokens"] / (out["span_ns"].where(out["span_ns"] > 0) / 1e9)
-    out["bound"] = _bound(out["ai"], ridge)
+    out["bound"] = _bound(out["ai"], ridge, out["ai_coverage"])
     return out.sort_values(keys[:-2] + ["start_ns"], kind="stable").reset_index(drop=True)
 
 
@@ -199,7 +300,8 @@ def phase_table(timed: pd.DataFrame, steps: pd.DataFrame, meta: dict, peak_flops
     per_step = _group_stats(rows, ["phase", "_step"]).reset_index()
     g = per_step.groupby("phase", sort=False)
     out = pd.DataFrame({
-        "steps": g.size(),
+        # rows outside any step (_step -1) are timed with the phase but are not a step
+        "steps": (per_step["_step"] >= 0).groupby(per_step["phase"], sort=False).sum(),
         "kernels": g["kernels"].sum(),
         "span_ns": g["span_ns"].sum(),
         "busy_ns": g["busy_ns"].sum(),
@@ -208,6 +310,11 @@ def phase_table(timed: pd.DataFrame, steps: pd.DataFrame, meta: dict, peak_flops
         "bytes": g["bytes"].sum(min_count=1),
         "first_ns": g["start_ns"].min(),
     })
+    for c in SUM_COLUMNS:
+        out[c] = g[c].sum()
+    for c in ("both_flops", "both_bytes"):
+        out[c] = g[c].sum(min_count=1)
+    add_coverage(out)
     # Work outside every step window (before the first, between, after the last: rooftop.steps) is no
     # step, and its pieces lie between steps: no step count, no span across the run, its GPU time only.
     outside = out.index.isin(OUTSIDE_STEPS)
@@ -215,8 +322,6 @@ def phase_table(timed: pd.DataFrame, steps: pd.DataFrame, meta: dict, peak_flops
     out.loc[outside, "span_ns"] = out.loc[outside, "busy_ns"]
     out["bytes_source"] = _combine_sources(rows["bytes_src"], ["phase"], rows).reindex(out.index)
     out["flops_source"] = _combine_sources(rows["flops_src"], ["phase"], rows).reindex(out.index)
-    known = rows["dur_ns"].where(rows["bytes"].notna(), 0).groupby(rows["phase"], sort=False).sum()
-    out["bytes_coverage"] = known / out["kernel_ns"].where(out["kernel_ns"] > 0)
     out["idle_ns"] = (out["span_ns"] - out["busy_ns"]).clip(lower=0)
     out["idle_frac"] = out["idle_ns"] / out["span_ns"].where(out["span_ns"] > 0)
     out = _rates(out, peak_flops, peak_bw)
@@ -234,7 +339,7 @@ def phase_table(timed: pd.DataFrame, steps: pd.DataFrame, meta: dict, peak_flops
         out["model_mbu"] = mm.reindex(out.index)
     else:
         out["model_mbu"] = np.nan
-    out["bound"] = _bound(out["ai"], ridge)
+    out["bound"] = _bound(out["ai"], ridge, out["ai_coverage"])
     out = out.sort_values("first_ns").drop(columns=["first_ns"])
     return out.reset_index().rename(columns={"index": "phase"})
 
@@ -278,8 +383,8 @@ def both_utilizations(phases: pd.DataFrame, peaks) -> pd.DataFrame:
     if phases.empty:
         return phases
     span_s = phases["span_ns"].astype("float64").where(phases["span_ns"] > 0) / 1e9
-    bw = phases["bytes"].astype("float64") / span_s
-    fl = phases["flops"].astype("float64") / span_s
+    bw = (phases["bytes"].astype("float64") / span_s).where(phases["bytes_coverage"] >= MIN_COVERAGE)
+    fl = (phases["flops"].astype("float64") / span_s).where(phases["flops_coverage"] >= MIN_COVERAGE)
     for name, value, peak in (("mbu_datasheet", bw, peaks.datasheet_bw), ("mbu_measured", bw, peaks.measured_bw),
                               ("mfu_datasheet", fl, peaks.datasheet_flops), ("mfu_measured", fl, peaks.measured_flops)):
         phases[name] = value / peak if peak else np.nan
