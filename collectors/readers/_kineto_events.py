@@ -218,7 +218,7 @@ class Collector:
         self.shape_inputs: list[tuple] = []
         self.gpu = Columns("kind", "name", "ts", "dur", "device", "stream", "corr", "ext", "gx", "gy", "gz",
                            "bx", "by", "bz", "regs", "smem", "nbytes")
-        self.rt = Columns("corr", "ext", "thread", "ts", "dur")
+        self.rt = Columns("corr", "ext", "thread", "ts", "dur", "name")
         self.ops = Columns("ext", "thread", "ts", "dur", "name", "shape")
         self.ann = Columns("thread", "ts", "dur", "name")
         self.gann = Columns("device", "stream", "ts", "dur", "name")
@@ -304,7 +304,7 @@ class Collector:
             sel = np.flatnonzero(keep)
             self.rt.extend({"corr": corr[keep], "ext": _ints([args[i].ext for i in sel.tolist()]),
                             "thread": [threads[(evs[i].pid, evs[i].tid)] for i in sel.tolist()],
-                            "ts": ts[keep], "dur": dur[keep]})
+                            "ts": ts[keep], "dur": dur[keep], "name": [names[evs[i].name or ""] for i in sel.tolist()]})
             return ts[keep]
         elif cat in GPU_KINDS:
             grid, block = _shapes([a.grid for a in args]), _shapes([a.block for a in args])
@@ -372,6 +372,7 @@ class _ExactBatch:
                 rt["corr"].append(corr)
                 rt["ext"].append(int_of(args.get("External id")))
                 rt["thread"].append(threads[(key_of(e.get("pid")), key_of(e.get("tid")))])
+                rt["name"].append(names[text_of(e.get("name"))])
                 cols = rt
             elif cat in GPU_KINDS:
                 gpu["kind"].append(GPU_KINDS[cat])

@@ -16,6 +16,7 @@ import pandas as pd
 from rooftop.redact import redact_names
 
 from ._kineto_events import KIND_NAMES, NULL, Collector
+from ._kineto_runtime import append_runtime, runtime_rows
 
 
 def _lookup(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
@@ -182,6 +183,7 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
                     parts = split_by_duration(None if np.isnan(tot) else float(tot), d)
                     out[members] = [np.nan if v is None else v for v in parts]
         op_name[with_op] = name_of[onames[local]]
+    runtime = runtime_rows(sink, name_of, origin)  # the host side, for the timeline
     ops.release()  # the joins are done: free the CPU side before the rows are built
     rt.release()
     nb = g.np("nbytes")
@@ -212,6 +214,7 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
         "registers": _masked(col(g.np("regs"), nulls), "Int32"), "shared_mem": _masked(col(g.np("smem"), nulls), "Int32"),
         "model_flops": col(mflops, np.full(na, np.nan)), "model_bytes": col(mbytes, np.full(na, np.nan)),
     })
+    rows = append_runtime(rows, runtime)
     kernel_dev = g.np("device")[g.np("kind") == 0]
     return rows, _meta(head, path, sink, kernel_dev[kernel_dev != NULL], apath)
 

@@ -16,7 +16,10 @@ import pyarrow as pa
 FORMAT_VERSION = 1
 META_KEY = b"rooftop"
 
-KINDS = ("kernel", "memcpy", "memset", "range", "op")
+# `runtime`: a CUDA runtime/driver call on a host thread (cudaLaunchKernel, cudaGraphLaunch,
+# cudaStreamSynchronize, cudaMemcpyAsync ...), joined to what it launched by `correlation`. It says
+# what the host was doing while the GPU sat idle; it is never a timed (GPU) row.
+KINDS = ("kernel", "memcpy", "memset", "range", "op", "runtime")
 
 # The 19 warp stall reasons of Hopper's WarpStateStats section, in Nsight Compute's order.
 STALL_REASONS = (
@@ -63,6 +66,9 @@ SCHEMA = pa.schema(
         ("l2_hit_pct", pa.float32()),
     ]
     + [(c, pa.float32()) for c in STALL_COLUMNS]
+    # The host thread (OS thread id) of a runtime call or a CPU range; null for GPU rows and in
+    # files written before it existed.
+    + [("thread", pa.int64())]
     # `rank` is not written into per-rank files (the directory name carries it, hive style);
     # it exists in memory once a multi-rank run is loaded.
 )
