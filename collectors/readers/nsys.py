@@ -150,8 +150,8 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
     if progress:
         progress(2, 4)
     # launching thread and time: the runtime call with the same correlation id
-    rt = db.select("CUPTI_ACTIVITY_KIND_RUNTIME", ["correlationId", "globalTid", "start"])
-    rt = rt.dropna(subset=["correlationId"]).drop_duplicates("correlationId")
+    calls = db.select("CUPTI_ACTIVITY_KIND_RUNTIME", ["correlationId", "globalTid", "start", "end", "nameId"])
+    rt = calls[["correlationId", "globalTid", "start"]].dropna(subset=["correlationId"]).drop_duplicates("correlationId")
     launch = gpu[["correlation"]].merge(rt, how="left", left_on="correlation", right_on="correlationId")
     # NVTX: text inline (unregistered strings) or through StringIds (registered)
     nv = db.select("NVTX_EVENTS", ["start", "end", "eventType", "text", "textId", "globalTid"],
@@ -180,7 +180,9 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
                            "end": pd.concat([pp["end"], se["end"]], ignore_index=True),
                            # start/end ranges may cross threads and overlap: flat, not nested
                            "path": ppath + se["name"].tolist()})
-    rows = pd.concat([f for f in (gpu, ranges) if len(f)], ignore_index=True) if len(gpu) + len(ranges) else gpu
+    host = _runtime_rows(calls, strings)
+    parts = [f for f in (gpu, ranges, host) if len(f)]
+    rows = pd.concat(parts, ignore_index=True) if parts else gpu
     starts = pd.to_numeric(rows["start"], errors="coerce")
     origin = int(starts.min()) if len(rows) and starts.notna().any() else 0
     rows["start_ns"] = _ints(rows["start"]) - origin
@@ -193,6 +195,19 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
     if progress:
         progress(4, 4)
     return rows, redact(_meta(db, origin, gpu, graphs, warnings))
+
+
+def _runtime_rows(calls: pd.DataFrame, strings: dict) -> pd.DataFrame:
+    """CUDA runtime calls (cudaLaunchKernel, cudaStreamSynchronize, ...) as `runtime` rows: what the
+    host thread was doing. `globalTid` packs the process and thread ids (tid in its low 24 bits,
+    as nsys's own reports decode it)."""
+    if not len(calls):
+        return pd.DataFrame()
+    gtid = _ints(calls["globalTid"])
+    return pd.DataFrame({
+        "kind": "runtime", "name": [strings.get(_id(i)) for i in calls["nameId"]],
+        "start": calls["start"], "end": calls["end"], "correlation": calls["correlationId"],
+        "thread": gtid % (1 << 24)})
 
 
 def _gpu_rows(db: _Db) -> list[dict]:
