@@ -87,7 +87,7 @@ def test_key_7_draws_streams_and_the_host_thread_and_finds_the_largest_gap(tmp_p
         assert isinstance(app.screen, TimelineScreen)
         text = screen_text(app)
         assert "stream 7" in text and "host 4242" in text
-        assert "3 gaps (largest 200 µs)" in text
+        assert "4 rows in 289 µs · 3 gaps (max 200 µs)" in text
         return True
 
     def largest(app):

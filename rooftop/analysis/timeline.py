@@ -144,11 +144,11 @@ def gpu_lanes(gpu: pd.DataFrame) -> list[Lane]:
     codes = _codes(gpu["category"] if "category" in gpu.columns else pd.Series(None, index=gpu.index), str)
     dev = gpu["device"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
     stream = gpu["stream"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
-    pairs, inverse = np.unique(np.stack([dev, stream], axis=1), axis=0, return_inverse=True)
-    inverse = inverse.ravel()
-    multi_dev = len(np.unique(pairs[:, 0])) > 1
+    keys, inverse = np.unique((dev << 32) + (stream & 0xFFFFFFFF), return_inverse=True)
+    pairs = [(int(k) >> 32, stream[np.argmax(inverse == i)]) for i, k in enumerate(keys.tolist())]
+    multi_dev = len({d for d, _ in pairs}) > 1
     lanes = []
-    for k, (d, s) in enumerate(pairs.tolist()):  # a loop over streams, not rows
+    for k, (d, s) in enumerate(pairs):  # a loop over streams, not rows
         label = ("stream ?" if s < 0 else f"stream {s}") if not multi_dev else f"gpu{d} s{s}"
         lanes.append(build_lane(label, gpu, np.flatnonzero(inverse == k), codes, host=False))
     return lanes
@@ -243,11 +243,11 @@ def host_during(lane: Lane, host: pd.DataFrame, t0: int, t1: int, top: int = 3) 
     rows, s, e, ov = rows[keep], s[keep], e[keep], ov[keep]
     out.total_calls = len(rows)
     out.in_calls_ns = int((lane.busy_until(np.array([t1])) - lane.busy_until(np.array([t0])))[0])
-    names = host["name"].astype(object).to_numpy()
-    ops = host["op"].astype(object).to_numpy() if "op" in host.columns else np.full(len(host), None, dtype=object)
-    for k in np.argsort(-ov, kind="stable")[:top].tolist():
-        name = names[rows[k]]
-        op = ops[rows[k]]
+    best = np.argsort(-ov, kind="stable")[:top]
+    names = host["name"].iloc[rows[best]].astype(object).tolist()
+    ops = host["op"].iloc[rows[best]].astype(object).tolist() if "op" in host.columns else [None] * len(best)
+    for j, k in enumerate(best.tolist()):
+        name, op = names[j], ops[j]
         out.calls.append(HostCall(str(name), host_category(name), int(s[k]), int(e[k] - s[k]), int(ov[k]),
                                   op if isinstance(op, str) else None))
     return out
@@ -293,21 +293,33 @@ class Timeline:
         return [ln for ln in self.lanes if ln.host]
 
 
-def runtime_rows(events: pd.DataFrame, t0: int, t1: int) -> pd.DataFrame:
-    """The runtime calls overlapping [t0, t1) (from a trace's events)."""
-    kind = events["kind"]
-    rt = events[kind == "runtime"]
-    if rt.empty:
-        return rt
-    s = rt["start_ns"].to_numpy(dtype=np.int64)
-    e = s + rt["dur_ns"].to_numpy(dtype=np.int64)
-    return rt[(e > t0) & (s < t1)]
+HOST_COLUMNS = ("start_ns", "dur_ns", "name", "correlation", "thread", "op")
 
 
-def build(gpu: pd.DataFrame, events: pd.DataFrame | None = None) -> Timeline:
+def runtime_rows(events: pd.DataFrame, t0: int, t1: int, within: np.ndarray | None = None) -> pd.DataFrame:
+    """The runtime calls overlapping [t0, t1) (from a trace's events; `within`: a row mask, e.g.
+    one rank), only the columns the timeline reads: a 1M-launch trace must not be copied whole."""
+    mask = (events["kind"] == "runtime").to_numpy(dtype=bool)
+    if within is not None:
+        mask &= within
+    pos = np.flatnonzero(mask)
+    if not len(pos):
+        return pd.DataFrame({c: [] for c in HOST_COLUMNS})
+    s = events["start_ns"].to_numpy(dtype=np.int64)[pos]
+    e = s + events["dur_ns"].to_numpy(dtype=np.int64)[pos]
+    pos = pos[(e > t0) & (s < t1)]
+    cols = [c for c in HOST_COLUMNS if c in events.columns]
+    return pd.DataFrame({c: events[c].iloc[pos].reset_index(drop=True) for c in cols})
+
+
+def build(gpu: pd.DataFrame, events: pd.DataFrame | None = None, within: np.ndarray | None = None) -> Timeline:
     """The timeline of `gpu` (kernels/memcpy/memset of one rank), with the host threads that
-    launched them, taken from the runtime rows of `events` around them."""
-    gpu = gpu[gpu["kind"].isin(GPU_KINDS)] if "kind" in gpu.columns else gpu
+    launched them, taken from the runtime rows of `events` around them (`within`: a mask of the
+    events to consider, e.g. that rank's)."""
+    if "kind" in gpu.columns:
+        is_gpu = gpu["kind"].isin(GPU_KINDS).to_numpy(dtype=bool)
+        if not is_gpu.all():  # the timed rows of a GPU trace are all GPU rows: no copy then
+            gpu = gpu[is_gpu]
     if gpu.empty:
         return Timeline(gpu, pd.DataFrame(), [], gaps(gpu), np.empty(0, np.int64), 0, 1)
     start = gpu["start_ns"].to_numpy(dtype=np.int64)
@@ -316,7 +328,7 @@ def build(gpu: pd.DataFrame, events: pd.DataFrame | None = None) -> Timeline:
     if events is not None and "thread" in events.columns:
         # launches come before their kernels: look back as far as the step lasts (at most 1 s)
         back = min(t1 - t0, 1_000_000_000)
-        host = runtime_rows(events, t0 - back, t1)
+        host = runtime_rows(events, t0 - back, t1, within)
         hosts = host_lanes(host, gpu)
         if hosts:
             keep = np.isin(host["thread"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64),
@@ -324,7 +336,7 @@ def build(gpu: pd.DataFrame, events: pd.DataFrame | None = None) -> Timeline:
             delay = launch_to_start(gpu, host)
             first_launch = np.nanmin(start - delay) if np.isfinite(delay).any() else t0
             s = host["start_ns"].to_numpy(dtype=np.int64)
-            host = host[keep & (s >= min(t0, first_launch))]
+            host = host[keep & (s >= min(t0, first_launch))].reset_index(drop=True)
     lanes = gpu_lanes(gpu) + host_lanes(host, gpu)
     if len(host):
         t0 = min(t0, int(host["start_ns"].min()))

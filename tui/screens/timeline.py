@@ -74,7 +74,7 @@ class TimelineScreen(RooftopScreen):
     def compose_body(self) -> ComposeResult:
         yield Vertical(Static("Building the timeline…", classes="muted"), id="timeline-body")
         yield Static("", id="timeline-info")
-        yield Static(legend(), id="timeline-legend")
+        yield Static("", id="timeline-legend")
 
     def on_mount(self) -> None:
         self._build()
@@ -92,9 +92,10 @@ class TimelineScreen(RooftopScreen):
     def _build(self) -> None:
         gpu = self._rows()
         events = self.analysis.trace.events
+        within = None
         if self.rank is not None and "rank" in events.columns:
-            events = events[events["rank"] == self.rank]
-        t = tl.build(gpu, events)
+            within = (events["rank"] == self.rank).fillna(False).to_numpy(dtype=bool)
+        t = tl.build(gpu, events, within)
         self.post_message(TimelineReady(t, tl.launch_to_start(t.gpu, t.host)))
 
     @on(TimelineReady)
@@ -107,6 +108,7 @@ class TimelineScreen(RooftopScreen):
             return
         view = TimelineView(self.timeline, id="timeline")
         await body.mount(view)
+        self.query_one("#timeline-legend", Static).update(legend(self.timeline))
         view.fit()
         view.focus()
         self._update_info()
@@ -241,7 +243,7 @@ class TimelineScreen(RooftopScreen):
         total = fmt_ns(t.t1 - t.t0)
         largest = fmt_ns(t.gaps["dur_ns"].iloc[int(t.gap_order[0])]) if n else "—"
         lo, hi = max(v.t0, t.t0) - t.t0, min(v.t1, t.t1) - t.t0
-        text.append(f"{len(t.gpu):,} GPU rows · {total} · {n:,} gaps (largest {largest}) · "
+        text.append(f"{len(t.gpu):,} rows in {total} · {n:,} gaps (max {largest}) · "
                     f"view +{fmt_ns(lo)}–{fmt_ns(hi)}", "dim")
         if v.gap is not None and self.gap_rank >= 0:
             self._describe_gap(text)
@@ -302,10 +304,14 @@ class TimelineScreen(RooftopScreen):
             text.append(" launch→start unknown (no matching runtime call)", "dim")
 
 
-def legend() -> Text:
+def legend(timeline: tl.Timeline) -> Text:
+    """The glyphs of the categories this timeline holds (all of them would not fit in 80 columns)."""
+    present = np.zeros(len(tl.CODES), dtype=bool)
+    for ln in timeline.lanes:
+        present |= np.bincount(ln.code[ln.code >= 0], minlength=len(tl.CODES)).astype(bool)
     text = Text(no_wrap=True, overflow="ellipsis")
-    for cat in ("gemm", "attention", "norm", "elementwise", "reduction", "memory", "comm", "other",
-                "launch", "sync", "copy", "call"):
+    for i in np.flatnonzero(present).tolist():
+        cat = tl.CODES[i]
         text.append(GLYPHS[cat])
         text.append(f"{cat} ", "dim")
     text.append(PARTIAL)
