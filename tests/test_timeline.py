@@ -33,9 +33,11 @@ def _events() -> pd.DataFrame:
 def test_gaps_are_the_idle_stretches_of_all_streams():
     g = tl.gaps(GPU)
     assert g[["start_ns", "end_ns", "dur_ns"]].values.tolist() == [[10, 15, 5], [30, 40, 10]]
-    # [30,40): D (position 2) ended last before it, C (position 3) ends it
-    assert g["before"].tolist() == [0, 2] and g["after"].tolist() == [1, 3]
+    assert g["after"].tolist() == [1, 3]  # B (position 1) ends the first, C (position 3) the second
     assert tl.by_size(g).tolist() == [1, 0]
+    t = tl.build(GPU)
+    assert t.gaps.order.tolist() == [1, 0] and int(t.gaps.dur(t.gaps.order[0])) == 10
+    assert int(t.gaps.next_row(1)) == 3 and len(t.gaps.union) == 4  # two streams: a union lane of all rows
 
 
 def test_raster_busy_fraction_and_category_per_column():
@@ -97,7 +99,7 @@ def test_host_categories(name, cat):
 def test_a_trace_without_runtime_rows_has_no_host_lane():
     t = tl.build(GPU, GPU)  # modeled traces, old files: no runtime rows, no thread column
     assert [ln.host for ln in t.lanes] == [False, False] and t.host.empty
-    assert t.gaps["dur_ns"].tolist() == [5, 10]
+    assert t.gaps.frame()["dur_ns"].tolist() == [5, 10]
 
 
 def test_raster_cost_does_not_grow_with_rows():

@@ -169,7 +169,7 @@ def test_t_on_a_step_opens_that_steps_timeline(tmp_path):
         s = app.screen
         assert isinstance(s, TimelineScreen) and (s.phase, s.step) == ("decode", 0)
         # decode step 0 of the small trace: 2 layers x 5 kernels, 1 µs apart
-        assert len(s.timeline.gpu) == 10 and s.timeline.gaps["dur_ns"].tolist() == [1_000] * 9
+        assert len(s.timeline.gpu) == 10 and s.timeline.gaps.frame()["dur_ns"].tolist() == [1_000] * 9
         assert "decode step 0" in " ".join(s.crumbs)
         assert "Host: unknown" not in screen_text(app)  # no gap selected yet
         return True

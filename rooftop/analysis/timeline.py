@@ -47,8 +47,12 @@ def host_category(name: str | None) -> str:
 
 
 def _codes(values: pd.Series, classify) -> np.ndarray:
-    """Category code of each row, classifying each distinct value once."""
-    codes, uniques = pd.factorize(values.astype(object), use_na_sentinel=True)
+    """Category code of each row, classifying each distinct value once (names and categories are
+    categoricals when loaded: their codes are used as they are, no million-string detour)."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        codes, uniques = values.cat.codes.to_numpy(), list(values.cat.categories)
+    else:
+        codes, uniques = pd.factorize(values.astype(object), use_na_sentinel=True)
     table = np.array([_CODE.get(classify(u), _CODE["other"]) for u in uniques] + [_CODE["other"]], dtype=np.int8)
     return table[codes]
 
@@ -57,7 +61,8 @@ def _codes(values: pd.Series, classify) -> np.ndarray:
 class Lane:
     """One row of the timeline. `start` is sorted; `reach[i]` is the latest end among rows 0..i;
     `busy[i]` the time covered by the union of rows 0..i (prefix sums for `raster`); `row[i]` the
-    position of the row in the frame the lane was built from."""
+    position of the row in the frame the lane was built from (None: the frame's rows, in order,
+    and `start` is the frame's own column: a 1M-kernel single-stream trace is not copied)."""
 
     label: str
     host: bool
@@ -65,15 +70,26 @@ class Lane:
     reach: np.ndarray
     busy: np.ndarray
     code: np.ndarray
-    row: np.ndarray
+    row: np.ndarray | None
     dur: np.ndarray  # the frame's dur_ns (positions by `row`), not copied
     thread: int | None = None
 
     def __len__(self) -> int:
         return len(self.start)
 
+    def pos(self, i):
+        """Position in the source frame of lane row(s) `i`."""
+        return i if self.row is None else self.row[i]
+
+    def index_of(self, position: int) -> int:
+        """Lane index of the frame row at `position`, -1 if not on this lane."""
+        if self.row is None:
+            return position if 0 <= position < len(self) else -1
+        hit = np.flatnonzero(self.row == position)
+        return int(hit[0]) if len(hit) else -1
+
     def end_of(self, i: int) -> int:
-        return int(self.start[i] + self.dur[self.row[i]])
+        return int(self.start[i] + self.dur[self.pos(i)])
 
     def visible(self, t0: int, t1: int) -> tuple[int, int]:
         """Index range [lo, hi) of the rows overlapping [t0, t1)."""
@@ -113,7 +129,7 @@ class Lane:
         mid = (edges[:-1] + edges[1:]) // 2
         i = np.searchsorted(self.start, mid, side="right") - 1
         ic = i.clip(0)
-        running = (i >= 0) & (self.start[ic] + self.dur[self.row[ic]] > mid)
+        running = (i >= 0) & (self.start[ic] + self.dur[self.pos(ic)] > mid)
         j = np.searchsorted(self.start, edges[:-1], side="left").clip(0, len(self) - 1)
         starts_in = self.start[j] < edges[1:]
         code = np.where(running, self.code[ic], np.where(starts_in, self.code[j], -1)).astype(np.int8)
@@ -126,15 +142,30 @@ def build_lane(label: str, rows: pd.DataFrame, positions: np.ndarray, codes: np.
     """A lane of the rows at `positions` of `rows` (any order)."""
     start_all = rows["start_ns"].to_numpy(dtype=np.int64)
     dur_all = rows["dur_ns"].to_numpy(dtype=np.int64)
-    order = positions[np.argsort(start_all[positions], kind="stable")]
-    start = start_all[order]
-    end = start + dur_all[order]
-    reach = np.maximum.accumulate(end) if len(end) else end
-    prev = np.concatenate([[np.iinfo(np.int64).min], reach[:-1]])
+    if len(positions) == len(rows) and _is_sorted(start_all):
+        # every row, already in time order (one stream, as loaded): use the frame's columns
+        order, start, end, code = None, start_all, start_all + dur_all, codes
+    else:
+        order = positions[np.argsort(start_all[positions], kind="stable")].astype(np.int32)
+        start = start_all[order]
+        end = start + dur_all[order]
+        code = codes[order]
+    reach = np.maximum.accumulate(end, out=end) if len(end) else end
     # the union of the rows as disjoint pieces [max(start, previous reach), reach): their lengths
-    piece = reach - np.maximum(start, prev)
-    busy = np.cumsum(np.maximum(piece, 0))
-    return Lane(label, host, start, reach, busy, codes[order], order.astype(np.int64), dur_all, thread)
+    piece = np.maximum(start[1:], reach[:-1])
+    np.subtract(reach[1:], piece, out=piece)
+    np.maximum(piece, 0, out=piece)
+    busy = np.empty(len(start), dtype=np.int64)
+    if len(start):
+        busy[0] = reach[0] - start[0]
+        np.cumsum(piece, out=busy[1:])
+        busy[1:] += busy[0]
+    del piece
+    return Lane(label, host, start, reach, busy, code, order, dur_all, thread)
+
+
+def _is_sorted(a: np.ndarray) -> bool:
+    return bool(len(a) < 2 or (a[1:] >= a[:-1]).all())
 
 
 def gpu_lanes(gpu: pd.DataFrame) -> list[Lane]:
@@ -154,51 +185,100 @@ def gpu_lanes(gpu: pd.DataFrame) -> list[Lane]:
     return lanes
 
 
-def host_lanes(host: pd.DataFrame, gpu: pd.DataFrame) -> list[Lane]:
-    """One lane per host thread that launched any of the GPU rows (matched by correlation); when
-    none matches, the thread with the most calls."""
-    if host is None or host.empty:
-        return []
-    codes = _codes(host["name"], host_category)
-    thread = host["thread"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64) \
-        if "thread" in host.columns else np.full(len(host), -1, dtype=np.int64)
+def launching_threads(host: pd.DataFrame, gpu: pd.DataFrame) -> np.ndarray:
+    """The host threads that launched any of the GPU rows (matched by correlation); when none
+    matches, the thread with the most calls."""
+    if host is None or host.empty or "thread" not in host.columns:
+        return np.empty(0, dtype=np.int64)
+    thread = host["thread"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
     corr = host["correlation"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
     gcorr = gpu["correlation"].astype("Int64").dropna().to_numpy(dtype=np.int64) if len(gpu) else np.empty(0, np.int64)
-    launched = np.isin(corr, gcorr) & (corr >= 0)
-    threads = np.unique(thread[launched])
+    threads = np.unique(thread[np.isin(corr, gcorr) & (corr >= 0)])
     if not len(threads):
         vals, counts = np.unique(thread, return_counts=True)
         threads = vals[np.argsort(-counts, kind="stable")[:1]]
+    return threads
+
+
+def host_lanes(host: pd.DataFrame, threads: np.ndarray) -> list[Lane]:
+    """One lane per host thread in `threads`, of its runtime calls in `host`."""
+    if host is None or host.empty or not len(threads):
+        return []
+    codes = _codes(host["name"], host_category)
+    thread = host["thread"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
     out = []
-    for t in threads.tolist():
+    for t in threads.tolist():  # a loop over threads, not rows
         label = "host ?" if t < 0 else f"host {t}"
         out.append(build_lane(label, host, np.flatnonzero(thread == t), codes, host=True,
                               thread=None if t < 0 else int(t)))
     return out
 
 
-def gaps(gpu: pd.DataFrame, min_ns: int = 1) -> pd.DataFrame:
-    """Idle stretches of the GPU rows (no row running on any stream), in time order: `start_ns`,
-    `end_ns`, `dur_ns`, and the positions in `gpu` of the row that ended last before the gap
-    (`before`) and of the row that ends it (`after`)."""
-    cols = {"start_ns": np.int64, "end_ns": np.int64, "dur_ns": np.int64, "before": np.int64, "after": np.int64}
-    if len(gpu) < 2:
-        return pd.DataFrame({c: np.empty(0, t) for c, t in cols.items()})
-    start = gpu["start_ns"].to_numpy(dtype=np.int64)
-    end = start + gpu["dur_ns"].to_numpy(dtype=np.int64)
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], end[order]
-    reach = np.maximum.accumulate(e)
-    # which row set the running end (the last that reached it)
-    setter = np.maximum.accumulate(np.where(e >= reach, np.arange(len(e)), 0))
-    idle = s[1:] - reach[:-1]
+@dataclass
+class Gaps:
+    """Idle stretches of the GPU rows (no row running on any stream), in time order. `union` is
+    all the GPU rows as one lane; gap k ends where union row `after[k]` starts and begins at the
+    latest end of the rows before it. `order`: gap numbers, largest first (ties: earlier first).
+    Two int32 per gap: a million gaps cost 8 MB."""
+
+    union: Lane | None
+    after: np.ndarray
+    order: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.after)
+
+    def start(self, k):
+        return self.union.reach[self.after[k] - 1]
+
+    def end(self, k):
+        return self.union.start[self.after[k]]
+
+    def dur(self, k):
+        return self.end(k) - self.start(k)
+
+    def next_row(self, k):
+        """Position in the GPU frame of the row that ends gap(s) k."""
+        return self.union.pos(self.after[k])
+
+    def frame(self, ks: np.ndarray | None = None) -> pd.DataFrame:
+        """`start_ns`, `end_ns`, `dur_ns` and `after` (the GPU frame position of the row that
+        ends it) of gaps `ks` (default: all, in time order)."""
+        if self.union is None:
+            return pd.DataFrame({c: np.empty(0, np.int64) for c in ("start_ns", "end_ns", "dur_ns", "after")})
+        ks = np.arange(len(self)) if ks is None else np.asarray(ks)
+        start, end = self.start(ks), self.end(ks)
+        return pd.DataFrame({"start_ns": start, "end_ns": end, "dur_ns": end - start,
+                             "after": np.asarray(self.next_row(ks), dtype=np.int64)})
+
+
+def find_gaps(union: Lane | None, min_ns: int = 1) -> Gaps:
+    """The gaps of `union` (all GPU rows as one lane) at least `min_ns` long."""
+    if union is None or len(union) < 2:
+        return Gaps(union, np.empty(0, np.int32), np.empty(0, np.int32))
+    idle = union.start[1:] - union.reach[:-1]
     k = np.flatnonzero(idle >= min_ns)
-    return pd.DataFrame({"start_ns": reach[k], "end_ns": s[k + 1], "dur_ns": idle[k],
-                         "before": order[setter[k]], "after": order[k + 1]})
+    dur = idle[k]
+    del idle
+    return Gaps(union, (k + 1).astype(np.int32), np.argsort(-dur, kind="stable").astype(np.int32))
+
+
+def union_lane(gpu: pd.DataFrame, lanes: list[Lane]) -> Lane | None:
+    """All GPU rows as one lane: the lane itself when there is only one."""
+    if not len(gpu):
+        return None
+    if len(lanes) == 1 and len(lanes[0]) == len(gpu):
+        return lanes[0]
+    return build_lane("all", gpu, np.arange(len(gpu)), np.zeros(len(gpu), dtype=np.int8), host=False)
+
+
+def gaps(gpu: pd.DataFrame, min_ns: int = 1) -> pd.DataFrame:
+    """The idle stretches of the GPU rows as a frame, in time order (see `Gaps.frame`)."""
+    return find_gaps(union_lane(gpu, []), min_ns).frame()
 
 
 def by_size(gap_frame: pd.DataFrame) -> np.ndarray:
-    """Gap positions, largest first (ties: earlier first)."""
+    """Gap positions of a gap frame, largest first (ties: earlier first)."""
     return np.argsort(-gap_frame["dur_ns"].to_numpy(), kind="stable")
 
 
@@ -235,7 +315,7 @@ def host_during(lane: Lane, host: pd.DataFrame, t0: int, t1: int, top: int = 3) 
     out = HostActivity(lane.thread, int(t0), int(t1))
     if hi <= lo:
         return out
-    rows = lane.row[lo:hi]
+    rows = np.arange(lo, hi) if lane.row is None else lane.row[lo:hi]
     s = lane.start[lo:hi]
     e = s + lane.dur[rows]
     ov = np.minimum(e, t1) - np.maximum(s, t0)
@@ -261,19 +341,33 @@ def launch_of(host: pd.DataFrame, correlation) -> int | None:
     return int(hit[0]) if len(hit) else None
 
 
-def launch_to_start(gpu: pd.DataFrame, host: pd.DataFrame) -> np.ndarray:
-    """Per GPU row: start minus the start of its launching runtime call (ns), NaN where unknown."""
-    out = np.full(len(gpu), np.nan)
-    if host is None or host.empty or gpu.empty:
+class LaunchIndex:
+    """The runtime calls by correlation id, to find each GPU row's launch."""
+
+    def __init__(self, host: pd.DataFrame):
+        if host is None or host.empty:
+            self.keys = np.empty(0, np.int64)
+            return
+        hc = host["correlation"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
+        self.keys, first = np.unique(hc, return_index=True)
+        self.start = host["start_ns"].to_numpy(dtype=np.int64)[first]
+
+    def launch_start(self, correlation: np.ndarray) -> np.ndarray:
+        """Start of the launching call of each correlation id, NaN where none."""
+        out = np.full(len(correlation), np.nan)
+        if not len(self.keys) or not len(correlation):
+            return out
+        pos = np.searchsorted(self.keys, correlation).clip(0, len(self.keys) - 1)
+        hit = (self.keys[pos] == correlation) & (correlation >= 0)
+        out[hit] = self.start[pos[hit]]
         return out
-    hc = host["correlation"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
-    hs = host["start_ns"].to_numpy(dtype=np.int64)
-    uniq, first = np.unique(hc, return_index=True)
+
+
+def launch_to_start(gpu: pd.DataFrame, host: pd.DataFrame, index: LaunchIndex | None = None) -> np.ndarray:
+    """Per GPU row: start minus the start of its launching runtime call (ns), NaN where unknown."""
+    index = index if index is not None else LaunchIndex(host)
     gc = gpu["correlation"].astype("Int64").fillna(-2).to_numpy(dtype=np.int64)
-    pos = np.searchsorted(uniq, gc).clip(0, len(uniq) - 1)
-    hit = (uniq[pos] == gc) & (gc >= 0)
-    out[hit] = gpu["start_ns"].to_numpy(dtype=np.int64)[hit] - hs[first[pos[hit]]]
-    return out
+    return gpu["start_ns"].to_numpy(dtype=np.int64) - index.launch_start(gc)
 
 
 @dataclass
@@ -283,14 +377,19 @@ class Timeline:
     gpu: pd.DataFrame
     host: pd.DataFrame
     lanes: list[Lane]
-    gaps: pd.DataFrame
-    gap_order: np.ndarray  # gap positions, largest first
+    gaps: Gaps
     t0: int
     t1: int
+    launches: LaunchIndex
 
     @property
     def host_lanes(self) -> list[Lane]:
         return [ln for ln in self.lanes if ln.host]
+
+    def launch_to_start(self, positions) -> np.ndarray:
+        """Launch-to-start (ns, NaN unknown) of the GPU rows at `positions`."""
+        rows = self.gpu.iloc[np.atleast_1d(positions)]
+        return launch_to_start(rows, self.host, self.launches)
 
 
 HOST_COLUMNS = ("start_ns", "dur_ns", "name", "correlation", "thread", "op")
@@ -320,25 +419,26 @@ def build(gpu: pd.DataFrame, events: pd.DataFrame | None = None, within: np.ndar
         is_gpu = gpu["kind"].isin(GPU_KINDS).to_numpy(dtype=bool)
         if not is_gpu.all():  # the timed rows of a GPU trace are all GPU rows: no copy then
             gpu = gpu[is_gpu]
+    empty = pd.DataFrame({c: [] for c in HOST_COLUMNS})
     if gpu.empty:
-        return Timeline(gpu, pd.DataFrame(), [], gaps(gpu), np.empty(0, np.int64), 0, 1)
+        return Timeline(gpu, empty, [], find_gaps(None), 0, 1, LaunchIndex(empty))
     start = gpu["start_ns"].to_numpy(dtype=np.int64)
     t0, t1 = int(start.min()), int((start + gpu["dur_ns"].to_numpy(dtype=np.int64)).max())
-    host = pd.DataFrame()
+    host, threads = empty, np.empty(0, np.int64)
     if events is not None and "thread" in events.columns:
-        # launches come before their kernels: look back as far as the step lasts (at most 1 s)
+        # launches come before their kernels: look back as far as the rows last (at most 1 s)
         back = min(t1 - t0, 1_000_000_000)
         host = runtime_rows(events, t0 - back, t1, within)
-        hosts = host_lanes(host, gpu)
-        if hosts:
-            keep = np.isin(host["thread"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64),
-                           [ln.thread if ln.thread is not None else -1 for ln in hosts])
-            delay = launch_to_start(gpu, host)
-            first_launch = np.nanmin(start - delay) if np.isfinite(delay).any() else t0
+        threads = launching_threads(host, gpu)
+        if len(threads):
+            keep = np.isin(host["thread"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64), threads)
+            launched = start - launch_to_start(gpu, host)
+            first = int(np.nanmin(launched)) if np.isfinite(launched).any() else t0
             s = host["start_ns"].to_numpy(dtype=np.int64)
-            host = host[keep & (s >= min(t0, first_launch))].reset_index(drop=True)
-    lanes = gpu_lanes(gpu) + host_lanes(host, gpu)
+            host = host[keep & (s + host["dur_ns"].to_numpy(dtype=np.int64) > min(t0, first))].reset_index(drop=True)
+    lanes = gpu_lanes(gpu)
+    union = union_lane(gpu, lanes)
+    lanes += host_lanes(host, threads)
     if len(host):
         t0 = min(t0, int(host["start_ns"].min()))
-    g = gaps(gpu)
-    return Timeline(gpu, host, lanes, g, by_size(g), t0, max(t1, t0 + 1))
+    return Timeline(gpu, host, lanes, find_gaps(union), t0, max(t1, t0 + 1), LaunchIndex(host))

@@ -35,9 +35,9 @@ GAP_VIEW = 3.0  # a selected gap fills a third of the view
 
 
 class TimelineReady(Message):
-    def __init__(self, timeline: tl.Timeline, delays: np.ndarray) -> None:
+    def __init__(self, timeline: tl.Timeline) -> None:
         super().__init__()
-        self.timeline, self.delays = timeline, delays
+        self.timeline = timeline
 
 
 class TimelineScreen(RooftopScreen):
@@ -68,7 +68,6 @@ class TimelineScreen(RooftopScreen):
         super().__init__(analysis, crumbs)
         self.phase, self.step, self.rank = phase, step, rank
         self.timeline: tl.Timeline | None = None
-        self.delays = np.empty(0)  # launch-to-start per GPU row (NaN unknown)
         self.gap_rank = -1  # position in the size order of the selected gap
 
     def compose_body(self) -> ComposeResult:
@@ -96,11 +95,11 @@ class TimelineScreen(RooftopScreen):
         if self.rank is not None and "rank" in events.columns:
             within = (events["rank"] == self.rank).fillna(False).to_numpy(dtype=bool)
         t = tl.build(gpu, events, within)
-        self.post_message(TimelineReady(t, tl.launch_to_start(t.gpu, t.host)))
+        self.post_message(TimelineReady(t))
 
     @on(TimelineReady)
     async def _ready(self, message: TimelineReady) -> None:
-        self.timeline, self.delays = message.timeline, message.delays
+        self.timeline = message.timeline
         body = self.query_one("#timeline-body", Vertical)
         await body.remove_children()
         if not self.timeline.lanes:
@@ -158,7 +157,7 @@ class TimelineScreen(RooftopScreen):
 
     def action_gap(self, delta: int) -> None:
         """`]`: the next gap in size order (the largest first); `[`: back towards the largest."""
-        n = len(self.timeline.gap_order)
+        n = len(self.timeline.gaps)
         if not n:
             self.notify("No idle gaps between the GPU rows here.", timeout=3)
             return
@@ -167,20 +166,18 @@ class TimelineScreen(RooftopScreen):
     def select_gap(self, rank: int) -> None:
         t, v = self.timeline, self.view
         self.gap_rank = rank
-        g = t.gaps.iloc[int(t.gap_order[rank])]
-        start, end = int(g["start_ns"]), int(g["end_ns"])
+        k = int(t.gaps.order[rank])
+        start, end = int(t.gaps.start(k)), int(t.gaps.end(k))
         v.gap = (start, end)
         span = max((end - start) * GAP_VIEW, 100.0)
         mid = (start + end) / 2
         v.set_view(mid - span / 2, mid + span / 2)
         # select the row that ends the gap: Enter opens it
-        after = int(g["after"])
+        after = int(t.gaps.next_row(k))
         for li, ln in enumerate(t.lanes):
-            if ln.host:
-                continue
-            hit = np.flatnonzero(ln.row == after)
-            if len(hit):
-                v.select_block(li, int(hit[0]), follow=False)
+            i = -1 if ln.host else ln.index_of(after)
+            if i >= 0:
+                v.select_block(li, i, follow=False)
                 break
         self._update_info()
 
@@ -207,7 +204,7 @@ class TimelineScreen(RooftopScreen):
             return
         from .detail import KernelDetailScreen
 
-        row = self.timeline.gpu.iloc[int(ln.row[i])]
+        row = self.timeline.gpu.iloc[int(ln.pos(i))]
         key = row["short_name"] if isinstance(row.get("short_name"), str) else row["name"]
         self.drill(KernelDetailScreen(self.analysis, key, "short_name", self.crumbs + [str(key)]))
 
@@ -215,16 +212,15 @@ class TimelineScreen(RooftopScreen):
     def gap_frame(self, limit: int = 2000) -> pd.DataFrame:
         """The gaps, largest first (at most `limit`), with the kernel after each and its launch-to-start."""
         t = self.timeline
-        if t is None or t.gaps.empty:
+        if t is None or not len(t.gaps):
             return pd.DataFrame()
-        order = t.gap_order[:limit]
-        g = t.gaps.iloc[order].reset_index(drop=True)
+        g = t.gaps.frame(t.gaps.order[:limit])
         after = g["after"].to_numpy()
-        names = t.gpu["short_name"].astype(object).to_numpy() if "short_name" in t.gpu.columns \
-            else t.gpu["name"].astype(object).to_numpy()
+        col = "short_name" if "short_name" in t.gpu.columns else "name"
         return pd.DataFrame({
             "rank": np.arange(1, len(g) + 1), "dur_ns": g["dur_ns"], "at_ns": g["start_ns"] - t.t0,
-            "next_kernel": names[after], "launch_ns": self.delays[after] if len(self.delays) else np.nan,
+            "next_kernel": t.gpu[col].iloc[after].astype(object).to_numpy(),
+            "launch_ns": t.launch_to_start(after),
         })
 
     def export_frame(self) -> pd.DataFrame | None:
@@ -241,7 +237,7 @@ class TimelineScreen(RooftopScreen):
         text = Text(no_wrap=False)
         n = len(t.gaps)
         total = fmt_ns(t.t1 - t.t0)
-        largest = fmt_ns(t.gaps["dur_ns"].iloc[int(t.gap_order[0])]) if n else "—"
+        largest = fmt_ns(int(t.gaps.dur(t.gaps.order[0]))) if n else "—"
         lo, hi = max(v.t0, t.t0) - t.t0, min(v.t1, t.t1) - t.t0
         text.append(f"{len(t.gpu):,} rows in {total} · {n:,} gaps (max {largest}) · "
                     f"view +{fmt_ns(lo)}–{fmt_ns(hi)}", "dim")
@@ -251,22 +247,23 @@ class TimelineScreen(RooftopScreen):
         if sel is not None:
             ln, i = sel
             frame = t.host if ln.host else t.gpu
-            row = frame.iloc[int(ln.row[i])]
+            row = frame.iloc[int(ln.pos(i))]
             name = row.get("short_name") if not ln.host and isinstance(row.get("short_name"), str) else row["name"]
             what = tl.CODES[ln.code[i]]
             text.append(f"\n▶ {ln.label}: ", "bold")
             text.append(sanitize(name))
             text.append(f" · {fmt_ns(row['dur_ns'])} at +{fmt_ns(int(row['start_ns']) - t.t0)} · {what}")
-            if not ln.host and len(self.delays):
-                d = self.delays[int(ln.row[i])]
+            if not ln.host:
+                d = t.launch_to_start(int(ln.pos(i)))[0]
                 if np.isfinite(d):
                     text.append(f" · launch→start {fmt_ns(d)}")
         return text
 
     def _describe_gap(self, text: Text) -> None:
         t, v = self.timeline, self.view
-        g = t.gaps.iloc[int(t.gap_order[self.gap_rank])]
-        start, end, dur = int(g["start_ns"]), int(g["end_ns"]), int(g["dur_ns"])
+        k = int(t.gaps.order[self.gap_rank])
+        start, end = int(t.gaps.start(k)), int(t.gaps.end(k))
+        dur = end - start
         text.append(f"\nGap {self.gap_rank + 1} of {len(t.gaps):,} (by size): ", "bold")
         text.append(f"{fmt_ns(dur)} idle at +{fmt_ns(start - t.t0)}")
         hosts = t.host_lanes
@@ -289,12 +286,12 @@ class TimelineScreen(RooftopScreen):
                     text.append(f"; {act.total_calls} call(s), longest ")
                     text.append(sanitize(act.calls[0].name))
                     text.append(f" {fmt_ns(act.calls[0].overlap_ns)}")
-        after = int(g["after"])
+        after = int(t.gaps.next_row(k))
         row = t.gpu.iloc[after]
         name = row.get("short_name") if isinstance(row.get("short_name"), str) else row["name"]
         text.append("\nNext: ", "bold")
         text.append(sanitize(name))
-        d = self.delays[after] if len(self.delays) else np.nan
+        d = t.launch_to_start(after)[0]
         if np.isfinite(d):
             launched = int(row["start_ns"]) - int(d)
             why = ("after the GPU went idle: it waited on the host" if launched > start
