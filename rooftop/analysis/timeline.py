@@ -142,7 +142,7 @@ def build_lane(label: str, rows: pd.DataFrame, positions: np.ndarray, codes: np.
     """A lane of the rows at `positions` of `rows` (any order)."""
     start_all = rows["start_ns"].to_numpy(dtype=np.int64)
     dur_all = rows["dur_ns"].to_numpy(dtype=np.int64)
-    if len(positions) == len(rows) and _is_sorted(start_all):
+    if len(positions) == len(rows) and (positions is None or _is_sorted(start_all)):
         # every row, already in time order (one stream, as loaded): use the frame's columns
         order, start, end, code = None, start_all, start_all + dur_all, codes
     else:
@@ -168,20 +168,32 @@ def _is_sorted(a: np.ndarray) -> bool:
     return bool(len(a) < 2 or (a[1:] >= a[:-1]).all())
 
 
+def _ints(col: pd.Series) -> np.ndarray:
+    """A nullable int column as int64, -1 for null."""
+    return col.to_numpy(dtype=np.int64, na_value=-1)
+
+
 def gpu_lanes(gpu: pd.DataFrame) -> list[Lane]:
-    """One lane per (device, stream) of the GPU rows, busiest device first, streams in order."""
+    """One lane per (device, stream) of the GPU rows, in (device, stream) order."""
     if gpu.empty:
         return []
     codes = _codes(gpu["category"] if "category" in gpu.columns else pd.Series(None, index=gpu.index), str)
-    dev = gpu["device"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
-    stream = gpu["stream"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
-    keys, inverse = np.unique((dev << 32) + (stream & 0xFFFFFFFF), return_inverse=True)
-    pairs = [(int(k) >> 32, stream[np.argmax(inverse == i)]) for i, k in enumerate(keys.tolist())]
-    multi_dev = len({d for d, _ in pairs}) > 1
+    dev, stream = _ints(gpu["device"]), _ints(gpu["stream"])
+    key = (dev << 32) + (stream & 0xFFFFFFFF)
+    if (key == key[0]).all():  # one stream (most traces): no grouping, no positions array
+        groups = [(int(dev[0]), int(stream[0]), None)]
+    else:
+        keys, inverse = np.unique(key, return_inverse=True)
+        groups = []
+        for i in range(len(keys)):  # a loop over streams, not rows
+            members = np.flatnonzero(inverse == i)
+            groups.append((int(dev[members[0]]), int(stream[members[0]]), members))
+    multi_dev = len({d for d, _, _ in groups}) > 1
     lanes = []
-    for k, (d, s) in enumerate(pairs):  # a loop over streams, not rows
+    for d, s, members in groups:
         label = ("stream ?" if s < 0 else f"stream {s}") if not multi_dev else f"gpu{d} s{s}"
-        lanes.append(build_lane(label, gpu, np.flatnonzero(inverse == k), codes, host=False))
+        positions = np.arange(len(gpu)) if members is None else members
+        lanes.append(build_lane(label, gpu, positions, codes, host=False))
     return lanes
 
 
@@ -190,8 +202,8 @@ def launching_threads(host: pd.DataFrame, gpu: pd.DataFrame) -> np.ndarray:
     matches, the thread with the most calls."""
     if host is None or host.empty or "thread" not in host.columns:
         return np.empty(0, dtype=np.int64)
-    thread = host["thread"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
-    corr = host["correlation"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
+    thread = _ints(host["thread"])
+    corr = _ints(host["correlation"])
     gcorr = gpu["correlation"].astype("Int64").dropna().to_numpy(dtype=np.int64) if len(gpu) else np.empty(0, np.int64)
     threads = np.unique(thread[np.isin(corr, gcorr) & (corr >= 0)])
     if not len(threads):
@@ -205,7 +217,7 @@ def host_lanes(host: pd.DataFrame, threads: np.ndarray) -> list[Lane]:
     if host is None or host.empty or not len(threads):
         return []
     codes = _codes(host["name"], host_category)
-    thread = host["thread"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
+    thread = _ints(host["thread"])
     out = []
     for t in threads.tolist():  # a loop over threads, not rows
         label = "host ?" if t < 0 else f"host {t}"
@@ -337,7 +349,7 @@ def launch_of(host: pd.DataFrame, correlation) -> int | None:
     """Position in `host` of the runtime call with this correlation id, or None."""
     if host is None or host.empty or correlation is None or pd.isna(correlation):
         return None
-    hit = np.flatnonzero(host["correlation"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64) == int(correlation))
+    hit = np.flatnonzero(_ints(host["correlation"]) == int(correlation))
     return int(hit[0]) if len(hit) else None
 
 
@@ -348,7 +360,7 @@ class LaunchIndex:
         if host is None or host.empty:
             self.keys = np.empty(0, np.int64)
             return
-        hc = host["correlation"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
+        hc = _ints(host["correlation"])
         self.keys, first = np.unique(hc, return_index=True)
         self.start = host["start_ns"].to_numpy(dtype=np.int64)[first]
 
@@ -431,7 +443,7 @@ def build(gpu: pd.DataFrame, events: pd.DataFrame | None = None, within: np.ndar
         host = runtime_rows(events, t0 - back, t1, within)
         threads = launching_threads(host, gpu)
         if len(threads):
-            keep = np.isin(host["thread"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64), threads)
+            keep = np.isin(_ints(host["thread"]), threads)
             launched = start - launch_to_start(gpu, host)
             first = int(np.nanmin(launched)) if np.isfinite(launched).any() else t0
             s = host["start_ns"].to_numpy(dtype=np.int64)
