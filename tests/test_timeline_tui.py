@@ -178,8 +178,15 @@ def test_t_on_a_step_opens_that_steps_timeline(tmp_path):
         assert "Host: unknown (no CUDA runtime calls" in " ".join(screen_text(app).split())
         return True
 
+    def from_step_view(app):
+        s = app.screen
+        assert isinstance(s, TimelineScreen) and (s.phase, s.step) == ("prefill", 0)
+        assert len(s.timeline.gpu) == 10 and s.crumbs[-2] == "prefill step 0"
+        return True
+
     # Steps: row 0 is prefill 0, row 1 decode 0
-    assert all(drive(path, [(["2", "down", "t"], opened), (["right_square_bracket"], no_host)]))
+    assert all(drive(path, [(["2", "down", "t"], opened), (["right_square_bracket"], no_host),
+                            (["escape", "up", "enter", "t"], from_step_view)]))
 
 
 def test_runtime_rows_do_not_change_kernel_counts(fixtures_dir):

@@ -108,6 +108,10 @@ class TimelineScreen(RooftopScreen):
         if not self.timeline.lanes:
             await body.mount(Static("No GPU rows here: nothing to draw on a timeline.", classes="muted"))
             return
+        if self.rank is not None and not any("rank" in c for c in self.crumbs):
+            crumb = self.query_one("#breadcrumb")
+            crumb.crumbs = self.crumbs = [*self.crumbs, f"rank {self.rank}"]  # whose streams these are
+            crumb.refresh()
         view = TimelineView(self.timeline, id="timeline")
         await body.mount(view)
         self.query_one("#timeline-legend", Static).update(legend(self.timeline))
