@@ -244,9 +244,9 @@ class TimelineScreen(RooftopScreen):
         text = Text(no_wrap=False)
         n = len(t.gaps)
         total = fmt_ns(t.t1 - t.t0)
-        largest = fmt_ns(int(t.gaps.dur(t.gaps.order[0]))) if n else "—"
+        largest = f" (max {fmt_ns(int(t.gaps.dur(t.gaps.order[0])))})" if n else ""
         lo, hi = max(v.t0, t.t0) - t.t0, min(v.t1, t.t1) - t.t0
-        text.append(f"{len(t.gpu):,} rows in {total} · {n:,} gaps (max {largest}) · "
+        text.append(f"{len(t.gpu):,} rows in {total} · {n:,} gaps{largest} · "
                     f"view +{fmt_ns(lo)}–{fmt_ns(hi)}", "dim")
         if v.gap is not None and self.gap_rank >= 0:
             self._describe_gap(text)

@@ -47,7 +47,8 @@ def ruler_ticks(t0: float, t1: float, width: int, origin: int, every: int = 16) 
     out = []
     per_col = (t1 - t0) / width
     for col in range(0, width, every):
-        label = "+" + fmt_ns((t0 + col * per_col) - origin) if t0 + col * per_col > origin else fmt_ns(0)
+        t = t0 + col * per_col - origin
+        label = ("+" if t > 0 else "-" if t < 0 else "") + fmt_ns(abs(t))
         if col + len(label) + 1 <= width:
             out.append((col, label))
     return out
