@@ -224,3 +224,26 @@ def test_largest_gap_of_a_real_step_found_with_the_gap_keys(fixtures_dir):
 
     # Steps rows: ProfilerStep#4, #5, #6
     assert all(drive(path, [(["2", "down", "t", "right_square_bracket"], check)], size=(80, 24)))
+
+
+def test_trace_text_on_the_timeline_is_shown_literally(tmp_path):
+    """A kernel name with a terminal escape and a runtime call named like Rich markup: escaped and
+    literal in the gap description, never interpreted."""
+    us = 1_000
+    rows = [{"kind": "kernel", "name": n, "start_ns": s * us, "dur_ns": 10 * us, "device": 0, "stream": 7,
+             "correlation": c} for n, s, c in (("plain", 0, 1), ("esck\x1b[31mred", 100, 2))]
+    rows += [{"kind": "runtime", "name": "[bold]cudaStreamSynchronize[/]", "start_ns": 12 * us, "dur_ns": 80 * us,
+              "correlation": 9, "op": "op\x07bell", "thread": 7},
+             {"kind": "runtime", "name": "cudaLaunchKernel", "start_ns": 95 * us, "dur_ns": 1 * us,
+              "correlation": 2, "thread": 7}]
+    path = tmp_path / "weird.parquet"
+    write_trace(path, rows, {"source": {"tool": "test"}, "modeled": False})
+
+    def check(app):
+        text = " ".join(screen_text(app).split())
+        assert "\x1b" not in text and "\x07" not in text
+        assert "[bold]cudaStreamSynchronize[/] (sync) for 80 µs of it in op\\x07bell" in text
+        assert "Next: esck\\x1b[31mred" in text
+        return True
+
+    assert all(drive(path, [(["7", "right_square_bracket"], check)], size=(120, 30)))

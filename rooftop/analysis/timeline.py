@@ -400,8 +400,18 @@ class Timeline:
 
     def launch_to_start(self, positions) -> np.ndarray:
         """Launch-to-start (ns, NaN unknown) of the GPU rows at `positions`."""
-        rows = self.gpu.iloc[np.atleast_1d(positions)]
+        rows = self.gpu[["start_ns", "correlation"]].iloc[np.atleast_1d(positions)]  # not every column
         return launch_to_start(rows, self.host, self.launches)
+
+    def describe_row(self, host: bool, position: int) -> dict:
+        """name (short where known), start_ns, dur_ns of one row, reading only those columns (a
+        whole-row lookup in a 1M-row, 60-column frame costs more than a repaint)."""
+        frame = self.host if host else self.gpu
+        name = frame["name"].iloc[position]
+        if not host and "short_name" in frame.columns and isinstance(frame["short_name"].iloc[position], str):
+            name = frame["short_name"].iloc[position]
+        return {"name": name, "start_ns": int(frame["start_ns"].iloc[position]),
+                "dur_ns": int(frame["dur_ns"].iloc[position])}
 
 
 HOST_COLUMNS = ("start_ns", "dur_ns", "name", "correlation", "thread", "op")

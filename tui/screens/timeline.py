@@ -211,8 +211,7 @@ class TimelineScreen(RooftopScreen):
             return
         from .detail import KernelDetailScreen
 
-        row = self.timeline.gpu.iloc[int(ln.pos(i))]
-        key = row["short_name"] if isinstance(row.get("short_name"), str) else row["name"]
+        key = self.timeline.describe_row(False, int(ln.pos(i)))["name"]
         self.drill(KernelDetailScreen(self.analysis, key, "short_name", self.crumbs + [str(key)]))
 
     # --- what the screen says -------------------------------------------------------------------
@@ -253,13 +252,11 @@ class TimelineScreen(RooftopScreen):
         sel = v.selected()
         if sel is not None:
             ln, i = sel
-            frame = t.host if ln.host else t.gpu
-            row = frame.iloc[int(ln.pos(i))]
-            name = row.get("short_name") if not ln.host and isinstance(row.get("short_name"), str) else row["name"]
+            row = t.describe_row(ln.host, int(ln.pos(i)))
             what = tl.CODES[ln.code[i]]
             text.append(f"\n▶ {ln.label}: ", "bold")
-            text.append(sanitize(name))
-            text.append(f" · {fmt_ns(row['dur_ns'])} at +{fmt_ns(int(row['start_ns']) - t.t0)} · {what}")
+            text.append(sanitize(row["name"]))
+            text.append(f" · {fmt_ns(row['dur_ns'])} at +{fmt_ns(row['start_ns'] - t.t0)} · {what}")
             if not ln.host:
                 d = t.launch_to_start(int(ln.pos(i)))[0]
                 if np.isfinite(d):
@@ -294,10 +291,9 @@ class TimelineScreen(RooftopScreen):
                     text.append(sanitize(act.calls[0].name))
                     text.append(f" {fmt_ns(act.calls[0].overlap_ns)}")
         after = int(t.gaps.next_row(k))
-        row = t.gpu.iloc[after]
-        name = row.get("short_name") if isinstance(row.get("short_name"), str) else row["name"]
+        row = t.describe_row(False, after)
         text.append("\nNext: ", "bold")
-        text.append(sanitize(name))
+        text.append(sanitize(row["name"]))
         d = t.launch_to_start(after)[0]
         if np.isfinite(d):
             launched = int(row["start_ns"]) - int(d)
