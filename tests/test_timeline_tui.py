@@ -247,3 +247,17 @@ def test_trace_text_on_the_timeline_is_shown_literally(tmp_path):
         return True
 
     assert all(drive(path, [(["7", "right_square_bracket"], check)], size=(120, 30)))
+
+
+def test_multi_rank_run_draws_one_ranks_streams(tmp_path):
+    from tui_helpers import multi_rank_run
+
+    def check(app):
+        s = app.screen
+        assert isinstance(s, TimelineScreen) and s.rank == 0 and s.crumbs[-1] == "rank 0"
+        rows = app.analyses[0].kernels(rank=0)
+        assert len(s.timeline.gpu) == len(rows) and len(s.timeline.gpu) < len(app.analyses[0].timed)
+        assert "Gap 1 of" in screen_text(app)
+        return True
+
+    assert all(drive(multi_rank_run(tmp_path), [(["7", "right_square_bracket"], check)]))

@@ -422,7 +422,7 @@ def runtime_rows(events: pd.DataFrame, t0: int, t1: int, within: np.ndarray | No
     one rank), only the columns the timeline reads: a 1M-launch trace must not be copied whole."""
     mask = (events["kind"] == "runtime").to_numpy(dtype=bool)
     if within is not None:
-        mask &= within
+        mask = mask & within  # (the first may be a read-only view of the column)
     pos = np.flatnonzero(mask)
     if not len(pos):
         return pd.DataFrame({c: [] for c in HOST_COLUMNS})

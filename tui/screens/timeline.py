@@ -22,6 +22,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Static
+from textual.worker import Worker, WorkerState
 
 from rooftop.analysis import timeline as tl
 from rooftop.format import fmt_ns
@@ -89,7 +90,7 @@ class TimelineScreen(RooftopScreen):
             self.rank = rank
         return a.kernels(phase=self.phase, step=self.step, rank=rank)
 
-    @work(thread=True, exclusive=True, group="timeline", description="building the timeline")
+    @work(thread=True, exclusive=True, exit_on_error=False, group="timeline", description="building the timeline")
     def _build(self) -> None:
         gpu = self._rows()
         events = self.analysis.trace.events
@@ -99,6 +100,15 @@ class TimelineScreen(RooftopScreen):
         t = tl.build(gpu, events, within)
         _give_back_heap()
         self.post_message(TimelineReady(t))
+
+    async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        # A bug in building must not take the app down: say so in one line where the lanes would be.
+        if event.worker.group == "timeline" and event.state == WorkerState.ERROR:
+            err = event.worker.error
+            body = self.query_one("#timeline-body", Vertical)
+            await body.remove_children()
+            await body.mount(Static(Text(sanitize(f"Cannot build the timeline ({type(err).__name__}: {err})")),
+                                    classes="muted"))
 
     @on(TimelineReady)
     async def _ready(self, message: TimelineReady) -> None:
