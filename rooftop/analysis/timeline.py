@@ -400,7 +400,11 @@ class Timeline:
 
     def launch_to_start(self, positions) -> np.ndarray:
         """Launch-to-start (ns, NaN unknown) of the GPU rows at `positions`."""
-        rows = self.gpu[["start_ns", "correlation"]].iloc[np.atleast_1d(positions)]  # not every column
+        pos = np.atleast_1d(positions)
+        if not len(self.launches.keys):
+            return np.full(len(pos), np.nan)
+        # two columns at the positions only: selecting columns of a 1M-row frame would copy them
+        rows = pd.DataFrame({c: self.gpu[c].iloc[pos].reset_index(drop=True) for c in ("start_ns", "correlation")})
         return launch_to_start(rows, self.host, self.launches)
 
     def describe_row(self, host: bool, position: int) -> dict:

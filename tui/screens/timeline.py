@@ -274,7 +274,7 @@ class TimelineScreen(RooftopScreen):
         return text
 
     def _describe_gap(self, text: Text) -> None:
-        t, v = self.timeline, self.view
+        t = self.timeline
         k = int(t.gaps.order[self.gap_rank])
         start, end = int(t.gaps.start(k)), int(t.gaps.end(k))
         dur = end - start
