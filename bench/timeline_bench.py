@@ -110,6 +110,7 @@ async def child(path: str, mode: str, presses: int) -> dict:
         await app.workers.wait_for_complete()
         await pilot.pause()
         out["rss_overview_mb"] = rss_mb()
+        out["peak_before_timeline_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         if mode == "step":  # to step 1's row in Steps first: only the timeline key is timed
             for k in ("2", "down"):
                 await pilot.press(k)
@@ -166,15 +167,16 @@ def main(argv=None) -> int:
     print(f"## Timeline ({SIZE[0]}x{SIZE[1]}, median of {args.presses} presses, press to repaint) — "
           f"{time.strftime('%Y-%m-%d')}, {machine()}\n")
     print("| trace | GPU rows drawn | lanes | open ms | l | h | + | - | ] | . | 0 | Kernels `down` ms "
-          "| RSS timeline MB | peak RSS MB |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| RSS Overview MB | RSS timeline MB | peak before timeline MB | peak RSS MB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for label, r, peak, err in results:
         if r is None:
-            print(f"| {label} | {err} | | | | | | | | | | | | {peak:.0f} |")
+            print(f"| {label} | {err} | | | | | | | | | | | | | | {peak:.0f} |")
             continue
         keys = " | ".join(f"{r[f'{k}_ms']:.0f}" for k in KEYS)
         print(f"| {label} | {r['gpu_rows']:,} | {len(r['lanes'])} | {r['open_ms']:.0f} | {keys} | "
-              f"{r['kernels_down_ms']:.0f} | {r['rss_timeline_mb']:.0f} | {peak:.0f} |")
+              f"{r['kernels_down_ms']:.0f} | {r['rss_overview_mb']:.0f} | {r['rss_timeline_mb']:.0f} | "
+              f"{r['peak_before_timeline_mb']:.0f} | {peak:.0f} |")
     (OUT / "timeline_bench.json").write_text(json.dumps([{"case": c, "result": r, "peak_mb": pk}
                                                          for c, r, pk, _ in results], indent=1))
     return 0

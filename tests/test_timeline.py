@@ -113,3 +113,14 @@ def test_raster_cost_does_not_grow_with_rows():
     t1 = int(start[-1] + dur[-1])
     frac, _ = lane.raster(0, t1, 80)
     assert abs(frac.mean() * t1 - dur.sum()) / dur.sum() < 1e-3
+
+
+def test_one_sorted_stream_is_drawn_from_the_frames_own_columns():
+    """The memory claim behind the 1M-kernel budget: no copy of start times, no positions array,
+    and the gaps use the same lane (two int32 per gap)."""
+    rows = GPU[GPU["stream"] == 7].reset_index(drop=True)  # A, B, C in time order
+    t = tl.build(rows)
+    lane = t.lanes[0]
+    assert lane.row is None and np.shares_memory(lane.start, rows["start_ns"].to_numpy())
+    assert t.gaps.union is lane and t.gaps.after.dtype == np.int32
+    assert t.gaps.frame()[["start_ns", "end_ns"]].values.tolist() == [[10, 15], [20, 40]]
