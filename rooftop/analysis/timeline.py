@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..names import CATEGORIES
+from ..trace.schema import HOST_COLUMNS
 
 GPU_KINDS = ("kernel", "memcpy", "memset")
 HOST_CATEGORIES = ("launch", "sync", "copy", "call")
@@ -418,13 +419,14 @@ class Timeline:
                 "dur_ns": int(frame["dur_ns"].iloc[position])}
 
 
-HOST_COLUMNS = ("start_ns", "dur_ns", "name", "correlation", "thread", "op")
-
-
 def runtime_rows(events: pd.DataFrame, t0: int, t1: int, within: np.ndarray | None = None) -> pd.DataFrame:
-    """The runtime calls overlapping [t0, t1) (from a trace's events; `within`: a row mask, e.g.
-    one rank), only the columns the timeline reads: a 1M-launch trace must not be copied whole."""
-    mask = (events["kind"] == "runtime").to_numpy(dtype=bool)
+    """The runtime calls overlapping [t0, t1): from `Trace.host` (or any frame of rows with a
+    `kind`, of which the `runtime` ones; `within`: a row mask, e.g. one rank), only the columns the
+    timeline reads: a 1M-launch trace must not be copied whole."""
+    if "kind" in events.columns:
+        mask = (events["kind"] == "runtime").to_numpy(dtype=bool)
+    else:
+        mask = np.ones(len(events), dtype=bool)
     if within is not None:
         mask = mask & within  # (the first may be a read-only view of the column)
     pos = np.flatnonzero(mask)
@@ -437,10 +439,10 @@ def runtime_rows(events: pd.DataFrame, t0: int, t1: int, within: np.ndarray | No
     return pd.DataFrame({c: events[c].iloc[pos].reset_index(drop=True) for c in cols})
 
 
-def build(gpu: pd.DataFrame, events: pd.DataFrame | None = None, within: np.ndarray | None = None) -> Timeline:
+def build(gpu: pd.DataFrame, calls: pd.DataFrame | None = None, within: np.ndarray | None = None) -> Timeline:
     """The timeline of `gpu` (kernels/memcpy/memset of one rank), with the host threads that
-    launched them, taken from the runtime rows of `events` around them (`within`: a mask of the
-    events to consider, e.g. that rank's)."""
+    launched them, taken from the runtime calls around them (`Trace.host`, or rows with a `kind`;
+    `within`: a mask of the calls to consider, e.g. that rank's)."""
     if "kind" in gpu.columns:
         is_gpu = gpu["kind"].isin(GPU_KINDS).to_numpy(dtype=bool)
         if not is_gpu.all():  # the timed rows of a GPU trace are all GPU rows: no copy then
@@ -451,10 +453,10 @@ def build(gpu: pd.DataFrame, events: pd.DataFrame | None = None, within: np.ndar
     start = gpu["start_ns"].to_numpy(dtype=np.int64)
     t0, t1 = int(start.min()), int((start + gpu["dur_ns"].to_numpy(dtype=np.int64)).max())
     host, threads = empty, np.empty(0, np.int64)
-    if events is not None and "thread" in events.columns:
+    if calls is not None and "thread" in calls.columns and len(calls):
         # launches come before their kernels: look back as far as the rows last (at most 1 s)
         back = min(t1 - t0, 1_000_000_000)
-        host = runtime_rows(events, t0 - back, t1, within)
+        host = runtime_rows(calls, t0 - back, t1, within)
         threads = launching_threads(host, gpu)
         if len(threads):
             keep = np.isin(_ints(host["thread"]), threads)

@@ -74,6 +74,7 @@ SCHEMA = pa.schema(
 )
 COLUMNS = tuple(SCHEMA.names)
 REQUIRED = ("id", "kind", "name", "start_ns", "dur_ns")
+HOST_COLUMNS = ("start_ns", "dur_ns", "name", "correlation", "thread", "op")
 NUMERIC_CHECKED = ("flops", "dram_read", "dram_write", "model_flops", "model_bytes")
 # Text columns that repeat (a decode step launches the same kernels in every layer): read as categoricals.
 TEXT_COLUMNS = ("name", "short_name", "path", "op")
@@ -104,6 +105,10 @@ class Trace:
     meta: dict[str, Any]
     path: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # The `runtime` rows (CUDA calls on host threads), kept apart from `events` in a few columns
+    # (HOST_COLUMNS): a Kineto trace has about one per kernel, and as full event rows they would
+    # double the memory of a 1M-kernel trace for what only the timeline reads. None: the file has none.
+    host: pd.DataFrame | None = None
 
     @property
     def modeled(self) -> bool:

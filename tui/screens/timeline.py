@@ -93,11 +93,11 @@ class TimelineScreen(RooftopScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="timeline", description="building the timeline")
     def _build(self) -> None:
         gpu = self._rows()
-        events = self.analysis.trace.events
+        calls = self.analysis.trace.host
         within = None
-        if self.rank is not None and "rank" in events.columns:
-            within = (events["rank"] == self.rank).fillna(False).to_numpy(dtype=bool)
-        t = tl.build(gpu, events, within)
+        if calls is not None and self.rank is not None and "rank" in calls.columns:
+            within = (calls["rank"] == self.rank).fillna(False).to_numpy(dtype=bool)
+        t = tl.build(gpu, calls, within)
         _give_back_heap()
         self.post_message(TimelineReady(t))
 
