@@ -16,35 +16,25 @@ prefix sums, so a 1M-kernel lane draws as fast as a 100-kernel one.
 """
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from ..names import CATEGORIES
 from ..trace.schema import HOST_COLUMNS
+# The host side lives in .host; the screen reads it through this module (one place to ask).
+from .host import (HOST_CATEGORIES, HostActivity, HostCall, LaunchIndex, host_category,
+                   host_during, int_column, launch_of, launch_to_start, launching_threads, runtime_rows)
+
+__all__ = ["CODES", "GPU_KINDS", "Gaps", "HostActivity", "HostCall", "Lane", "LaunchIndex", "Timeline", "build",
+           "build_lane", "by_size", "find_gaps", "gaps", "gpu_lanes", "host_category", "host_during", "host_lanes",
+           "launch_of", "launch_to_start", "runtime_rows", "union_lane"]
 
 GPU_KINDS = ("kernel", "memcpy", "memset")
-HOST_CATEGORIES = ("launch", "sync", "copy", "call")
 # Category codes: GPU categories first, then the host ones; -1 is nothing.
 CODES = CATEGORIES + HOST_CATEGORIES
 _CODE = {c: i for i, c in enumerate(CODES)}
-
-# nsys names carry the API version (`cudaLaunchKernel_v7000`); Kineto's do not.
-_HOST_RULES = [
-    ("launch", re.compile(r"launch", re.IGNORECASE)),
-    ("sync", re.compile(r"synchronize|waitevent|eventquery|streamquery", re.IGNORECASE)),
-    ("copy", re.compile(r"memcpy|memset", re.IGNORECASE)),
-]
-
-
-def host_category(name: str | None) -> str:
-    """What a runtime call is, for the host lane: a launch, a sync, a copy, or another call."""
-    for cat, rx in _HOST_RULES:
-        if name and rx.search(name):
-            return cat
-    return "call"
 
 
 def _codes(values: pd.Series, classify) -> np.ndarray:
@@ -169,17 +159,12 @@ def _is_sorted(a: np.ndarray) -> bool:
     return bool(len(a) < 2 or (a[1:] >= a[:-1]).all())
 
 
-def _ints(col: pd.Series) -> np.ndarray:
-    """A nullable int column as int64, -1 for null."""
-    return col.to_numpy(dtype=np.int64, na_value=-1)
-
-
 def gpu_lanes(gpu: pd.DataFrame) -> list[Lane]:
     """One lane per (device, stream) of the GPU rows, in (device, stream) order."""
     if gpu.empty:
         return []
     codes = _codes(gpu["category"] if "category" in gpu.columns else pd.Series(None, index=gpu.index), str)
-    dev, stream = _ints(gpu["device"]), _ints(gpu["stream"])
+    dev, stream = int_column(gpu["device"]), int_column(gpu["stream"])
     key = (dev << 32) + (stream & 0xFFFFFFFF)
     if (key == key[0]).all():  # one stream (most traces): no grouping, no positions array
         groups = [(int(dev[0]), int(stream[0]), None)]
@@ -198,27 +183,12 @@ def gpu_lanes(gpu: pd.DataFrame) -> list[Lane]:
     return lanes
 
 
-def launching_threads(host: pd.DataFrame, gpu: pd.DataFrame) -> np.ndarray:
-    """The host threads that launched any of the GPU rows (matched by correlation); when none
-    matches, the thread with the most calls."""
-    if host is None or host.empty or "thread" not in host.columns:
-        return np.empty(0, dtype=np.int64)
-    thread = _ints(host["thread"])
-    corr = _ints(host["correlation"])
-    gcorr = gpu["correlation"].astype("Int64").dropna().to_numpy(dtype=np.int64) if len(gpu) else np.empty(0, np.int64)
-    threads = np.unique(thread[np.isin(corr, gcorr) & (corr >= 0)])
-    if not len(threads):
-        vals, counts = np.unique(thread, return_counts=True)
-        threads = vals[np.argsort(-counts, kind="stable")[:1]]
-    return threads
-
-
 def host_lanes(host: pd.DataFrame, threads: np.ndarray) -> list[Lane]:
     """One lane per host thread in `threads`, of its runtime calls in `host`."""
     if host is None or host.empty or not len(threads):
         return []
     codes = _codes(host["name"], host_category)
-    thread = _ints(host["thread"])
+    thread = int_column(host["thread"])
     out = []
     for t in threads.tolist():  # a loop over threads, not rows
         label = "host ?" if t < 0 else f"host {t}"
@@ -296,94 +266,6 @@ def by_size(gap_frame: pd.DataFrame) -> np.ndarray:
 
 
 @dataclass
-class HostCall:
-    name: str
-    category: str
-    start_ns: int
-    dur_ns: int
-    overlap_ns: int
-    op: str | None
-
-
-@dataclass
-class HostActivity:
-    """The runtime calls on a host thread during [start_ns, end_ns), longest overlap first."""
-
-    thread: int | None
-    start_ns: int
-    end_ns: int
-    calls: list[HostCall] = field(default_factory=list)
-    in_calls_ns: int = 0  # time of the window inside some runtime call
-    total_calls: int = 0  # how many calls overlap (calls holds the longest few)
-
-    @property
-    def outside_calls_ns(self) -> int:
-        """Time of the window in no CUDA call: the thread ran Python / CPU ops (or slept)."""
-        return (self.end_ns - self.start_ns) - self.in_calls_ns
-
-
-def host_during(lane: Lane, host: pd.DataFrame, t0: int, t1: int, top: int = 3) -> HostActivity:
-    """What the host lane's thread was doing during [t0, t1)."""
-    lo, hi = lane.visible(t0, t1)
-    out = HostActivity(lane.thread, int(t0), int(t1))
-    if hi <= lo:
-        return out
-    rows = np.arange(lo, hi) if lane.row is None else lane.row[lo:hi]
-    s = lane.start[lo:hi]
-    e = s + lane.dur[rows]
-    ov = np.minimum(e, t1) - np.maximum(s, t0)
-    keep = ov > 0
-    rows, s, e, ov = rows[keep], s[keep], e[keep], ov[keep]
-    out.total_calls = len(rows)
-    out.in_calls_ns = int((lane.busy_until(np.array([t1])) - lane.busy_until(np.array([t0])))[0])
-    best = np.argsort(-ov, kind="stable")[:top]
-    names = host["name"].iloc[rows[best]].astype(object).tolist()
-    ops = host["op"].iloc[rows[best]].astype(object).tolist() if "op" in host.columns else [None] * len(best)
-    for j, k in enumerate(best.tolist()):
-        name, op = names[j], ops[j]
-        out.calls.append(HostCall(str(name), host_category(name), int(s[k]), int(e[k] - s[k]), int(ov[k]),
-                                  op if isinstance(op, str) else None))
-    return out
-
-
-def launch_of(host: pd.DataFrame, correlation) -> int | None:
-    """Position in `host` of the runtime call with this correlation id, or None."""
-    if host is None or host.empty or correlation is None or pd.isna(correlation):
-        return None
-    hit = np.flatnonzero(_ints(host["correlation"]) == int(correlation))
-    return int(hit[0]) if len(hit) else None
-
-
-class LaunchIndex:
-    """The runtime calls by correlation id, to find each GPU row's launch."""
-
-    def __init__(self, host: pd.DataFrame):
-        if host is None or host.empty:
-            self.keys = np.empty(0, np.int64)
-            return
-        hc = _ints(host["correlation"])
-        self.keys, first = np.unique(hc, return_index=True)
-        self.start = host["start_ns"].to_numpy(dtype=np.int64)[first]
-
-    def launch_start(self, correlation: np.ndarray) -> np.ndarray:
-        """Start of the launching call of each correlation id, NaN where none."""
-        out = np.full(len(correlation), np.nan)
-        if not len(self.keys) or not len(correlation):
-            return out
-        pos = np.searchsorted(self.keys, correlation).clip(0, len(self.keys) - 1)
-        hit = (self.keys[pos] == correlation) & (correlation >= 0)
-        out[hit] = self.start[pos[hit]]
-        return out
-
-
-def launch_to_start(gpu: pd.DataFrame, host: pd.DataFrame, index: LaunchIndex | None = None) -> np.ndarray:
-    """Per GPU row: start minus the start of its launching runtime call (ns), NaN where unknown."""
-    index = index if index is not None else LaunchIndex(host)
-    gc = gpu["correlation"].astype("Int64").fillna(-2).to_numpy(dtype=np.int64)
-    return gpu["start_ns"].to_numpy(dtype=np.int64) - index.launch_start(gc)
-
-
-@dataclass
 class Timeline:
     """The lanes of some GPU rows and their host threads, the gaps between the GPU rows."""
 
@@ -419,26 +301,6 @@ class Timeline:
                 "dur_ns": int(frame["dur_ns"].iloc[position])}
 
 
-def runtime_rows(events: pd.DataFrame, t0: int, t1: int, within: np.ndarray | None = None) -> pd.DataFrame:
-    """The runtime calls overlapping [t0, t1): from `Trace.host` (or any frame of rows with a
-    `kind`, of which the `runtime` ones; `within`: a row mask, e.g. one rank), only the columns the
-    timeline reads: a 1M-launch trace must not be copied whole."""
-    if "kind" in events.columns:
-        mask = (events["kind"] == "runtime").to_numpy(dtype=bool)
-    else:
-        mask = np.ones(len(events), dtype=bool)
-    if within is not None:
-        mask = mask & within  # (the first may be a read-only view of the column)
-    pos = np.flatnonzero(mask)
-    if not len(pos):
-        return pd.DataFrame({c: [] for c in HOST_COLUMNS})
-    s = events["start_ns"].to_numpy(dtype=np.int64)[pos]
-    e = s + events["dur_ns"].to_numpy(dtype=np.int64)[pos]
-    pos = pos[(e > t0) & (s < t1)]
-    cols = [c for c in HOST_COLUMNS if c in events.columns]
-    return pd.DataFrame({c: events[c].iloc[pos].reset_index(drop=True) for c in cols})
-
-
 def build(gpu: pd.DataFrame, calls: pd.DataFrame | None = None, within: np.ndarray | None = None) -> Timeline:
     """The timeline of `gpu` (kernels/memcpy/memset of one rank), with the host threads that
     launched them, taken from the runtime calls around them (`Trace.host`, or rows with a `kind`;
@@ -459,7 +321,7 @@ def build(gpu: pd.DataFrame, calls: pd.DataFrame | None = None, within: np.ndarr
         host = runtime_rows(calls, t0 - back, t1, within)
         threads = launching_threads(host, gpu)
         if len(threads):
-            keep = np.isin(_ints(host["thread"]), threads)
+            keep = np.isin(int_column(host["thread"]), threads)
             launched = start - launch_to_start(gpu, host)
             first = int(np.nanmin(launched)) if np.isfinite(launched).any() else t0
             s = host["start_ns"].to_numpy(dtype=np.int64)
