@@ -29,7 +29,9 @@ from .widgets.text import safe_text, sanitize
 SCREENS = [  # (mode, number key, title)
     ("overview", "1", "Overview"), ("steps", "2", "Steps"), ("kernels", "3", "Kernels"),
     ("roofline", "4", "Roofline"), ("stalls", "5", "Stalls"), ("compare", "6", "Compare"),
+    ("timeline", "7", "Timeline"),
 ]
+KEYLINE_HIDDEN = ("compare", "timeline")  # keep the key line's compact `1-5 screens`; `?` lists them
 
 
 # The longest the load waits for the Overview's first paint from the footer (see `Preview.shown`).
@@ -123,10 +125,11 @@ class RooftopApp(App[int]):
     TITLE = "rooftop"
     COMMANDS = App.COMMANDS | {RooftopCommands}
     BINDINGS = [
-        *(Binding(key, f"show_screen('{mode}')", title, id=f"screen.{mode}", show=mode != "compare")
+        *(Binding(key, f"show_screen('{mode}')", title, id=f"screen.{mode}", show=mode not in KEYLINE_HIDDEN)
           for mode, key, title in SCREENS),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("e", "export", "Export CSV", id="app.export"),
+        Binding("t", "timeline_here", "Step timeline", id="app.timeline_here", show=False),
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
 
@@ -210,6 +213,7 @@ class RooftopApp(App[int]):
         self.add_mode("kernels", lambda: KernelsScreen(a))
         self.add_mode("roofline", lambda: _colleague_screen("roofline", "RooflineScreen", "Roofline", a))
         self.add_mode("stalls", lambda: _colleague_screen("stalls", "StallsScreen", "Stalls", a))
+        self.add_mode("timeline", lambda: _colleague_screen("timeline", "TimelineScreen", "Timeline", a))
         if len(self.analyses) > 1:
             b = self.analyses[1]
             self.add_mode("compare", lambda: _colleague_screen("compare", "CompareScreen", "Compare", a, b))
@@ -231,6 +235,12 @@ class RooftopApp(App[int]):
             self.notify("Compare needs two traces: rooftop open A.parquet B.parquet", timeout=5)
         elif self.current_mode != mode:
             self.switch_mode(mode)
+
+    def action_timeline_here(self) -> None:
+        from .screens.timeline import open_for_screen
+
+        if not self.analyses or not open_for_screen(self, self.screen):
+            self.notify("t opens a step's timeline: pick a step in Steps (2); 7 shows the whole run.", timeout=4)
 
     def action_help(self) -> None:
         from .screens.help import HelpScreen

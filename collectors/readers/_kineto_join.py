@@ -20,6 +20,7 @@ from rooftop import steps as st
 from rooftop.redact import redact_names
 
 from ._kineto_events import KIND_NAMES, NULL, Collector
+from ._kineto_runtime import append_runtime, runtime_rows
 
 
 def _lookup(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
@@ -210,6 +211,7 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
     if graph_ids and len(rt):
         replay = has_rt & np.isin(rt.np("name")[ri.clip(0)], graph_ids)
         op_name[replay & (oi < 0)] = name_of[rt.np("name")[ri[replay & (oi < 0)]]]
+    runtime = runtime_rows(sink, name_of, origin)  # the host side, for the timeline
     ops.release()  # the joins are done: free the CPU side before the rows are built
     rt.release()
     nb = g.np("nbytes")
@@ -260,6 +262,7 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
         "model_flops": floats(mflops, np.full(na, np.nan), op_part.get("flops")),
         "model_bytes": floats(mbytes, np.full(na, np.nan), op_part.get("bytes")),
     })
+    rows = append_runtime(rows, runtime)
     kernel_dev = g.np("device")[g.np("kind") == 0]
     meta = _meta(head, path, sink, kernel_dev[kernel_dev != NULL])
     meta["workload"] = {"cuda_graphs": bool(replay.any())}

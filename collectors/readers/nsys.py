@@ -156,8 +156,8 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
     if progress:
         progress(2, 4)
     # launching thread and time: the runtime call with the same correlation id
-    rt = db.select("CUPTI_ACTIVITY_KIND_RUNTIME", ["correlationId", "globalTid", "start"])
-    rt = rt.dropna(subset=["correlationId"]).drop_duplicates("correlationId")
+    calls = db.select("CUPTI_ACTIVITY_KIND_RUNTIME", ["correlationId", "globalTid", "start", "end", "nameId"])
+    rt = calls[["correlationId", "globalTid", "start"]].dropna(subset=["correlationId"]).drop_duplicates("correlationId")
     launch = gpu[["correlation"]].merge(rt, how="left", left_on="correlation", right_on="correlationId")
     # NVTX: text inline (unregistered strings) or through StringIds (registered)
     nv = db.select("NVTX_EVENTS", ["start", "end", "eventType", "text", "textId", "globalTid"],
@@ -196,7 +196,9 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
                            "step": pd.array(np.concatenate([pstep.to_numpy("float64", na_value=np.nan),
                                                             np.full(len(se), np.nan)]), dtype="Int32"),
                            "phase": np.concatenate([pphase, np.full(len(se), None, dtype=object)])})
-    rows = pd.concat([f for f in (gpu, ranges) if len(f)], ignore_index=True) if len(gpu) + len(ranges) else gpu
+    host = _runtime_rows(calls, strings)
+    parts = [f for f in (gpu, ranges, host) if len(f)]
+    rows = pd.concat(parts, ignore_index=True) if parts else gpu
     starts = pd.to_numeric(rows["start"], errors="coerce")
     origin = int(starts.min()) if len(rows) and starts.notna().any() else 0
     rows["start_ns"] = _ints(rows["start"]) - origin
@@ -211,6 +213,19 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
     meta = _meta(db, origin, gpu, graphs, warnings)
     meta["steps"] = st.attach_windows(steps, lo, hi, how, origin)
     return rows, redact(meta)
+
+
+def _runtime_rows(calls: pd.DataFrame, strings: dict) -> pd.DataFrame:
+    """CUDA runtime calls (cudaLaunchKernel, cudaStreamSynchronize, ...) as `runtime` rows: what the
+    host thread was doing. `globalTid` packs the process and thread ids (tid in its low 24 bits,
+    as nsys's own reports decode it)."""
+    if not len(calls):
+        return pd.DataFrame()
+    gtid = _ints(calls["globalTid"])
+    return pd.DataFrame({
+        "kind": "runtime", "name": [strings.get(_id(i)) for i in calls["nameId"]],
+        "start": calls["start"], "end": calls["end"], "correlation": calls["correlationId"],
+        "thread": gtid % (1 << 24)})
 
 
 def _gpu_rows(db: _Db) -> list[dict]:

@@ -11,8 +11,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .schema import (FORMAT_VERSION, META_KEY, NUMERIC_CHECKED, REQUIRED, SCHEMA, TEXT_COLUMNS, Trace,
-                     TraceError, one_line)
+from .schema import (FORMAT_VERSION, HOST_COLUMNS, META_KEY, NUMERIC_CHECKED, REQUIRED, SCHEMA, TEXT_COLUMNS,
+                     Trace, TraceError, one_line)
 
 
 _RANK_RE = re.compile(r"rank[=_\-]?(\d+)", re.IGNORECASE)
@@ -202,6 +202,27 @@ def _drop_untimed(table: pa.Table, path) -> tuple[pa.Table, list[str]]:
     return table.filter(pc.invert(bad)), [f"{n} event(s) without id, start or duration dropped"]
 
 
+def split_runtime(table: pa.Table) -> tuple[pa.Table, pd.DataFrame | None]:
+    """The `runtime` rows out of the table, as a frame of HOST_COLUMNS (names as categoricals,
+    nullable ints); None when there are none. Everything else stays an event row."""
+    import pyarrow.compute as pc
+
+    kind = table.column("kind")
+    runtime = pc.fill_null(pc.equal(pc.cast(kind, pa.string()), "runtime"), False)
+    if not pc.any(runtime).as_py():
+        return table, None
+    rows = table.filter(runtime)
+    host = {}
+    for c in HOST_COLUMNS:
+        col = rows.column(c) if c in rows.column_names else pa.nulls(rows.num_rows, pa.string() if c in ("name", "op")
+                                                                       else pa.int64())
+        if c in ("name", "op"):
+            col = col.cast(pa.string()).dictionary_encode()
+        host[c] = col.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+    host["start_ns"], host["dur_ns"] = host["start_ns"].astype("int64"), host["dur_ns"].astype("int64")
+    return table.filter(pc.invert(runtime)), pd.DataFrame(host)
+
+
 _PARTITION_DIR = re.compile(r"^[^=/]+=[^/]*$|rank", re.IGNORECASE)
 
 
@@ -275,13 +296,14 @@ def trace_from_table(table: pa.Table, meta: dict[str, Any], path: str | os.PathL
     meta, meta_warnings = conform_meta(meta)
     warnings += meta_warnings
     table, dropped = _drop_untimed(table, path)
+    table, host = split_runtime(table)
     rank = table.column("rank") if "rank" in table.column_names else None
     events = _to_frame(_conform_loaded(table))
     if rank is not None:
         events["rank"] = rank.to_pandas().astype("Int32")
     meta = {**meta, "format": meta.get("format", FORMAT_VERSION)}
     return Trace(events, meta, str(path) if path is not None else None,
-                 warnings + dropped + list(meta.get("warnings") or []))
+                 warnings + dropped + list(meta.get("warnings") or []), host)
 
 
 def _small_int(v: Any, default: int) -> int:
@@ -293,24 +315,28 @@ def _load_dir(path: Path) -> Trace:
     files = _rank_files(path)
     if not files:
         raise TraceError(path, "directory holds no .parquet trace files")
-    frames, metas, warnings = [], [], []
+    frames, metas, warnings, hosts = [], [], [], []
     for i, (rank, f) in enumerate(files):
         table, meta = _read_file(f)
         warnings += validate(table, f)
         table, meta = scrub(table, meta)
         table, dropped = _drop_untimed(table, f)
         warnings += dropped
+        table, host = split_runtime(table)
         frame = _to_frame(_conform_loaded(table))
         r = rank if rank is not None else _small_int(meta.get("rank"), default=i)
         frame["rank"] = pd.array([r] * len(frame), dtype="Int32")
         frames.append(frame)
+        if host is not None:
+            hosts.append(host.assign(rank=pd.array([r] * len(host), dtype="Int32")))
         metas.append(meta)
     events = pd.concat(frames, ignore_index=True)
     meta, meta_warnings = conform_meta(metas[0])
     warnings += meta_warnings
     meta["ranks"] = [{"rank": int(fr["rank"].iloc[0]) if len(fr) else None, "file": str(f.relative_to(path)),
                       "device": m.get("device")} for fr, m, (_, f) in zip(frames, metas, files)]
-    return Trace(events, meta, str(path), warnings)
+    host = pd.concat(hosts, ignore_index=True) if hosts else None
+    return Trace(events, meta, str(path), warnings, host)
 
 
 def read_meta(path: str | os.PathLike) -> dict[str, Any]:

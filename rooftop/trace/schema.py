@@ -16,7 +16,10 @@ import pyarrow as pa
 FORMAT_VERSION = 1
 META_KEY = b"rooftop"
 
-KINDS = ("kernel", "memcpy", "memset", "range", "op")
+# `runtime`: a CUDA runtime/driver call on a host thread (cudaLaunchKernel, cudaGraphLaunch,
+# cudaStreamSynchronize, cudaMemcpyAsync ...), joined to what it launched by `correlation`. It says
+# what the host was doing while the GPU sat idle; it is never a timed (GPU) row.
+KINDS = ("kernel", "memcpy", "memset", "range", "op", "runtime")
 
 # The 19 warp stall reasons of Hopper's WarpStateStats section, in Nsight Compute's order.
 STALL_REASONS = (
@@ -63,11 +66,15 @@ SCHEMA = pa.schema(
         ("l2_hit_pct", pa.float32()),
     ]
     + [(c, pa.float32()) for c in STALL_COLUMNS]
+    # The host thread (OS thread id) of a runtime call or a CPU range; null for GPU rows and in
+    # files written before it existed.
+    + [("thread", pa.int64())]
     # `rank` is not written into per-rank files (the directory name carries it, hive style);
     # it exists in memory once a multi-rank run is loaded.
 )
 COLUMNS = tuple(SCHEMA.names)
 REQUIRED = ("id", "kind", "name", "start_ns", "dur_ns")
+HOST_COLUMNS = ("start_ns", "dur_ns", "name", "correlation", "thread", "op")
 NUMERIC_CHECKED = ("flops", "dram_read", "dram_write", "model_flops", "model_bytes")
 # Text columns that repeat (a decode step launches the same kernels in every layer): read as categoricals.
 TEXT_COLUMNS = ("name", "short_name", "path", "op")
@@ -98,6 +105,10 @@ class Trace:
     meta: dict[str, Any]
     path: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # The `runtime` rows (CUDA calls on host threads), kept apart from `events` in a few columns
+    # (HOST_COLUMNS): a Kineto trace has about one per kernel, and as full event rows they would
+    # double the memory of a 1M-kernel trace for what only the timeline reads. None: the file has none.
+    host: pd.DataFrame | None = None
 
     @property
     def modeled(self) -> bool:
