@@ -258,7 +258,7 @@ def test_key_line_at_80_columns_keeps_what_matters(tmp_path):
         return text
     got = drive([small_trace(tmp_path)], size=(80, 24), steps=[([], line), (["3"], line), (["enter"], line)])
     assert "1-5 screens" in got[0] and "e Export CSV" in got[0] and "Back" not in got[0]  # nothing to go back to
-    assert got[1].startswith(" g Raw/grouped  c By category  s Sort  / Filter")
+    assert got[1].startswith(" g Raw/grouped  c By category  p By phase  s Sort  / Filter")
     assert got[2].startswith(" esc ⌫ Back")  # a drill-down can go back
 
 

@@ -1,6 +1,7 @@
 """Kernels (screen 3): grouped by short name or category, or every raw launch; sort, filter, search.
 
-Keys: `g` raw launches <-> groups, `c` group by category, `s` next sort column, `S` reverse,
+Keys: `g` raw launches <-> groups, `c` group by category, `p` group by (name, phase): each row one
+phase's numbers, and Enter opens that phase's detail; `s` next sort column, `S` reverse,
 `/` filter by name (regex; a bad regex is taken literally), `n`/`N` next/previous match of the last
 pattern (also after `Esc` cleared the filter), `Enter` kernel detail.
 """
@@ -42,6 +43,7 @@ class KernelsScreen(RooftopScreen):
     BINDINGS = [
         Binding("g", "toggle_raw", "Raw/grouped", id="kernels.raw"),
         Binding("c", "toggle_category", "By category", id="kernels.category"),
+        Binding("p", "toggle_phase", "By phase", id="kernels.phase"),
         Binding("s", "cycle_sort", "Sort", id="kernels.sort"),
         Binding("S", "reverse_sort", "Reverse", id="kernels.reverse", show=False),
         # priority: the app runs it before forwarding the next key, so a burst like `/bold⏎` (tmux,
@@ -53,7 +55,7 @@ class KernelsScreen(RooftopScreen):
 
     def __init__(self, analysis, crumbs: list[str] | None = None) -> None:
         super().__init__(analysis, crumbs)
-        self.mode = "short_name"  # short_name | category | raw
+        self.mode = "short_name"  # short_name | category | phase | raw
 
     def compose_body(self) -> ComposeResult:
         yield Static("", id="kernels-status", classes="status")
@@ -63,7 +65,10 @@ class KernelsScreen(RooftopScreen):
                           id="kernels-filter", classes="-hidden")
 
     def _groups(self, by: str):
-        """The analysis' groups with readable phases (`prefill+` -> `prefill (+decode)`)."""
+        """The analysis' groups with readable phases (`prefill+` -> `prefill (+decode)`); `phase`:
+        one row per name and phase."""
+        if by == "phase":
+            return self.analysis.groups_by_phase("short_name")
         groups = self.analysis.groups(by=by)
         if "phase" in groups.columns:
             groups = groups.assign(phase=phase_labels(groups["phase"], trace_phases(self.analysis)))
@@ -78,7 +83,8 @@ class KernelsScreen(RooftopScreen):
         return self.query_one("#kernels-table", FrameTable)
 
     def _status(self, note: str = "") -> None:
-        mode = {"short_name": "grouped by name", "category": "grouped by category", "raw": "raw launches"}[self.mode]
+        mode = {"short_name": "grouped by name", "category": "grouped by category", "phase": "grouped by name and phase",
+                "raw": "raw launches"}[self.mode]
         table = self.table
         # Groups only (a few hundred rows): raw launches never carry a mixed phase.
         mixed = (self.mode != "raw" and "phase" in table.source.columns
@@ -100,6 +106,9 @@ class KernelsScreen(RooftopScreen):
 
     async def action_toggle_category(self) -> None:
         await self._show("short_name" if self.mode == "category" else "category")
+
+    async def action_toggle_phase(self) -> None:
+        await self._show("short_name" if self.mode == "phase" else "phase")
 
     async def action_cycle_sort(self) -> None:
         await self.table.cycle_sort()
@@ -138,6 +147,7 @@ class KernelsScreen(RooftopScreen):
     def open_detail(self, event: FrameTable.Selected) -> None:
         from .detail import KernelDetailScreen
 
-        by = "short_name" if self.mode == "raw" else self.mode
+        by = "short_name" if self.mode in ("raw", "phase") else self.mode
         key = event.row["short_name"] if self.mode == "raw" else event.row["key"]
-        self.drill(KernelDetailScreen(self.analysis, key, by, self.crumbs + [str(key)]))
+        phase = event.row["phase"] if self.mode == "phase" else None
+        self.drill(KernelDetailScreen(self.analysis, key, by, self.crumbs + [str(key)], phase=phase))

@@ -179,7 +179,10 @@ class RooflineScreen(RooftopScreen):
             return
         from tui.screens.detail import KernelDetailScreen
 
-        self.drill(KernelDetailScreen(self.analysis, key, "short_name", self.crumbs + [key]))
+        # A point is one group in one phase: its detail shows that phase's launches only.
+        phase = self._phase or self.plot.points["phase"].iloc[self.plot.selected]
+        phase = phase if isinstance(phase, str) and phase in trace_phases(self.analysis) else None
+        self.drill(KernelDetailScreen(self.analysis, key, "short_name", self.crumbs + [key], phase=phase))
 
     def export_frame(self) -> pd.DataFrame:
         return self.plot.points

@@ -114,6 +114,7 @@ class StepScreen(RooftopScreen):
         ranges = self._ranges()
         tree: Tree[str | None] = Tree(Text(f"{self.phase} step {self.step}"), data=None, id="range-tree")
         tree.show_root = True
+        tree.auto_expand = False  # Enter on a range shows its kernels; it must not fold the range away
         tree.root.expand()
         nodes = {}
         for r in ranges.to_dict("records"):
@@ -155,7 +156,8 @@ class StepScreen(RooftopScreen):
         from .detail import KernelDetailScreen
 
         key = event.row["short_name"]
-        self.drill(KernelDetailScreen(self.analysis, key, "short_name", self.query_one("#breadcrumb").crumbs + [str(key)]))
+        self.drill(KernelDetailScreen(self.analysis, key, "short_name", self.query_one("#breadcrumb").crumbs + [str(key)],
+                                      phase=self.phase, step=self.step, rank=self.rank))
 
 
 def _relative(path: str, phase: str, step: int) -> str | None:

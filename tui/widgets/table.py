@@ -207,11 +207,14 @@ class FrameTable(Vertical):
     async def refresh_view(self, keep_cursor: bool = False) -> None:
         old = self.table
         row = old.cursor_row if old is not None and keep_cursor else 0
+        had_focus = old is not None and old.has_focus
         self._derive()
         if old is not None:
             await old.remove()
         new = self._make_table()
         await self.mount(new)
+        if had_focus:  # `g`, `c`, a sort: the rebuilt table keeps the keyboard
+            self.screen.set_focus(new)
         # Measuring a million cells allocates Arrow temporaries whose pages pyarrow's allocator
         # would keep (~100-300 MB of RSS at 1M rows); give them back.
         pa.default_memory_pool().release_unused()
