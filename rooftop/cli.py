@@ -141,6 +141,8 @@ def cmd_diff(args) -> int:
 
 
 def cmd_open(paths: list[str]) -> int:
+    if len(paths) > 2:
+        raise UsageError(f"rooftop opens one trace, or two to compare; got {len(paths)}: {' '.join(paths)}")
     for p in paths:
         if not Path(p).exists():
             raise TraceError(p, "no such file or directory")

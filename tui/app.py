@@ -258,6 +258,9 @@ class RooftopApp(App[int]):
 
 def run_app(paths: list[str]) -> int:
     """Run the TUI on one trace (or two, for Compare); 2 when nothing could be opened."""
+    if len(paths) > 2:
+        print(f"rooftop: error: rooftop opens one trace, or two to compare; got {len(paths)}", file=sys.stderr)
+        return 2
     app = RooftopApp(paths)
     code = app.run()
     if app.errors and not app.analyses:

@@ -27,7 +27,7 @@ class Col:
 
     key: str
     label: str
-    kind: str = "num"  # text | int | num | ns (shown in µs) | pct (0..1 shown as %)
+    kind: str = "num"  # text | int | num | ns (shown in µs) | pct (0..1 shown as %) | mb (bytes shown in MB)
     digits: int = 1
 
 
@@ -56,7 +56,7 @@ def display_table(frame: pd.DataFrame, cols: list[Col], order: np.ndarray | None
         elif c.kind == "int":
             arrays.append(pa.array(_numeric(s).round().astype("Int64"), type=pa.int64(), from_pandas=True))
         else:
-            scale = {"ns": 1e-3, "pct": 100.0}.get(c.kind, 1.0)
+            scale = {"ns": 1e-3, "pct": 100.0, "mb": 1e-6}.get(c.kind, 1.0)
             arrays.append(pa.array((_numeric(s) * scale).round(c.digits), type=pa.float64(), from_pandas=True))
     table = pa.Table.from_arrays(arrays, names=[c.label for c in cols])
     return table if order is None else table.take(pa.array(order))
