@@ -318,7 +318,7 @@ def test_big_trace_overview_paints_in_stages(tmp_path, monkeypatch):
             seen["phases"] = [str(c) for col in s.query_one("#phases").table.columns for c in col._cells]
             seen["cached"] = ("short_name", None) in app.analyses[0]._groups  # prefetched for Kernels
     asyncio.run(main())
-    assert seen["first"] == ["identity", "overview-pending"] and seen["pending"].startswith("computing")
+    assert seen["first"] == ["identity", "warnings-count", "overview-pending"] and seen["pending"].startswith("computing")
     assert "overview-pending" not in seen["last"]
-    assert [i for i in seen["last"] if i] == ["identity", "phases", "sources", "findings", "gap", "step-curve"]
+    assert [i for i in seen["last"] if i] == ["identity", "warnings-count", "phases", "sources", "findings", "gap", "step-curve"]
     assert "decode" in seen["findings"] and "1.7%" in seen["phases"] and seen["cached"]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib
 import sys
+import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
@@ -19,8 +21,9 @@ from textual.containers import Center, Middle
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerState, get_current_worker
 
+from rooftop.format import fmt_bytes
 from rooftop.trace import TraceError
 
 from .widgets.breadcrumb import RooftopScreen
@@ -34,6 +37,8 @@ SCREENS = [  # (mode, number key, title)
 
 # The longest the load waits for the Overview's first paint from the footer (see `Preview.shown`).
 PAINT_WAIT_S = 1.0
+# How often an import reports its progress to the screen (each report is a message and a repaint).
+PROGRESS_EVERY_S = 0.2
 
 
 class Loaded(Message):
@@ -56,7 +61,31 @@ class LoadFailed(Message):
         self.index, self.error = index, error
 
 
+@dataclass
+class ImportProgress(Message):
+    """An import read `done` of `total` bytes of trace `index`, `elapsed_s` after it started."""
+
+    index: int
+    done: int
+    total: int
+    elapsed_s: float
+
+
+@dataclass
+class LoadCancelled(Message):
+    index: int
+
+
+def progress_line(path: str, done: int, total: int, elapsed_s: float) -> str:
+    """`importing trace.json.gz: 412 MB of 1.2 GB (34%) · 3.1 s · Esc cancels`."""
+    pct = f" ({100 * done / total:.0f}%)" if total > 0 else ""
+    return (f"importing {Path(path).name}: {fmt_bytes(done)} of {fmt_bytes(total)}{pct}"
+            f" · {elapsed_s:.1f} s · Esc cancels")
+
+
 class LoadingScreen(Screen):
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="loading.cancel")]
+
     def __init__(self, paths: list[str]) -> None:
         super().__init__()
         self.paths = paths
@@ -65,9 +94,17 @@ class LoadingScreen(Screen):
         with Middle():
             with Center():
                 yield Static(safe_text("Loading " + ", ".join(self.paths) + " …"), id="loading-text")
+            with Center():
+                yield Static("", id="loading-progress")
             # No animated LoadingIndicator: redrawing it 60 times a second holds the GIL the loading
             # thread needs (a 1M-kernel trace loaded 0.3 s slower).
         yield Footer()
+
+    def show_progress(self, path: str, done: int, total: int, elapsed_s: float) -> None:
+        self.query_one("#loading-progress", Static).update(safe_text(progress_line(path, done, total, elapsed_s)))
+
+    def action_cancel(self) -> None:
+        self.app.cancel_load()
 
 
 class PlaceholderScreen(RooftopScreen):
@@ -126,6 +163,7 @@ class RooftopApp(App[int]):
         *(Binding(key, f"show_screen('{mode}')", title, id=f"screen.{mode}", show=mode != "compare")
           for mode, key, title in SCREENS),
         Binding("question_mark", "help", "Help", id="app.help"),
+        Binding("w", "warnings", "Warnings", id="app.warnings", show=False),
         Binding("e", "export", "Export CSV", id="app.export"),
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
@@ -146,19 +184,52 @@ class RooftopApp(App[int]):
 
     @work(thread=True, exit_on_error=False, group="load", description="loading trace")
     def _load(self, index: int, path: str) -> None:
-        from .loader import open_analysis, preview
+        from .loader import ImportCancelled, open_analysis, preview
 
         # One trace: paint its identity from the footer at once, then read the events. (Two go to
         # Compare, which needs both loaded; the loading screen stays until then.)
         if len(self.paths) == 1 and (p := preview(path)) is not None:
             self.post_message(Previewed(p))
             p.shown.wait(timeout=PAINT_WAIT_S)
+        worker, started, last = get_current_worker(), time.monotonic(), [0.0]
+
+        def progress(done: int, total: int) -> None:
+            # Called by the importer between chunks: the one place a cancelled import can stop.
+            if worker.is_cancelled:
+                raise ImportCancelled(path)
+            now = time.monotonic()
+            if now - last[0] >= PROGRESS_EVERY_S or done >= total:
+                last[0] = now
+                self.post_message(ImportProgress(index, done, total, now - started))
+
         try:
-            analysis = open_analysis(path)
+            analysis = open_analysis(path, progress)
+        except ImportCancelled:
+            self.post_message(LoadCancelled(index))
+            return
         except TraceError as exc:
             self.post_message(LoadFailed(index, str(exc)))
             return
+        if worker.is_cancelled:
+            self.post_message(LoadCancelled(index))
+            return
         self.post_message(Loaded(index, analysis))
+
+    def cancel_load(self) -> None:
+        """Esc while importing: stop every load (the importer stops at its next chunk) and leave."""
+        for worker in self._load_workers:
+            worker.cancel()
+        self.notify("Cancelling the import…", timeout=3)
+
+    @on(ImportProgress)
+    def _progress(self, message: ImportProgress) -> None:
+        if isinstance(self.screen, LoadingScreen):
+            self.screen.show_progress(self.paths[message.index], message.done, message.total, message.elapsed_s)
+
+    @on(LoadCancelled)
+    def _cancelled(self, message: LoadCancelled) -> None:
+        self.errors.append(f"{self.paths[message.index]}: import cancelled")
+        self.exit(1)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         # An analysis bug is not the user's file's fault, but it must still be one line, not a crash.
@@ -230,6 +301,14 @@ class RooftopApp(App[int]):
         elif self.current_mode != mode:
             self.switch_mode(mode)
 
+    def action_warnings(self) -> None:
+        from .screens.warnings import WarningsScreen
+
+        if not self.analyses:
+            self.notify("Still loading…", timeout=3)
+        elif not isinstance(self.screen, WarningsScreen):
+            self.push_screen(WarningsScreen(self.analyses[0], self.screen.crumbs[:1] if hasattr(self.screen, "crumbs") else None))
+
     def action_help(self) -> None:
         from .screens.help import HelpScreen
 
@@ -266,7 +345,7 @@ def run_app(paths: list[str]) -> int:
     if app.errors and not app.analyses:
         for line in app.errors:
             print(f"rooftop: error: {line}", file=sys.stderr)
-        return 2
+        return int(code or 2)
     return int(code or 0)
 
 

@@ -22,7 +22,7 @@ from rooftop.trace import Trace, TraceError, conform_meta, is_parquet, load_trac
 # Timed rows below which everything the Overview shows is computed before the first paint.
 WARM_ALL_BELOW = 50_000
 # `Analysis` cached properties the Overview reads after its first paint (its worker computes them).
-OVERVIEW_REST = ("findings", "gap", "rank_phases", "rank_steps")
+OVERVIEW_REST = ("findings", "gap", "rank_phases", "rank_steps", "warnings")
 
 
 # Rows from which a rooftop Parquet trace is previewed from its footer while its events load: below,
@@ -78,10 +78,16 @@ def _importer():
     return load_any
 
 
-def load(path: str) -> Trace:
-    """A Trace from a rooftop Parquet file or directory, or anything the importers recognise."""
+class ImportCancelled(Exception):
+    """Raised from the progress callback when the user cancelled the import (Esc): it unwinds the
+    reader, which catches only its own format's errors."""
+
+
+def load(path: str, progress=None) -> Trace:
+    """A Trace from a rooftop Parquet file or directory, or anything the importers recognise.
+    `progress(done_bytes, total_bytes)` is called as an import reads (Kineto, nsys)."""
     load_any = _importer()
-    return load_any(path) if load_any is not None else load_trace(path)
+    return load_any(path, progress) if load_any is not None else load_trace(path)
 
 
 def warm_overview_rest(a: Any) -> None:
@@ -113,8 +119,8 @@ def analyze_warm(trace: Trace) -> Any:
     return a
 
 
-def open_analysis(path: str) -> Any:
-    a = analyze_warm(load(path))
+def open_analysis(path: str, progress=None) -> Any:
+    a = analyze_warm(load(path, progress))
     # Reading Parquet into pandas goes through Arrow buffers that are freed by then, but pyarrow's
     # allocator (mimalloc) keeps their pages: ~330 MB of RSS at 1M kernels, given back here.
     pa.default_memory_pool().release_unused()

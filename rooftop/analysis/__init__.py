@@ -153,6 +153,36 @@ class Analysis:
             return None  # a modeled trace is the ideal
         return gap.gap_table(self.timed, self.phases, self.peaks.flops, self.peaks.bw)
 
+    # --- what the user should know before trusting the numbers ---------------------------------------
+    # Below this share of a phase's kernel time with known bytes, its MBU and TB/s say too little.
+    COVERAGE_WARN_BELOW = 0.9
+
+    @property
+    def trace_warnings(self) -> list[tuple[str, str]]:
+        """(where, message) known from the file alone: the importer's and reader's warnings (rows
+        dropped, values ignored), a truncated capture, an unknown device. Cheap: no analysis."""
+        out = [("import", str(w)) for w in self.trace.warnings]
+        if self.trace.meta.get("incomplete"):
+            out.append(("capture", "incomplete capture: the run stopped early; only what was recorded is analysed"))
+        if self.peaks.source is None:
+            out.append(("device", f"no peaks: {self.peaks.reason or 'device not recognised'}; MBU, MFU and the "
+                                  "roofline are unknown"))
+        return out
+
+    @cached_property
+    def warnings(self) -> list[tuple[str, str]]:
+        """`trace_warnings` plus what the analysis found: phases whose bytes are known for too little
+        of their kernel time (their MBU counts only the known part)."""
+        out = list(self.trace_warnings)
+        ph = self.phases
+        if "bytes_coverage" in ph.columns:
+            for r in ph[["phase", "bytes_coverage"]].to_dict("records"):
+                cov = r["bytes_coverage"]
+                if cov == cov and cov is not None and cov < self.COVERAGE_WARN_BELOW:
+                    out.append(("coverage", f"{r['phase']}: bytes known for {fmt_pct(cov, 0)} of kernel time; "
+                                            "MBU and TB/s count only that part"))
+        return out
+
     # --- identity and detail --------------------------------------------------------------------
     @cached_property
     def identity(self) -> dict:

@@ -191,6 +191,7 @@ class OverviewScreen(RooftopScreen):
             if ident.get("modeled"):
                 yield Static(MODELED, id="modeled-badge", classes="modeled-badge")
             yield Static(self._identity_text(ident), id="identity")
+            yield Static(self._warnings_line(), id="warnings-count")
             if isinstance(a, Preview):  # only the footer is read: the app calls `attach` when the rows are
                 yield Static(f"loading {a.rows:,} events …", id="overview-pending", classes="muted")
                 return
@@ -208,9 +209,11 @@ class OverviewScreen(RooftopScreen):
         """The loaded Analysis, replacing the Preview this screen was painted from: compute the rest."""
         self.analysis = analysis
         if self.is_mounted:  # else `on_mount`, still to come, finds the Analysis and starts the same
+            self._refresh_warnings()
             self._start_rest()
 
     def on_mount(self) -> None:
+        self._refresh_warnings()
         if isinstance(self.analysis, Preview):
             self.call_after_refresh(self.analysis.shown.set)  # the load thread starts now
         elif not overview_ready(self.analysis):
@@ -241,8 +244,26 @@ class OverviewScreen(RooftopScreen):
         pending.update("computing findings, gap to ideal, step curve …")
         self._phases_shown = True
 
+    def _warnings_line(self) -> Text:
+        """`▲ 3 warnings (w: list)` once known; the file's own warnings before the analysis' are in."""
+        a = self.analysis
+        if isinstance(a, Preview):
+            return Text("")
+        items = a.warnings if overview_ready(a) else a.trace_warnings
+        if not items:
+            return Text("no warnings (w: list)", "dim")
+        return Text(f"▲ {len(items)} warning{'s' if len(items) > 1 else ''} (w: list)")
+
+    def _refresh_warnings(self) -> None:
+        line = self.query_one("#warnings-count", Static)
+        line.update(self._warnings_line())
+        a = self.analysis
+        has = not isinstance(a, Preview) and bool(a.warnings if overview_ready(a) else a.trace_warnings)
+        line.set_class(has, "has-warnings")
+
     @on(RestReady)
     async def _show_rest(self, message: RestReady) -> None:
+        self._refresh_warnings()
         body = self.query_one("#overview-body", VerticalScroll)
         await body.mount_all(list(self._rest(message.gap)))
         await self.query_one("#overview-pending").remove()
