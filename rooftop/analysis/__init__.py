@@ -153,6 +153,14 @@ class Analysis:
             return None  # a modeled trace is the ideal
         return gap.gap_table(self.timed, self.phases, self.peaks.flops, self.peaks.bw)
 
+    def full_names(self, key: str, by: str = "short_name", limit: int = 20) -> list[str]:
+        """The distinct full (demangled) names behind one group key, most time first, at most `limit`."""
+        rows = self.kernels(key=key, by=by)
+        if rows.empty or "name" not in rows.columns:
+            return []
+        t = rows.groupby(rows["name"].astype(object), sort=False)["dur_ns"].sum().sort_values(ascending=False)
+        return [str(n) for n in t.index[:limit]]
+
     # --- what the user should know before trusting the numbers ---------------------------------------
     # Below this share of a phase's kernel time with known bytes, its MBU and TB/s say too little.
     COVERAGE_WARN_BELOW = 0.9

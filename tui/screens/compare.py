@@ -266,6 +266,13 @@ class CompareScreen(RooftopScreen):
         await table.refresh_view()
         self.query_one("#compare-groups-title", Static).update(self._groups_title())
 
+    def name_target(self) -> tuple[str, list[str]] | None:
+        row = self.query_one("#compare-groups", FrameTable).current()
+        if row is None:
+            return None
+        key = str(row["key"])
+        return key, self.a.full_names(key) or self.b.full_names(key) or [key]
+
     @on(FrameTable.Selected, "#compare-groups")
     def open_group(self, event: FrameTable.Selected) -> None:
         key = str(event.row["key"])
@@ -308,6 +315,9 @@ class CompareDetailScreen(RooftopScreen):
         for r in message.rows.to_dict("records"):
             table.add_row(safe_text(r["metric"]), safe_text(r["a"]), safe_text(r["b"]))
         self.query_one("#compare-detail-table", Static).update(table)
+
+    def name_target(self) -> tuple[str, list[str]] | None:
+        return self.key, self.a.full_names(self.key) or self.b.full_names(self.key) or [self.key]
 
     def export_frame(self) -> pd.DataFrame | None:
         return self.rows

@@ -114,6 +114,9 @@ class KernelDetailScreen(RooftopScreen):
                                  Static(self._meanings(d.shares), id="detail-stall-meanings")])
         await self.query_one("#detail-roofline-box", Vertical).mount(self._roofline(d.points))
 
+    def name_target(self) -> tuple[str, list[str]] | None:
+        return self.key, self.analysis.full_names(self.key, self.by) or [self.key]
+
     def export_frame(self):
         if self.data is None:
             return None

@@ -146,6 +146,10 @@ class RooflineScreen(RooftopScreen):
         i = self.plot.selected
         return None if i is None else str(self.plot.points["key"].iloc[i])
 
+    def name_target(self) -> tuple[str, list[str]] | None:
+        key = self.selected_key()
+        return None if key is None else (key, self.analysis.full_names(key) or [key])
+
     def action_next(self) -> None:
         self._move(+1)
 

@@ -35,24 +35,58 @@ def _numeric(values: pd.Series) -> pd.Series:
     return pd.to_numeric(values, errors="coerce").astype("float64")
 
 
-def _text_array(s: pd.Series) -> pa.Array:
+def fit_unique(names: list[str], width: int) -> dict[str, str]:
+    """Each name longer than `width` cut to it (`head…`). Names whose cuts would read alike (templated
+    kernels that differ only in their last argument) keep their tail instead, `head…tail`, with the
+    shortest tail that tells them apart: no two rows show the same text."""
+    names = list(dict.fromkeys(names))
+    long = [n for n in names if len(n) > width]
+    if not long or width < 5:
+        return {}
+    cut = {n: n[: width - 1] + "…" for n in long}
+    seen: dict[str, list[str]] = {}
+    for n in long:
+        seen.setdefault(cut[n], []).append(n)
+    taken = {n for n in names if len(n) <= width} | {c for c, group in seen.items() if len(group) == 1}
+    for group in (g for g in seen.values() if len(g) > 1):
+        for tail in range(4, width - 4):
+            head = width - 1 - tail
+            trial = {n: n[:head] + "…" + n[-tail:] for n in group}
+            if len(set(trial.values())) == len(group) and not set(trial.values()) & taken:
+                cut.update(trial)
+                taken |= set(trial.values())
+                break
+    return cut
+
+
+def _text_array(s: pd.Series, fit: int | None = None) -> pa.Array:
     """Sanitized strings. A categorical column (names and paths from a trace) is cleaned once per
-    category and stays dictionary-encoded: a million rows hold a few thousand distinct names."""
+    category and stays dictionary-encoded: a million rows hold a few thousand distinct names.
+    `fit`: cut to that many characters, keeping distinct names distinct (see `fit_unique`)."""
     if isinstance(s.dtype, pd.CategoricalDtype):
-        cats = pa.array(sanitize_series(pd.Series(s.cat.categories, dtype=object)), type=pa.string())
+        clean = sanitize_series(pd.Series(s.cat.categories, dtype=object))
+        if fit:
+            clean = clean.replace(fit_unique([c for c in clean if isinstance(c, str)], fit))
         codes = s.cat.codes.to_numpy()
-        return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), cats)
-    return pa.array(sanitize_series(s.astype(object)), type=pa.string())
+        return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), pa.array(clean, type=pa.string()))
+    clean = sanitize_series(s.astype(object))
+    if fit:
+        cut = fit_unique([c for c in pd.unique(clean) if isinstance(c, str)], fit)
+        if cut:
+            clean = clean.map(lambda v: cut.get(v, v) if isinstance(v, str) else v)
+    return pa.array(clean, type=pa.string())
 
 
-def display_table(frame: pd.DataFrame, cols: list[Col], order: np.ndarray | None = None) -> pa.Table:
+def display_table(frame: pd.DataFrame, cols: list[Col], order: np.ndarray | None = None,
+                  fit: dict[str, int] | None = None) -> pa.Table:
     """The frame's columns as display values (still typed), named by their labels, rows in `order`
-    (positions in the frame; None: as they are). Only the shown columns are touched."""
+    (positions in the frame; None: as they are). Only the shown columns are touched. `fit`: text
+    columns to cut to a width, distinct values kept distinct."""
     arrays = []
     for c in cols:
         s = frame[c.key] if c.key in frame.columns else pd.Series([None] * len(frame), index=frame.index)
         if c.kind == "text":
-            arrays.append(_text_array(s))
+            arrays.append(_text_array(s, (fit or {}).get(c.key)))
         elif c.kind == "int":
             arrays.append(pa.array(_numeric(s).round().astype("Int64"), type=pa.int64(), from_pandas=True))
         else:
@@ -189,9 +223,12 @@ class FrameTable(Vertical):
 
     def _make_table(self) -> DataTable:
         self._serial += 1
-        table = display_table(self.source, self.cols, None if self._is_identity() else self._order)
-        # Long kernel names must not push every number off an 80-column screen.
+        # Long kernel names must not push every number off an 80-column screen; the name column is
+        # cut here, head…tail, so that two names never show the same text (the table's own cut
+        # keeps only the head).
         widest = max(16, min(60, self.app.size.width - 48))
+        table = display_table(self.source, self.cols, None if self._is_identity() else self._order,
+                              fit={self.search_key: widest})
         return DataTable(backend=ArrowBackend(table), column_labels=self._labels(), cursor_type="row",
                          render_markup=False, null_rep="—", show_row_labels=False, zebra_stripes=True,
                          max_column_content_width=widest, id=f"{self.id or 'frame'}-table-{self._serial}")
