@@ -21,7 +21,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
-from rooftop.format import fmt_bytes, fmt_ns, fmt_pct, fmt_rate
+from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate
 from tui.widgets.breadcrumb import RooftopScreen, trace_title
 from tui.widgets.table import Col, FrameTable
 from tui.widgets.text import safe_text
@@ -51,7 +51,7 @@ GROUP_COLS = [
 
 def _num(v) -> str:
     """A rate whose unit the metric's name says (TFLOP/s, TB/s)."""
-    return "—" if _unknown(v) else f"{float(v):.3g}"
+    return fmt_num(v)
 
 
 def _unknown(v) -> bool:

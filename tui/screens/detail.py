@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from rooftop.analysis import scope_name
-from rooftop.format import fmt_rate
+from rooftop.format import fmt_num, fmt_rate
 
 from ..widgets.breadcrumb import RooftopScreen
 from ..widgets.stall_bars import StallBars, top_shares
@@ -159,7 +159,7 @@ class KernelDetailScreen(RooftopScreen):
         r = roof.iloc[0]
         ridge = self.analysis.ridge
         text = Text()
-        text.append(f"AI {r['ai']:.3g} FLOP/B", "bold")
+        text.append(f"AI {fmt_num(r['ai'])} FLOP/B", "bold")
         text.append(f" · {fmt_rate(r['achieved_flops'], 'FLOP/s')} · {fmt_rate(r['achieved_bw'])}")
         if ridge is not None:
             side = "left of" if r["ai"] < ridge else "right of"

@@ -13,7 +13,7 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
-from rooftop.format import fmt_ns, fmt_pct, fmt_rate
+from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate
 
 from ..loader import Preview, overview_ready, phases_ready, warm_overview_rest
 from ..widgets.breadcrumb import MODELED, RooftopScreen
@@ -59,8 +59,8 @@ class PhaseTable(StyledStatic):
             table.add_row(
                 safe_text(phase, self.style_of(f"phase--{phase}")), fmt_ns(r.get("span_ns")),
                 fmt_rate(r.get("tokens_per_s"), "").strip() if _known(r.get("tokens_per_s")) else "—",
-                f"{r['tflops']:.3g}" if _known(r.get("tflops")) else "—",
-                f"{r['tbps']:.3g}" if _known(r.get("tbps")) else "—",
+                fmt_num(r.get("tflops")),
+                fmt_num(r.get("tbps")),
                 fmt_pct(r.get("mfu")), fmt_pct(r.get("mbu")),
                 safe_text(bound if _known(bound) else "—", self.style_of(f"bound--{bound}")),
             )
@@ -136,7 +136,7 @@ def rank_phase_table(rank_phases: pd.DataFrame) -> Table:
         table.add_column(label, justify=justify, no_wrap=True)
     for r in rank_phases.to_dict("records"):
         table.add_row(str(r["rank"]), safe_text(r.get("phase")), fmt_ns(r.get("span_ns")), fmt_pct(r.get("mbu")),
-                      fmt_pct(r.get("mfu")), f"{r['tbps']:.3g}" if _known(r.get("tbps")) else "—")
+                      fmt_pct(r.get("mfu")), fmt_num(r.get("tbps")))
     return table
 
 

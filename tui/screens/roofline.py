@@ -9,7 +9,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Static
 
-from rooftop.format import fmt_ns, fmt_pct, fmt_rate
+from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate
 from tui.widgets.breadcrumb import RooftopScreen
 from tui.widgets.phase import phase_label, trace_phases
 from tui.widgets.roofline_plot import BIG, MID, SELECTED, SMALL, RooflinePlot, printable, ridge
@@ -133,7 +133,7 @@ class RooflineScreen(RooftopScreen):
         row = plot.points.iloc[i]
         # Numbers first, the (often 100-character) name second: at 80 columns the name is cut, not the numbers.
         phase = phase_label(row.get("phase"), trace_phases(self.analysis))
-        t = Text(f"[{i + 1}/{len(plot.points)}] {printable(phase or '—')} · AI {row['ai']:.3g} FLOP/B"
+        t = Text(f"[{i + 1}/{len(plot.points)}] {printable(phase or '—')} · AI {fmt_num(row['ai'])} FLOP/B"
                  f" · {fmt_rate(row['achieved_flops'], 'FLOP/s')} · {fmt_rate(row.get('achieved_bw'))}"
                  f" · {fmt_pct(row.get('pct_of_roof'))} of roof · {_bound(row.get('bound'))}"
                  f" · {fmt_ns(row.get('time_ns'))}\n", no_wrap=True, overflow="ellipsis")

@@ -77,6 +77,30 @@ def _text_array(s: pd.Series, fit: int | None = None) -> pa.Array:
     return pa.array(clean, type=pa.string())
 
 
+# The table prints a float with Python's `n` format (6 significant digits, then an exponent): a
+# value from a million up reads `1.23457e+06`, and one that rounds to nothing reads `0`.
+BIG = 1e6
+MAX_DIGITS = 9
+
+
+def _number_array(values: pd.Series, digits: int) -> pa.Array:
+    """Numbers as the table shows them: rounded to `digits`; a column reaching a million as whole
+    numbers; a column holding non-zero values too small for `digits` as text with enough decimals
+    for two significant digits of its smallest (never `0`, never `7.97e-05`). Sorting reads the
+    frame, not these cells, so it stays numeric either way."""
+    mag = values.abs()
+    small = mag[(mag > 0) & (mag < 0.5 * 10.0 ** -digits)]
+    if len(small):
+        need = min(MAX_DIGITS, max(digits, 1 - int(np.floor(np.log10(small.min())))))
+        arr = values.to_numpy(dtype="float64", na_value=np.nan)
+        text = np.char.mod(f"%.{need}f", np.where(np.isnan(arr), 0.0, arr)).astype(object)
+        text[np.isnan(arr)] = None
+        return pa.array(text, type=pa.string())
+    if mag.max() >= BIG:
+        return pa.array(values.round().astype("Int64"), type=pa.int64(), from_pandas=True)
+    return pa.array(values.round(digits), type=pa.float64(), from_pandas=True)
+
+
 def display_table(frame: pd.DataFrame, cols: list[Col], order: np.ndarray | None = None,
                   fit: dict[str, int] | None = None) -> pa.Table:
     """The frame's columns as display values (still typed), named by their labels, rows in `order`
@@ -91,7 +115,7 @@ def display_table(frame: pd.DataFrame, cols: list[Col], order: np.ndarray | None
             arrays.append(pa.array(_numeric(s).round().astype("Int64"), type=pa.int64(), from_pandas=True))
         else:
             scale = {"ns": 1e-3, "pct": 100.0, "mb": 1e-6}.get(c.kind, 1.0)
-            arrays.append(pa.array((_numeric(s) * scale).round(c.digits), type=pa.float64(), from_pandas=True))
+            arrays.append(_number_array(_numeric(s) * scale, c.digits))
     table = pa.Table.from_arrays(arrays, names=[c.label for c in cols])
     return table if order is None else table.take(pa.array(order))
 
