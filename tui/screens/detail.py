@@ -125,9 +125,10 @@ class KernelDetailScreen(RooftopScreen):
     @staticmethod
     def _metrics(rows) -> Table:
         table = Table(box=None, pad_edge=False, header_style="bold")
-        table.add_column("metric", no_wrap=True, min_width=12)
-        table.add_column("value", overflow="fold")
-        table.add_column("source", style="dim", no_wrap=True)
+        # The value keeps room to read at 60 columns; the source gives way first (cut, not wrapped).
+        table.add_column("metric", no_wrap=True, min_width=12, max_width=28, overflow="ellipsis")
+        table.add_column("value", overflow="fold", min_width=16, ratio=1)
+        table.add_column("source", style="dim", no_wrap=True, overflow="ellipsis", max_width=24)
         for label, value, source in rows:
             table.add_row(safe_text(label), safe_text(value), safe_text(source))
         return table
