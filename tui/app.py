@@ -24,7 +24,7 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from rooftop.format import fmt_bytes
-from rooftop.trace import TraceError
+from rooftop.trace import NotOneRun, TraceError
 
 from .widgets.breadcrumb import RooftopScreen
 from .widgets.text import safe_text, sanitize
@@ -74,6 +74,15 @@ class ImportProgress(Message):
 @dataclass
 class LoadCancelled(Message):
     index: int
+
+
+@dataclass
+class ChooseTrace(Message):
+    """Trace `index` is a directory of traces that are not one run: the user picks one."""
+
+    index: int
+    files: list
+    why: str
 
 
 def progress_line(path: str, done: int, total: int, elapsed_s: float) -> str:
@@ -207,6 +216,9 @@ class RooftopApp(App[int]):
         except ImportCancelled:
             self.post_message(LoadCancelled(index))
             return
+        except NotOneRun as exc:
+            self.post_message(ChooseTrace(index, exc.files, exc.why))
+            return
         except TraceError as exc:
             self.post_message(LoadFailed(index, str(exc)))
             return
@@ -225,6 +237,24 @@ class RooftopApp(App[int]):
     def _progress(self, message: ImportProgress) -> None:
         if isinstance(self.screen, LoadingScreen):
             self.screen.show_progress(self.paths[message.index], message.done, message.total, message.elapsed_s)
+
+    @on(ChooseTrace)
+    def _choose(self, message: ChooseTrace) -> None:
+        from .screens.chooser import ChooserScreen
+
+        directory = self.paths[message.index]
+
+        def chosen(path: str | None) -> None:
+            if path is None:
+                self._results[message.index] = None
+                self.errors.append(f"{directory}: no trace chosen")
+                self._maybe_ready()
+                return
+            self.paths[message.index] = path
+            worker = self._load(message.index, path)
+            self._load_workers[worker] = message.index
+
+        self.push_screen(ChooserScreen(directory, message.files, message.why), chosen)
 
     @on(LoadCancelled)
     def _cancelled(self, message: LoadCancelled) -> None:
