@@ -41,24 +41,23 @@ PAINT_WAIT_S = 1.0
 PROGRESS_EVERY_S = 0.2
 
 
+@dataclass
 class Loaded(Message):
-    def __init__(self, index: int, analysis: Any) -> None:
-        super().__init__()
-        self.index, self.analysis = index, analysis
+    index: int
+    analysis: Any
 
 
+@dataclass
 class Previewed(Message):
     """The footer of a big rooftop trace is read: the Overview can show what ran while it loads."""
 
-    def __init__(self, preview: Any) -> None:
-        super().__init__()
-        self.preview = preview
+    preview: Any
 
 
+@dataclass
 class LoadFailed(Message):
-    def __init__(self, index: int, error: str) -> None:
-        super().__init__()
-        self.index, self.error = index, error
+    index: int
+    error: str
 
 
 @dataclass

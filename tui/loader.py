@@ -35,7 +35,7 @@ class Preview:
     the Overview's identity lines and breadcrumb need. Stands in for the Analysis until it comes."""
 
     def __init__(self, path: str, meta: dict, rows: int) -> None:
-        from rooftop.analysis import Analysis
+        from rooftop.analysis import trace_identity
         from rooftop.redact import redact
 
         # The same metadata the full load gives (secrets out, sections conformed), less the steps
@@ -46,9 +46,7 @@ class Preview:
         # Set by the Overview once it has painted this: the load waits for it, since reading the rows
         # holds the GIL for long stretches and would hold the paint back by a second at 1M rows.
         self.shown = threading.Event()
-        a = Analysis(self.trace)
-        a.__dict__["has_counters"] = None  # unknown until the rows are read (a cached_property)
-        self.identity = a.identity
+        self.identity = trace_identity(self.trace, counters=None)  # counters: unknown until the rows are read
 
 
 def preview(path: str) -> Preview | None:
@@ -97,13 +95,12 @@ def warm_overview_rest(a: Any) -> None:
 
 
 def phases_ready(a: Any) -> bool:
-    return "phases" in vars(a)
+    return a.is_computed("phases")
 
 
 def overview_ready(a: Any) -> bool:
-    """Whether everything the Overview shows is computed already (`cached_property` keeps it in
-    the instance dict)."""
-    return all(name in vars(a) for name in OVERVIEW_REST)
+    """Whether everything the Overview shows is computed already."""
+    return all(a.is_computed(name) for name in OVERVIEW_REST)
 
 
 def analyze_warm(trace: Trace) -> Any:

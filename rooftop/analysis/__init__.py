@@ -19,7 +19,7 @@ from ..trace import STALL_COLUMNS, Trace
 from . import attention, diff, findings, gap, groups, metrics, stalls, tree
 from .findings import Finding
 
-__all__ = ["Analysis", "analyze", "compare", "Finding", "scope_name"]
+__all__ = ["Analysis", "analyze", "compare", "Finding", "scope_name", "trace_identity"]
 
 
 class Analysis:
@@ -194,28 +194,12 @@ class Analysis:
     # --- identity and detail --------------------------------------------------------------------
     @cached_property
     def identity(self) -> dict:
-        m = self.trace.meta
-        model = m.get("model") or {}
-        wl = m.get("workload") or {}
-        src = m.get("source") or {}
-        dev = m.get("device") or {}
-        parts = []
-        for k, label in (("batch", "batch"), ("prompt_len", "prompt"), ("gen_len", "gen"), ("dtype", ""),
-                         ("attn", "attn"), ("cuda_graphs", "graphs")):
-            v = wl.get(k)
-            if v is not None:
-                parts.append(f"{label} {v}".strip() if k != "cuda_graphs" else ("CUDA graphs" if v else "no graphs"))
-        return {
-            "label": self.trace.label,
-            "model": model.get("name"),
-            "workload": ", ".join(parts) or None,
-            "device": dev.get("name"),
-            "source": " ".join(str(x) for x in (src.get("tool"), src.get("version")) if x) or None,
-            "modeled": self.trace.modeled,
-            "counters": self.has_counters,
-            "incomplete": bool(m.get("incomplete")),
-            "ranks": self.trace.ranks,
-        }
+        return trace_identity(self.trace, self.has_counters)
+
+    def is_computed(self, name: str) -> bool:
+        """Whether the cached result `name` (`phases`, `findings`, `warnings`, ...) is computed
+        already, so reading it costs nothing (a screen decides what to paint at once)."""
+        return name in self.__dict__
 
     # --- scoped views: a drill-down keeps the phase, step or rank it came from ---------------------
     def scoped_groups(self, by: str = "short_name", phase: str | None = None, step: int | None = None,
@@ -332,6 +316,33 @@ class Analysis:
     def kernel_stalls(self, key: str, by: str = "short_name") -> pd.Series | None:
         sh = stalls.stall_shares(self.kernels(key=key, by=by), None)
         return None if sh is None else sh.iloc[0]
+
+
+def trace_identity(trace: Trace, counters: bool | None) -> dict:
+    """What ran, from the metadata alone (no rows needed: a big trace's first paint shows it while
+    its events load); `counters` is whether the rows carry hardware counters (None: not known yet)."""
+    m = trace.meta
+    model = m.get("model") or {}
+    wl = m.get("workload") or {}
+    src = m.get("source") or {}
+    dev = m.get("device") or {}
+    parts = []
+    for k, label in (("batch", "batch"), ("prompt_len", "prompt"), ("gen_len", "gen"), ("dtype", ""),
+                     ("attn", "attn"), ("cuda_graphs", "graphs")):
+        v = wl.get(k)
+        if v is not None:
+            parts.append(f"{label} {v}".strip() if k != "cuda_graphs" else ("CUDA graphs" if v else "no graphs"))
+    return {
+        "label": trace.label,
+        "model": model.get("name"),
+        "workload": ", ".join(parts) or None,
+        "device": dev.get("name"),
+        "source": " ".join(str(x) for x in (src.get("tool"), src.get("version")) if x) or None,
+        "modeled": trace.modeled,
+        "counters": counters,
+        "incomplete": bool(m.get("incomplete")),
+        "ranks": trace.ranks,
+    }
 
 
 def scope_name(phase: str | None = None, step: int | None = None, rank: int | None = None) -> str | None:

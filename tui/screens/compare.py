@@ -25,6 +25,7 @@ from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate
 from tui.widgets.breadcrumb import RooftopScreen, trace_title
 from tui.widgets.table import Col, FrameTable
 from tui.widgets.text import safe_text
+from tui.workers import post_if_current
 
 # (column stem in Diff.phases, label, formatter, higher is better, a 0..1 fraction: Δ in points)
 PHASE_METRICS = (
@@ -239,7 +240,7 @@ class CompareScreen(RooftopScreen):
         from rooftop.analysis import compare
 
         d = compare(self.a, self.b)
-        self.post_message(self.Ready(Compared(d, phase_rows(d.phases), group_rows(d.groups))))
+        post_if_current(self, self.Ready(Compared(d, phase_rows(d.phases), group_rows(d.groups))))
 
     @on(Ready)
     async def _ready(self, message: Ready) -> None:
@@ -303,7 +304,7 @@ class CompareDetailScreen(RooftopScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="compare-detail")
     def _compute(self) -> None:
-        self.post_message(self.Ready(side_by_side(self.a.kernel_detail(self.key), self.b.kernel_detail(self.key))))
+        post_if_current(self, self.Ready(side_by_side(self.a.kernel_detail(self.key), self.b.kernel_detail(self.key))))
 
     @on(Ready)
     def _ready(self, message: Ready) -> None:

@@ -25,6 +25,7 @@ from ..widgets.breadcrumb import RooftopScreen
 from ..widgets.stall_bars import StallBars, top_shares
 from ..widgets.table import Col, FrameTable
 from ..widgets.text import safe_text, sanitize
+from ..workers import post_if_current
 
 TOP_REASONS = 3  # whose meanings are spelled out in full under the bars
 NO_COUNTERS = ("No hardware counters in this trace, so no warp stalls. Collect them with "
@@ -96,7 +97,7 @@ class KernelDetailScreen(RooftopScreen):
         points = a.scoped_roofline(self.by, **scope)
         data = DetailData(a.kernel_detail(self.key, by=self.by, **scope), shares,
                           a.launches(self.key, by=self.by, **scope), points[points["key"] == self.key])
-        self.post_message(self.Ready(data))
+        post_if_current(self, self.Ready(data))
 
     @on(Ready)
     async def _show(self, message: Ready) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pandas as pd
 from rich.table import Table
@@ -19,6 +20,7 @@ from ..loader import Preview, overview_ready, phases_ready, warm_overview_rest
 from ..widgets.breadcrumb import MODELED, RooftopScreen
 from ..widgets.steps_plot import StepsPlot
 from ..widgets.text import safe_text, sanitize
+from ..workers import post_if_current
 
 _SEVERITY_MARK = {"bad": "✖", "warn": "▲", "info": "•"}
 
@@ -176,12 +178,11 @@ class OverviewScreen(RooftopScreen):
     class PhasesReady(Message):
         """The Overview's worker computed the phase table."""
 
+    @dataclass
     class RestReady(Message):
         """The Overview's worker computed findings, gap and ranks."""
 
-        def __init__(self, gap: pd.DataFrame | None) -> None:
-            super().__init__()
-            self.gap = gap
+        gap: pd.DataFrame | None
 
     def compose_body(self) -> ComposeResult:
         a = self.analysis
@@ -232,9 +233,11 @@ class OverviewScreen(RooftopScreen):
         a = self.analysis
         if not self._phases_shown:
             a.phases
-            self.post_message(self.PhasesReady())
+            if not post_if_current(self, self.PhasesReady()):
+                return
         warm_overview_rest(a)
-        self.post_message(self.RestReady(rank_gap(a)))
+        if not post_if_current(self, self.RestReady(rank_gap(a))):
+            return
         a.groups(by="short_name")  # the Kernels screen's table, ready before `3` is pressed
 
     @on(PhasesReady)

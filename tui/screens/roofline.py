@@ -1,6 +1,8 @@
 """Screen 4: the roofline. One point per kernel group; the keyboard walks them, biggest time first."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 from rich.text import Text
 from textual import on, work
@@ -14,6 +16,7 @@ from tui.widgets.breadcrumb import RooftopScreen
 from tui.widgets.phase import phase_label, trace_phases
 from tui.widgets.roofline_plot import BIG, MID, SELECTED, SMALL, RooflinePlot, printable, ridge
 from tui.widgets.text import safe_text
+from tui.workers import post_if_current
 
 PHASE_FILTERS = (None, "prefill", "decode")
 
@@ -61,12 +64,14 @@ class RooflineScreen(RooftopScreen):
         Binding("p", "cycle_phase", "Phase", id="roofline.phase"),
     ]
 
+    @dataclass
     class Ready(Message):
         """Roofline data computed off the UI thread."""
 
-        def __init__(self, analysis, phase: str | None, points: pd.DataFrame, ceilings: dict) -> None:
-            super().__init__()
-            self.analysis, self.phase, self.points, self.ceilings = analysis, phase, points, ceilings
+        analysis: object
+        phase: str | None
+        points: pd.DataFrame
+        ceilings: dict
 
     BREADCRUMB = "Roofline"
     EXPORT_NAME = "roofline"
@@ -94,7 +99,7 @@ class RooflineScreen(RooftopScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="roofline")
     def _compute(self, analysis, phase: str | None = None) -> None:
         points = analysis.roofline(by="short_name", phase=phase)
-        self.post_message(self.Ready(analysis, phase, points, dict(analysis.ceilings)))
+        post_if_current(self, self.Ready(analysis, phase, points, dict(analysis.ceilings)))
 
     @on(Ready)
     def _ready(self, message: Ready) -> None:

@@ -17,6 +17,7 @@ from textual.widgets import Static
 
 from ..widgets.breadcrumb import RooftopScreen, trace_title
 from ..widgets.text import sanitize
+from ..workers import post_if_current
 
 
 def warnings_text(items: list[tuple[str, str]]) -> Text:
@@ -53,7 +54,7 @@ class WarningsScreen(RooftopScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="warnings")
     def _compute(self) -> None:
-        self.post_message(self.Ready(self.analysis.warnings))
+        post_if_current(self, self.Ready(self.analysis.warnings))
 
     @on(Ready)
     def _ready(self, message: Ready) -> None:

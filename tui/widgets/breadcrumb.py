@@ -13,6 +13,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
+from ..textual_private import has_active_app, mark_styled
 from .keybar import KeyBar
 from .text import sanitize
 
@@ -67,9 +68,8 @@ class RooftopScreen(Screen):
         # A new screen is styled with the current stylesheet when it mounts, so it is not stale:
         # without this, every first visit to a screen re-parses all CSS and restyles the app twice
         # (Textual's switch_mode/_init_mode), a third of each screen switch on a slow machine.
-        app = self.app if _has_app() else None
-        if app is not None:
-            self._css_update_count = app._css_update_count
+        if has_active_app():
+            mark_styled(self, self.app)
 
     def compose(self) -> ComposeResult:
         yield Breadcrumb(self.crumbs, modeled=bool(getattr(self.analysis.trace, "modeled", False)), id="breadcrumb")
@@ -132,12 +132,6 @@ class RooftopScreen(Screen):
         chosen = next((t for t in tables if self.focused is not None and self.focused in t.walk_children()),
                       tables[0] if tables else None)
         return chosen.shown_frame() if chosen is not None else None
-
-
-def _has_app() -> bool:
-    from textual._context import active_app
-
-    return active_app.get(None) is not None
 
 
 def trace_title(analysis: Any) -> str:

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 from textual_plotext import PlotextPlot
 
+from ..textual_private import plotext_theme_name
+
 _SI = {-3: "0.001", -2: "0.01", -1: "0.1", 0: "1", 1: "10", 2: "100"}
 _PREFIXES = ((15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"))
 
@@ -194,7 +196,7 @@ class RooflinePlot(PlotextPlot):
         p = self.plt
         p.clear_figure()
         # Set the theme before drawing: plotext gives text labels the canvas colour current at draw time.
-        p.theme(self._get_plotext_theme_name(self.app.theme))
+        p.theme(plotext_theme_name(self, self.app.theme))
         pts = self._points
         fr = frame_for(pts, self._ceilings, samples=max(60, 2 * max(self.size.width, 1)))
         self._xrange, self._yrange = fr.x, fr.y
