@@ -19,7 +19,7 @@ from tui.screens.compare import (CompareDetailScreen, CompareScreen, change_text
                                  rel_change, verdict)
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tui_helpers import second_trace, small_trace  # noqa: E402
+from tui_helpers import STYLESHEET, second_trace, small_trace  # noqa: E402
 
 
 def test_verdicts():
@@ -31,6 +31,9 @@ def test_verdicts():
 
 
 class Two(App):
+
+
+    CSS_PATH = STYLESHEET
     def __init__(self, a, b):
         super().__init__()
         self.a, self.b = a, b

@@ -15,7 +15,7 @@ from tui.widgets.roofline_plot import BIG, MID, SELECTED, SMALL, RooflinePlot
 from tui.widgets.steps_plot import StepsPlot, nice_ticks, step_ticks
 
 from test_tui_app import drive
-from tui_helpers import small_trace
+from tui_helpers import STYLESHEET, small_trace
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 MARKERS = (BIG, MID, SMALL, SELECTED)
@@ -29,6 +29,9 @@ def test_step_ticks_are_steps_and_y_ticks_round():
 
 
 class One(App):
+
+
+    CSS_PATH = STYLESHEET
     def __init__(self, widget):
         super().__init__()
         self.widget = widget

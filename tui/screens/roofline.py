@@ -49,12 +49,6 @@ def peaks_text(analysis, ceilings: dict) -> Text:
 class RooflineScreen(RooftopScreen):
     """Log-log roofline of the kernel groups, coloured by phase; Enter opens the selected group."""
 
-    DEFAULT_CSS = """
-    RooflineScreen { layout: vertical; }
-    RooflineScreen #roofline-title { height: 1; text-style: bold; }
-    RooflineScreen #roofline-legend { height: auto; max-height: 3; color: $foreground-muted; }
-    RooflineScreen #roofline-info { height: auto; max-height: 2; background: $boost; text-wrap: nowrap; text-overflow: ellipsis; }
-    """
 
     BINDINGS = [
         Binding("j,down", "next", "Next", id="roofline.next"),

@@ -36,15 +36,6 @@ def top_reasons(stalls: pd.DataFrame, n: int = TOP_REASONS) -> list[str]:
 class StallsScreen(RooftopScreen):
     """Duration-weighted warp stall shares, as bars with what each reason means."""
 
-    DEFAULT_CSS = """
-    StallsScreen { layout: vertical; }
-    StallsScreen #stalls-title { height: 1; text-style: bold; }
-    StallsScreen #stalls-body { height: 1fr; }
-    StallsScreen .stalls-group { text-style: bold; color: $accent; margin-top: 1; }
-    StallsScreen .stalls-section { text-style: bold; margin-top: 1; }
-    StallsScreen .stalls-kernels { height: auto; }
-    StallsScreen #stalls-none { color: $warning; padding: 1 2; }
-    """
 
     BINDINGS = [
         Binding("c", "toggle_grouping", "Phase/category", id="stalls.grouping"),

@@ -133,16 +133,6 @@ class RooflinePlot(PlotextPlot):
     `ceilings` is `Analysis.ceilings`. Points are ordered by time, biggest first; `select(i)` uses that order.
     """
 
-    DEFAULT_CSS = """
-    RooflinePlot { width: 1fr; height: 1fr; min-height: 8; }
-    RooflinePlot > .roofline--roof { color: $foreground; }
-    RooflinePlot > .roofline--fp32 { color: $foreground-muted; }
-    RooflinePlot > .roofline--ridge { color: $foreground-muted; }
-    RooflinePlot > .roofline--prefill { color: $warning; }
-    RooflinePlot > .roofline--decode { color: $primary-lighten-2; }
-    RooflinePlot > .roofline--other { color: $foreground-muted; }
-    RooflinePlot > .roofline--selected { color: $error; }
-    """
     COMPONENT_CLASSES = {
         "roofline--roof", "roofline--fp32", "roofline--ridge", "roofline--prefill",
         "roofline--decode", "roofline--other", "roofline--selected",

@@ -92,6 +92,8 @@ def _number_array(values: pd.Series, digits: int) -> pa.Array:
     small = mag[(mag > 0) & (mag < 0.5 * 10.0 ** -digits)]
     if len(small):
         need = min(MAX_DIGITS, max(digits, 1 - int(np.floor(np.log10(small.min())))))
+        if small.min() >= 1e-4 and mag.max() < BIG:  # still printed without an exponent: stays a number
+            return pa.array(values.round(need), type=pa.float64(), from_pandas=True)
         arr = values.to_numpy(dtype="float64", na_value=np.nan)
         text = np.char.mod(f"%.{need}f", np.where(np.isnan(arr), 0.0, arr)).astype(object)
         text[np.isnan(arr)] = None
@@ -163,8 +165,6 @@ class FrameTable(Vertical):
     The frame is the state; the table widget is rebuilt from it on every change (fastdatatable's
     Arrow backend is immutable and mounting is cheap).
     """
-
-    DEFAULT_CSS = "FrameTable { height: 1fr; } FrameTable > DataTable { height: 1fr; }"
 
     class _RowMessage(Message):
         def __init__(self, table: "FrameTable", row: pd.Series) -> None:
