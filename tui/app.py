@@ -187,6 +187,13 @@ class RooftopApp(App[int]):
         self._pending_mode: str | None = None  # a screen asked for while loading, opened once loaded
 
     def on_mount(self) -> None:
+        from .keymap import load_keymap
+
+        keymap, problems = load_keymap()
+        if keymap:
+            self.set_keymap(keymap)
+        for line in problems:
+            self.notify(sanitize(line), title="keymap", severity="warning", timeout=8, markup=False)
         self.push_screen(LoadingScreen(self.paths))
         self._load_workers = {self._load(i, path): i for i, path in enumerate(self.paths)}
 
