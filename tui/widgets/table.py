@@ -182,6 +182,17 @@ class FrameTable(Vertical):
     class Highlighted(_RowMessage):
         """The cursor moved onto a row."""
 
+    class Changed(Message):
+        """The view was rebuilt (another frame, sort or filter): a screen's status line follows it."""
+
+        def __init__(self, table: "FrameTable") -> None:
+            super().__init__()
+            self.table = table
+
+        @property
+        def control(self) -> "FrameTable":
+            return self.table
+
     def __init__(self, cols: list[Col], frame: pd.DataFrame | None = None, *, search_key: str | None = None,
                  sort: tuple[str, bool] | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -281,6 +292,7 @@ class FrameTable(Vertical):
         pa.default_memory_pool().release_unused()
         if self.shown:
             new.move_cursor(row=min(row, self.shown - 1))
+        self.post_message(self.Changed(self))
 
     async def set_frame(self, frame: pd.DataFrame, cols: list[Col] | None = None, search_key: str | None = None,
                         default_sort: tuple[str, bool] | None = None) -> None:
