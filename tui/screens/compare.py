@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import Static
 
 from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate
@@ -202,12 +203,13 @@ class CompareScreen(RooftopScreen):
 
     BREADCRUMB = "Compare"
     EXPORT_NAME = "compare"
+    # Which |Δ| the kernel groups are sorted by; the watcher re-sorts and retitles.
+    sort: reactive[str] = reactive("time", init=False)
 
     def __init__(self, a, b, crumbs: list[str] | None = None) -> None:
         super().__init__(a, crumbs or [f"{trace_title(a)} vs {trace_title(b)}", self.BREADCRUMB])
         self.a, self.b = a, b
         self.diff = None
-        self.sort = "time"
 
     def compose_body(self) -> ComposeResult:
         yield Static(self._head(), id="compare-head")
@@ -260,10 +262,12 @@ class CompareScreen(RooftopScreen):
     def export_frame(self) -> pd.DataFrame | None:
         return None if self.diff is None else self.query_one("#compare-groups", FrameTable).view
 
-    async def action_cycle_sort(self) -> None:
+    def action_cycle_sort(self) -> None:
         self.sort = "bytes" if self.sort == "time" else "time"
+
+    async def watch_sort(self, sort: str) -> None:
         table = self.query_one("#compare-groups", FrameTable)
-        table.sort_key, table.sort_desc = GROUP_SORTS[self.sort], True
+        table.sort_key, table.sort_desc = GROUP_SORTS[sort], True
         await table.refresh_view()
         self.query_one("#compare-groups-title", Static).update(self._groups_title())
 

@@ -9,6 +9,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import Static
 
 from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate
@@ -69,6 +70,8 @@ class RooflineScreen(RooftopScreen):
 
     BREADCRUMB = "Roofline"
     EXPORT_NAME = "roofline"
+    # The phase filter asked for (None: all); `_phase` is the one whose points are shown.
+    phase: reactive[str | None] = reactive(None, init=False)
 
     def __init__(self, analysis, crumbs: list[str] | None = None) -> None:
         super().__init__(analysis, crumbs)
@@ -163,7 +166,10 @@ class RooflineScreen(RooftopScreen):
         self._update_info()
 
     def action_cycle_phase(self) -> None:
-        self._compute(self.analysis, PHASE_FILTERS[(PHASE_FILTERS.index(self._phase) + 1) % len(PHASE_FILTERS)])
+        self.phase = PHASE_FILTERS[(PHASE_FILTERS.index(self.phase) + 1) % len(PHASE_FILTERS)]
+
+    def watch_phase(self, phase: str | None) -> None:
+        self._compute(self.analysis, phase)
 
     def action_toggle_peaks(self) -> None:
         want = "datasheet" if self._ceilings.get("source") == "measured" else "measured"

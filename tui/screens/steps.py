@@ -10,6 +10,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.reactive import reactive
 from textual.widgets import Static, Tree
 
 from rooftop.format import fmt_ns
@@ -47,11 +48,12 @@ class StepsScreen(RooftopScreen):
     BREADCRUMB = "Steps"
     EXPORT_NAME = "steps"
     BINDINGS = [Binding("r", "toggle_spread", "Rank spread", id="steps.spread")]
+    # One row per step with the spread between ranks (else one row per rank and step).
+    spread: reactive[bool] = reactive(False, init=False)
 
     def __init__(self, analysis, crumbs: list[str] | None = None) -> None:
         super().__init__(analysis, crumbs)
         self.multi_rank = analysis.rank_steps is not None
-        self.spread = False  # showing one row per step with the spread between ranks
 
     def compose_body(self) -> ComposeResult:
         cols = [RANK_COL, *STEP_COLS] if self.multi_rank else STEP_COLS
@@ -63,14 +65,16 @@ class StepsScreen(RooftopScreen):
             return self.multi_rank  # a single-rank run has no spread: keep `r` off the key line
         return super().check_action(action, parameters)
 
-    async def action_toggle_spread(self) -> None:
+    def action_toggle_spread(self) -> None:
         self.spread = not self.spread
+
+    async def watch_spread(self, spread: bool) -> None:
         table = self.query_one("#steps-table", FrameTable)
-        if self.spread:
+        if spread:
             await table.set_frame(self.analysis.rank_steps, SPREAD_COLS)
         else:
             await table.set_frame(self.analysis.steps, [RANK_COL, *STEP_COLS])
-        self.query_one("#steps-hint", Static).update(RANK_HINTS[self.spread])
+        self.query_one("#steps-hint", Static).update(RANK_HINTS[spread])
         if table.table is not None:  # the rebuilt table replaced the focused one
             table.table.focus()
 
