@@ -79,3 +79,23 @@ def test_enter_on_a_range_keeps_it_open(tmp_path):
 
     # Steps, open prefill step 0, move onto its first range (layer=0, which has children), Enter.
     drive([small_trace(tmp_path)], ["2", "enter", "down", "enter", "shift+tab"], check=check)
+
+
+def test_a_trace_without_steps_says_so_on_the_steps_screen(tmp_path):
+    from rooftop.trace import write_trace
+    from tui.screens.steps import NO_STEPS
+
+    from tui_helpers import _meta
+
+    meta = _meta(modeled=False)
+    meta.pop("steps")
+    path = tmp_path / "nosteps.parquet"
+    write_trace(path, [{"kind": "kernel", "name": "k", "start_ns": i * 100, "dur_ns": 50, "device": 0, "stream": 7}
+                       for i in range(3)], meta)
+
+    def check(app):
+        from test_tui_app import text_of
+        assert app.screen.query_one("#steps-table").shown == 0
+        assert text_of(app.screen.query_one("#steps-hint")) == NO_STEPS
+
+    drive([path], ["2"], check=check)

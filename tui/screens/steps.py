@@ -39,6 +39,8 @@ SPREAD_COLS = [
 ]
 
 HINT = "Enter: open the step · e: export"
+NO_STEPS = ("No steps: this trace marks none (no step ranges such as `decode/step=3`, no step metadata); "
+            "Kernels (3) and the Overview cover the whole run.")
 RANK_HINTS = {False: "Enter: open the step on its rank · r: spread between ranks · e: export",
               True: "Enter: open the step on its straggler rank · r: every rank · e: export"}
 
@@ -87,7 +89,10 @@ class StepsScreen(RooftopScreen):
             await table.set_frame(message.rows, SPREAD_COLS)
         else:
             await table.set_frame(message.rows, [RANK_COL, *STEP_COLS] if self.multi_rank else STEP_COLS)
-        self.query_one("#steps-hint", Static).update(RANK_HINTS[message.spread] if self.multi_rank else HINT)
+        hint = RANK_HINTS[message.spread] if self.multi_rank else HINT
+        if not len(message.rows):
+            hint = NO_STEPS
+        self.query_one("#steps-hint", Static).update(hint)
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action == "toggle_spread":
