@@ -94,7 +94,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def _load(path: str):
-    """Any supported trace (rooftop Parquet, or an import converted in memory)."""
+    """Any supported trace (rooftop Parquet, or an import converted in memory). A directory must be
+    one run; any other is an error naming the traces it holds."""
+    if Path(path).is_dir():
+        from .trace import check_run_directory
+        check_run_directory(path)
     try:
         from collectors.readers.importers import load_any
     except ImportError:

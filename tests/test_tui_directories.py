@@ -76,3 +76,20 @@ def test_tui_lists_the_traces_and_opens_the_chosen_one(tmp_path):
                     break
             assert isinstance(app.screen, OverviewScreen) and app.analyses[0].trace.label == "small.parquet"
     asyncio.run(main())
+
+
+def test_a_directory_of_other_traces_is_one_run_only_with_distinct_ranks(tmp_path):
+    from rooftop.trace import check_run_directory
+
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    for name in ("a.pt.trace.json", "b.json.gz", "notes.txt"):
+        (mixed / name).write_text("{}")
+    with pytest.raises(NotOneRun) as err:
+        check_run_directory(mixed)
+    assert [f.name for f in err.value.files] == ["a.pt.trace.json", "b.json.gz"]  # the notes are not a trace
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    for name in ("job_rank0.json", "job_rank1.json"):
+        (ranks / name).write_text("{}")
+    check_run_directory(ranks)  # one run: the importer reads it as ranks 0 and 1

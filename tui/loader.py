@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rooftop.trace import Trace, TraceError, conform_meta, is_parquet, load_trace, parquet_files, read_meta
+from rooftop.trace import Trace, TraceError, check_run_directory, conform_meta, is_parquet, load_trace, parquet_files, read_meta
 
 # Timed rows below which everything the Overview shows is computed before the first paint.
 WARM_ALL_BELOW = 50_000
@@ -84,6 +84,8 @@ class ImportCancelled(Exception):
 def load(path: str, progress=None) -> Trace:
     """A Trace from a rooftop Parquet file or directory, or anything the importers recognise.
     `progress(done_bytes, total_bytes)` is called as an import reads (Kineto, nsys)."""
+    if Path(path).is_dir():
+        check_run_directory(path)  # any other directory: NotOneRun, and the app offers its files
     load_any = _importer()
     return load_any(path, progress) if load_any is not None else load_trace(path)
 

@@ -283,6 +283,29 @@ def run_files(path: Path) -> list[tuple[int | None, Path]]:
     return [(r, f) for r, (_, f) in zip(ranks, files)]
 
 
+# Names of trace files any reader takes (the importers decide by content; this only lists them).
+TRACE_SUFFIXES = (".parquet", ".json", ".json.gz", ".sqlite", ".ncu-rep", ".csv", ".nsys-rep")
+
+
+def check_run_directory(path: str | os.PathLike) -> None:
+    """Raise `NotOneRun` unless the directory is one run: its Parquet files pass `run_files`, or,
+    holding other traces (Kineto JSON, ...), each of them names a distinct rank (`rank0`, `rank-1`)."""
+    path = Path(path)
+    if parquet_files(path):
+        run_files(path)
+        return
+    try:
+        files = sorted(f for f in path.iterdir()
+                       if not f.name.startswith(".") and f.name.lower().endswith(TRACE_SUFFIXES) and f.is_file())
+    except OSError:
+        return  # the reader that follows says what is wrong with the directory
+    if len(files) <= 1:
+        return
+    ranks = [m.group(1) if (m := _RANK_RE.search(f.name)) else None for f in files]
+    if None in ranks or len(set(ranks)) < len(ranks):
+        raise NotOneRun(path, files, "no distinct rank in each file's name")
+
+
 def load_trace(path: str | os.PathLike) -> Trace:
     """Load a trace file, or a directory of per-rank files as one multi-rank run."""
     path = Path(path)
