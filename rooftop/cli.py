@@ -200,7 +200,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def _load(path: str):
-    """Any supported trace (rooftop Parquet, or an import converted in memory)."""
+    """Any supported trace (rooftop Parquet, or an import converted in memory). A directory must be
+    one run; any other is an error naming the traces it holds."""
+    if Path(path).is_dir():
+        from .trace import check_run_directory
+        check_run_directory(path)
     try:
         from collectors.readers.importers import load_any
     except ImportError:
@@ -259,6 +263,8 @@ def cmd_diff(args) -> int:
 
 
 def cmd_open(paths: list[str], override=None, options: dict | None = None) -> int:
+    if len(paths) > 2:
+        raise UsageError(f"rooftop opens one trace, or two to compare; got {len(paths)}: {' '.join(paths)}")
     for p in paths:
         if not Path(p).exists():
             raise TraceError(p, "no such file or directory")

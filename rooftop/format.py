@@ -17,21 +17,36 @@ def _unknown(v) -> bool:
 
 _SI = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
 _TIME = [(1e9, "s"), (1e6, "ms"), (1e3, "µs")]
+# Below the base unit: a tiny non-zero value keeps its size (`79.7 µB/s`), never `0` or `7.97e-05`.
+_SUB = [(1e-3, "m"), (1e-6, "µ"), (1e-9, "n"), (1e-12, "p"), (1e-15, "f")]
 
 
 def _scaled(v, units: list[tuple[float, str]], base: str, suffix: str = "", small: str = ".0f") -> str:
-    """`v` in the largest unit it reaches (3 significant digits), else in the base unit."""
+    """`v` in the largest unit it reaches (3 significant digits), else in the base unit; below one
+    base unit, a value the base format would show as 0 gets a sub-unit prefix."""
     if _unknown(v):
         return UNKNOWN
     v = float(v)
     for scale, prefix in units:
         if abs(v) >= scale:
             return f"{v / scale:.3g} {prefix}{suffix}"
+    if v != 0 and abs(v) < 1:
+        return _sub(v, suffix or base)
     return f"{v:{small}} {base}".rstrip()
 
 
+def _sub(v: float, unit: str) -> str:
+    """A magnitude below 1 with an SI sub-unit prefix: 0.0797 -> `79.7 m`, 7.97e-05 -> `79.7 µ`."""
+    for scale, prefix in _SUB:
+        if abs(v) >= scale:
+            return f"{v / scale:.3g} {prefix}{unit}".rstrip()
+    return f"{'>-' if v < 0 else '<'}1 {_SUB[-1][1]}{unit}"  # below the last prefix: say so
+
+
 def fmt_ns(v) -> str:
-    """Duration in ns -> `12.3 µs`, `4.56 ms`, `1.2 s`."""
+    """Duration in ns -> `12.3 µs`, `4.56 ms`, `1.2 s`; under 1 ns in ps (`500 ps`)."""
+    if not _unknown(v) and 0 < abs(float(v)) < 1:
+        return _sub(float(v) * 1e-9, "s")
     return _scaled(v, _TIME, "ns")
 
 
@@ -53,15 +68,23 @@ def fmt_pct(v, digits: int = 1) -> str:
     if _unknown(v):
         return UNKNOWN
     v = 100 * float(v)
+    if 0 < abs(v) < 1e-4:  # what `.2g` would print with an exponent
+        return f"{'>-' if v < 0 else '<'}0.0001%"
     if 0 < abs(v) < 0.1:
         return f"{v:.2g}%"
     return f"{v:.{digits}f}%"
 
 
 def fmt_num(v, digits: int = 3) -> str:
+    """A plain number: whole numbers as they are, others to `digits` significant digits; from a
+    million up and below 0.001 with an SI prefix (`1.5 M`, `79.7 µ`), never an exponent."""
     if _unknown(v):
         return UNKNOWN
     v = float(v)
     if v == int(v) and abs(v) < 1e6:
         return f"{int(v)}"
+    if abs(v) >= 1e3 and v != int(v) or abs(v) >= 1e6:  # `.3g` would print 1.2e+03
+        return _scaled(v, _SI, "")
+    if abs(v) < 1e-3:
+        return _sub(v, "")
     return f"{v:.{digits}g}"

@@ -113,3 +113,11 @@ def test_open_unreadable_file_fails_before_the_app_starts(tmp_path):
     code, out, err = run_cli(p)
     assert code == 2 and out == ""          # no full-screen escape sequences were written
     assert err.startswith("rooftop: error: ") and "unrecognised" in err and err.count("\n") == 1
+
+
+def test_three_traces_is_an_error_that_says_so(tmp_path, capsys):
+    from rooftop.cli import main
+
+    assert main(["a.parquet", "b.parquet", "c.parquet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "one trace, or two to compare; got 3" in err

@@ -258,7 +258,7 @@ def test_key_line_at_80_columns_keeps_what_matters(tmp_path):
         return text
     got = drive([small_trace(tmp_path)], size=(80, 24), steps=[([], line), (["3"], line), (["enter"], line)])
     assert "1-5 screens" in got[0] and "e Export CSV" in got[0] and "Back" not in got[0]  # nothing to go back to
-    assert got[1].startswith(" g Raw/grouped  c By category  s Sort  / Filter")
+    assert got[1].startswith(" g Raw/grouped  c By category  p By phase  s Sort  / Filter")
     assert got[2].startswith(" esc ⌫ Back")  # a drill-down can go back
 
 
@@ -318,7 +318,7 @@ def test_big_trace_overview_paints_in_stages(tmp_path, monkeypatch):
             seen["phases"] = [str(c) for col in s.query_one("#phases").table.columns for c in col._cells]
             seen["cached"] = ("short_name", None) in app.analyses[0]._groups  # prefetched for Kernels
     asyncio.run(main())
-    assert seen["first"] == ["identity", "overview-pending"] and seen["pending"].startswith("computing")
+    assert seen["first"] == ["identity", "warnings-count", "overview-pending"] and seen["pending"].startswith("computing")
     assert "overview-pending" not in seen["last"]
-    assert [i for i in seen["last"] if i] == ["identity", "phases", "sources", "findings", "gap", "step-curve"]
+    assert [i for i in seen["last"] if i] == ["identity", "warnings-count", "phases", "sources", "findings", "gap", "step-curve"]
     assert "decode" in seen["findings"] and "1.7%" in seen["phases"] and seen["cached"]

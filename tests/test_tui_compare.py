@@ -12,14 +12,14 @@ import sys
 from pathlib import Path
 
 from textual.app import App
-from textual.widgets import DataTable
 
 from rooftop.analysis import analyze
 from rooftop.trace import load_trace
-from tui.screens.compare import CompareScreen, rel_change, verdict
+from tui.screens.compare import (CompareDetailScreen, CompareScreen, change_text, changed_title, group_rows,
+                                 rel_change, verdict)
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tui_helpers import second_trace, small_trace  # noqa: E402
+from tui_helpers import STYLESHEET, second_trace, small_trace  # noqa: E402
 
 
 def test_verdicts():
@@ -31,6 +31,9 @@ def test_verdicts():
 
 
 class Two(App):
+
+
+    CSS_PATH = STYLESHEET
     def __init__(self, a, b):
         super().__init__()
         self.a, self.b = a, b
@@ -46,10 +49,6 @@ async def _settle(pilot):
         await pilot.pause()
 
 
-def _rows(table: DataTable) -> list[list[str]]:
-    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-
-
 def test_compare_deltas(tmp_path):
     a = analyze(load_trace(small_trace(tmp_path, counters=True)))
     b = analyze(load_trace(second_trace(tmp_path, counters=True, modeled=True)))
@@ -62,24 +61,69 @@ def test_compare_deltas(tmp_path):
             head = str(screen.query_one("#compare-head").render())
             assert "A: small.parquet" in head and "B: second.parquet" in head
             assert head.split("\n")[1].count("MODELED") == 1 and "MODELED" not in head.split("\n")[0]
-            rows = {(r[0], r[1]): r[2:] for r in _rows(screen.query_one("#compare-phases", DataTable))}
-            assert rows[("decode", "time")] == ["464 µs", "488 µs", "+24 µs", "+5.2%"]
-            assert rows[("decode", "tokens/s")] == ["8.62 ktok/s", "8.2 ktok/s", "−424 tok/s", "-4.9%"]
+            phases = screen.query_one("#compare-phases").view
+            rows = {(r["phase"], r["metric"]): [r["a"], r["b"], r["delta"], r["change"]] for r in phases.to_dict("records")}
+            assert rows[("decode", "time")] == ["464 µs", "488 µs", "+24 µs", "+5.2% worse"]
+            assert rows[("decode", "tokens/s")] == ["8.62 k", "8.2 k", "−424", "-4.9% worse"]
             assert rows[("prefill", "time")][2:] == ["±0 ns", "+0.0%"]
-            # Colour classes: slower time is worse, fewer tokens/s is worse, unchanged is plain.
-            table = screen.query_one("#compare-phases", DataTable)
-            worse = screen.get_component_rich_style("compare--worse", partial=True)
-            cells = {(str(r[0]), str(r[1])): r for r in (table.get_row_at(i) for i in range(table.row_count))}
-            assert cells[("decode", "time")][4].style == worse
-            assert cells[("decode", "tokens/s")][5].style == worse
-            assert cells[("prefill", "time")][4].style == ""
-            groups = _rows(screen.query_one("#compare-groups", DataTable))
-            assert groups[0][0].startswith("sm90_xmma_gemm") and groups[0][3] == "+24 µs"
-            assert [g[3] for g in groups[1:]] == ["±0 ns", "±0 ns"]
+            # MBU is a fraction: its change is in points, not relative.
+            mbu = rows[("decode", "MBU")]
+            assert mbu[3].endswith(("pts worse", "pts better", "pts")) and "%" not in mbu[3]
+            groups = screen.query_one("#compare-groups").view
+            assert groups["key"].iloc[0].startswith("sm90_xmma_gemm") and groups["time_change"].iloc[0] == 24_000
+            assert list(groups["time_change"].iloc[1:]) == [0, 0]
             assert "Findings:" in str(screen.query_one("#compare-findings").render())
             await pilot.press("s")
             await pilot.pause()
             assert "by |Δ bytes|" in str(screen.query_one("#compare-groups-title").render())
+
+    asyncio.run(run())
+
+
+def test_groups_only_one_run_has_rank_by_their_own_size():
+    import pandas as pd
+    from rooftop.analysis.diff import group_diff
+
+    def g(rows):
+        return pd.DataFrame([{"key": k, "category": "x", "count": 1, "time_ns": t, "bytes": b} for k, t, b in rows])
+
+    # A: gemm 100 µs / 10 MB, old 50 µs / 80 MB. B: gemm 110 µs / 11 MB, new 30 µs / 60 MB.
+    d = group_rows(group_diff(g([("gemm", 100e3, 10e6), ("old", 50e3, 80e6)]),
+                              g([("gemm", 110e3, 11e6), ("new", 30e3, 60e6)])))
+    by_time = d.sort_values("abs_time_change", ascending=False)["key"].tolist()
+    by_bytes = d.sort_values("abs_bytes_change", ascending=False)["key"].tolist()
+    assert by_time == ["old", "new", "gemm"]            # |−50|, |+30|, |+10| µs
+    assert by_bytes == ["old", "new", "gemm"]           # |−80|, |+60|, |+1| MB (not unknown for old/new)
+    assert d.set_index("key")["bytes_change"].to_dict() == {"gemm": 1e6, "old": -80e6, "new": 60e6}
+
+
+def test_changed_finding_reads_like_diff():
+    assert (changed_title("prefill attention is fused (FlashAttention-like)",
+                          "prefill attention is materialized: the S x S scores go through HBM")
+            == "prefill attention is fused (FlashAttention-like) → materialized: the S x S scores go through HBM")
+    assert change_text(0.878, 0.574, fraction=True) == "-30.4 pts"
+    assert change_text(464, 488, fraction=False) == "+5.2%"
+
+
+def test_enter_on_a_group_opens_a_beside_b(tmp_path):
+    a = analyze(load_trace(small_trace(tmp_path, counters=True)))
+    b = analyze(load_trace(second_trace(tmp_path, counters=True)))
+
+    async def run():
+        app = Two(a, b)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _settle(pilot)
+            await pilot.press("enter")
+            await _settle(pilot)
+            screen = app.screen
+            assert isinstance(screen, CompareDetailScreen) and screen.key.startswith("sm90_xmma_gemm")
+            rows = screen.rows.set_index("metric")
+            # Whole-run GEMM time: A 1.09 ms (see test_tui_drilldown); B adds 24 µs.
+            assert rows.loc["total time"].tolist() == ["1.09 ms", "1.12 ms"]
+            assert rows.loc["launches"].tolist() == ["30", "30"]
+            await pilot.press("escape")
+            await pilot.pause()
+            assert isinstance(app.screen, CompareScreen)
 
     asyncio.run(run())
 

@@ -45,9 +45,9 @@ def big(monkeypatch):
     release = threading.Event()
     real = loader.open_analysis
 
-    def held(path):
+    def held(path, progress=None):
         assert release.wait(10), "the test never released the load"
-        return real(path)
+        return real(path, progress)
     monkeypatch.setattr(loader, "open_analysis", held)
     return release
 

@@ -17,7 +17,7 @@ from tui.widgets.roofline_plot import (BIG, MID, SMALL, RooflinePlot, decade_lab
                                        marker_for, plottable, printable, ridge)
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tui_helpers import small_trace  # noqa: E402
+from tui_helpers import STYLESHEET, small_trace  # noqa: E402
 
 DEVICE = {"name": "NVIDIA H100 80GB HBM3", "cc": "9.0", "sms": 132,
           "peaks": {"datasheet": {"flops": 989e12, "bw": 3.35e12}}}
@@ -87,6 +87,8 @@ def test_plottable_drops_what_a_log_axis_cannot_hold_and_sorts_by_time():
 # --- the screen ------------------------------------------------------------------------------
 
 class ScreenApp(App):
+
+    CSS_PATH = STYLESHEET
     def __init__(self, analysis, **kw):
         super().__init__(**kw)
         self.analysis = analysis
@@ -273,6 +275,8 @@ def test_compact_plot_one_point():
     pts = pd.DataFrame({"key": ["k"], "phase": ["decode"], "ai": [2.0], "achieved_flops": [4e12], "time_ns": [10]})
 
     class Mini(App):
+
+        CSS_PATH = STYLESHEET
         def compose(self):
             yield RooflinePlot(pts, {"bw": BW, "flops": PEAK, "fp32": None}, selected=0, compact=True)
 

@@ -14,7 +14,7 @@ import pytest
 from textual.app import App
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tui_helpers import small_trace  # noqa: E402
+from tui_helpers import STYLESHEET, small_trace  # noqa: E402
 
 from rooftop.analysis import analyze  # noqa: E402
 from rooftop.trace import load_trace, write_trace  # noqa: E402
@@ -55,6 +55,9 @@ def chart_trace(folder: Path) -> Path:
 
 
 class ChartApp(App):
+
+
+    CSS_PATH = STYLESHEET
     """Mounts one chart screen on the deterministic trace."""
 
     def __init__(self, which: str, folder: Path | None = None) -> None:
@@ -96,6 +99,8 @@ def test_small_trace_stalls_renders(tmp_path):
     a = analyze(load_trace(small_trace(tmp_path, counters=True)))
 
     class One(App):
+
+        CSS_PATH = STYLESHEET
         def on_mount(self):
             self.push_screen(StallsScreen(a))
 

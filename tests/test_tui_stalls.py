@@ -15,7 +15,7 @@ from tui.screens.stalls import StallsScreen, top_reasons
 from tui.widgets.stall_bars import StallBars, bar, stall_lines, top_shares
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tui_helpers import small_trace  # noqa: E402
+from tui_helpers import STYLESHEET, small_trace  # noqa: E402
 
 # Helper trace stall columns: 0.1 for 17 reasons, 4.0 for the dominant one, 1.0 for `selected` -> sum 6.7.
 # Decode kernels: 428 µs in all, of which silu (dominant `wait`) 16 µs; every other kernel long_scoreboard.
@@ -39,6 +39,9 @@ def test_bar_and_lines():
 
 
 class One(App):
+
+
+    CSS_PATH = STYLESHEET
     def __init__(self, analysis):
         super().__init__()
         self.analysis = analysis

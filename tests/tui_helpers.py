@@ -16,6 +16,9 @@ from pathlib import Path
 from rooftop.models import preset
 from rooftop.trace import STALL_COLUMNS, write_trace
 
+# The app's one stylesheet: test apps that mount a screen or widget alone load it too, as the app does.
+STYLESHEET = str(Path(__file__).resolve().parent.parent / "tui" / "rooftop.tcss")
+
 # Names that must be displayed literally (never as markup, never as terminal control).
 WEIRD_NAMES = (
     "[bold]boldk[/]",

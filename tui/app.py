@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib
 import sys
+import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
@@ -19,9 +21,10 @@ from textual.containers import Center, Middle
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerState, get_current_worker
 
-from rooftop.trace import TraceError
+from rooftop.format import fmt_bytes
+from rooftop.trace import NotOneRun, TraceError
 
 from .widgets.breadcrumb import RooftopScreen
 from .widgets.text import safe_text, sanitize
@@ -36,29 +39,63 @@ KEYLINE_HIDDEN = ("compare", "timeline")  # keep the key line's compact `1-5 scr
 
 # The longest the load waits for the Overview's first paint from the footer (see `Preview.shown`).
 PAINT_WAIT_S = 1.0
+# How often an import reports its progress to the screen (each report is a message and a repaint).
+PROGRESS_EVERY_S = 0.2
 
 
+@dataclass
 class Loaded(Message):
-    def __init__(self, index: int, analysis: Any) -> None:
-        super().__init__()
-        self.index, self.analysis = index, analysis
+    index: int
+    analysis: Any
 
 
+@dataclass
 class Previewed(Message):
     """The footer of a big rooftop trace is read: the Overview can show what ran while it loads."""
 
-    def __init__(self, preview: Any) -> None:
-        super().__init__()
-        self.preview = preview
+    preview: Any
 
 
+@dataclass
 class LoadFailed(Message):
-    def __init__(self, index: int, error: str) -> None:
-        super().__init__()
-        self.index, self.error = index, error
+    index: int
+    error: str
+
+
+@dataclass
+class ImportProgress(Message):
+    """An import read `done` of `total` bytes of trace `index`, `elapsed_s` after it started."""
+
+    index: int
+    done: int
+    total: int
+    elapsed_s: float
+
+
+@dataclass
+class LoadCancelled(Message):
+    index: int
+
+
+@dataclass
+class ChooseTrace(Message):
+    """Trace `index` is a directory of traces that are not one run: the user picks one."""
+
+    index: int
+    files: list
+    why: str
+
+
+def progress_line(path: str, done: int, total: int, elapsed_s: float) -> str:
+    """`importing trace.json.gz: 412 MB of 1.2 GB (34%) · 3.1 s · Esc cancels`."""
+    pct = f" ({100 * done / total:.0f}%)" if total > 0 else ""
+    return (f"importing {Path(path).name}: {fmt_bytes(done)} of {fmt_bytes(total)}{pct}"
+            f" · {elapsed_s:.1f} s · Esc cancels")
 
 
 class LoadingScreen(Screen):
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="loading.cancel")]
+
     def __init__(self, paths: list[str]) -> None:
         super().__init__()
         self.paths = paths
@@ -67,9 +104,17 @@ class LoadingScreen(Screen):
         with Middle():
             with Center():
                 yield Static(safe_text("Loading " + ", ".join(self.paths) + " …"), id="loading-text")
+            with Center():
+                yield Static("", id="loading-progress")
             # No animated LoadingIndicator: redrawing it 60 times a second holds the GIL the loading
             # thread needs (a 1M-kernel trace loaded 0.3 s slower).
         yield Footer()
+
+    def show_progress(self, path: str, done: int, total: int, elapsed_s: float) -> None:
+        self.query_one("#loading-progress", Static).update(safe_text(progress_line(path, done, total, elapsed_s)))
+
+    def action_cancel(self) -> None:
+        self.app.cancel_load()
 
 
 class PlaceholderScreen(RooftopScreen):
@@ -128,6 +173,7 @@ class RooftopApp(App[int]):
         *(Binding(key, f"show_screen('{mode}')", title, id=f"screen.{mode}", show=mode not in KEYLINE_HIDDEN)
           for mode, key, title in SCREENS),
         Binding("question_mark", "help", "Help", id="app.help"),
+        Binding("w", "warnings", "Warnings", id="app.warnings", show=False),
         Binding("e", "export", "Export CSV", id="app.export"),
         Binding("t", "timeline_here", "Step timeline", id="app.timeline_here", show=False),
         Binding("q", "quit", "Quit", id="app.quit"),
@@ -146,24 +192,85 @@ class RooftopApp(App[int]):
         self._pending_mode: str | None = None  # a screen asked for while loading, opened once loaded
 
     def on_mount(self) -> None:
+        from .keymap import load_keymap
+
+        keymap, problems = load_keymap()
+        if keymap:
+            self.set_keymap(keymap)
+        for line in problems:
+            self.notify(sanitize(line), title="keymap", severity="warning", timeout=8, markup=False)
         self.push_screen(LoadingScreen(self.paths))
         self._load_workers = {self._load(i, path): i for i, path in enumerate(self.paths)}
 
     @work(thread=True, exit_on_error=False, group="load", description="loading trace")
     def _load(self, index: int, path: str) -> None:
-        from .loader import open_analysis, preview
+        from .loader import ImportCancelled, open_analysis, preview
 
         # One trace: paint its identity from the footer at once, then read the events. (Two go to
         # Compare, which needs both loaded; the loading screen stays until then.)
         if len(self.paths) == 1 and (p := preview(path)) is not None:
             self.post_message(Previewed(p))
             p.shown.wait(timeout=PAINT_WAIT_S)
+        worker, started, last = get_current_worker(), time.monotonic(), [0.0]
+
+        def progress(done: int, total: int) -> None:
+            # Called by the importer between chunks: the one place a cancelled import can stop.
+            if worker.is_cancelled:
+                raise ImportCancelled(path)
+            now = time.monotonic()
+            if now - last[0] >= PROGRESS_EVERY_S or done >= total:
+                last[0] = now
+                self.post_message(ImportProgress(index, done, total, now - started))
+
         try:
-            analysis = open_analysis(path, self.peaks_override, **self.analysis_options)
+            analysis = open_analysis(path, self.peaks_override, progress, **self.analysis_options)
+        except ImportCancelled:
+            self.post_message(LoadCancelled(index))
+            return
+        except NotOneRun as exc:
+            self.post_message(ChooseTrace(index, exc.files, exc.why))
+            return
         except TraceError as exc:
             self.post_message(LoadFailed(index, str(exc)))
             return
+        if worker.is_cancelled:
+            self.post_message(LoadCancelled(index))
+            return
         self.post_message(Loaded(index, analysis))
+
+    def cancel_load(self) -> None:
+        """Esc while importing: stop every load (the importer stops at its next chunk) and leave."""
+        for worker in self._load_workers:
+            worker.cancel()
+        self.notify("Cancelling the import…", timeout=3)
+
+    @on(ImportProgress)
+    def _progress(self, message: ImportProgress) -> None:
+        if isinstance(self.screen, LoadingScreen):
+            self.screen.show_progress(self.paths[message.index], message.done, message.total, message.elapsed_s)
+
+    @on(ChooseTrace)
+    def _choose(self, message: ChooseTrace) -> None:
+        from .screens.chooser import ChooserScreen
+
+        directory = self.paths[message.index]
+
+        def chosen(path: str | None) -> None:
+            if path is None:
+                self._results[message.index] = None
+                self.errors.append(f"{directory}: no trace chosen")
+                self._maybe_ready()
+                return
+            self.paths[message.index] = path
+            worker = self._load(message.index, path)
+            self._load_workers[worker] = message.index
+
+        self.push_screen(ChooserScreen(directory, message.files, message.why), chosen)
+
+    @on(LoadCancelled)
+    def _cancelled(self, message: LoadCancelled) -> None:
+        self.errors.append(f"{self.paths[message.index]}: import cancelled")
+        self.exit(1)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         # An analysis bug is not the user's file's fault, but it must still be one line, not a crash.
@@ -241,6 +348,13 @@ class RooftopApp(App[int]):
 
         if not self.analyses or not open_for_screen(self, self.screen):
             self.notify("t opens a step's timeline: pick a step in Steps (2); 7 shows the whole run.", timeout=4)
+    def action_warnings(self) -> None:
+        from .screens.warnings import WarningsScreen
+
+        if not self.analyses:
+            self.notify("Still loading…", timeout=3)
+        elif not isinstance(self.screen, WarningsScreen):
+            self.push_screen(WarningsScreen(self.analyses[0], self.screen.crumbs[:1] if hasattr(self.screen, "crumbs") else None))
 
     def action_help(self) -> None:
         from .screens.help import HelpScreen
@@ -283,12 +397,15 @@ def _whole_names(frame, screen):
 
 def run_app(paths: list[str], peaks_override: Any = None, **analysis_options: Any) -> int:
     """Run the TUI on one trace (or two, for Compare); 2 when nothing could be opened."""
+    if len(paths) > 2:
+        print(f"rooftop: error: rooftop opens one trace, or two to compare; got {len(paths)}", file=sys.stderr)
+        return 2
     app = RooftopApp(paths, peaks_override, **analysis_options)
     code = app.run()
     if app.errors and not app.analyses:
         for line in app.errors:
             print(f"rooftop: error: {line}", file=sys.stderr)
-        return 2
+        return int(code or 2)
     return int(code or 0)
 
 

@@ -17,12 +17,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rooftop.trace import Trace, TraceError, conform_meta, is_parquet, load_trace, parquet_files, read_meta
+from rooftop.trace import Trace, TraceError, check_run_directory, conform_meta, is_parquet, load_trace, parquet_files, read_meta
 
 # Timed rows below which everything the Overview shows is computed before the first paint.
 WARM_ALL_BELOW = 50_000
 # `Analysis` cached properties the Overview reads after its first paint (its worker computes them).
-OVERVIEW_REST = ("findings", "gap", "rank_phases", "rank_steps")
+OVERVIEW_REST = ("findings", "gap", "rank_phases", "rank_steps", "warnings")
 
 
 # Rows from which a rooftop Parquet trace is previewed from its footer while its events load: below,
@@ -35,7 +35,7 @@ class Preview:
     the Overview's identity lines and breadcrumb need. Stands in for the Analysis until it comes."""
 
     def __init__(self, path: str, meta: dict, rows: int) -> None:
-        from rooftop.analysis import Analysis
+        from rooftop.analysis import trace_identity
         from rooftop.redact import redact
 
         # The same metadata the full load gives (secrets out, sections conformed), less the steps
@@ -46,9 +46,7 @@ class Preview:
         # Set by the Overview once it has painted this: the load waits for it, since reading the rows
         # holds the GIL for long stretches and would hold the paint back by a second at 1M rows.
         self.shown = threading.Event()
-        a = Analysis(self.trace)
-        a.__dict__["has_counters"] = None  # unknown until the rows are read (a cached_property)
-        self.identity = a.identity
+        self.identity = trace_identity(self.trace, counters=None)  # counters: unknown until the rows are read
 
 
 def preview(path: str) -> Preview | None:
@@ -78,10 +76,18 @@ def _importer():
     return load_any
 
 
-def load(path: str) -> Trace:
-    """A Trace from a rooftop Parquet file or directory, or anything the importers recognise."""
+class ImportCancelled(Exception):
+    """Raised from the progress callback when the user cancelled the import (Esc): it unwinds the
+    reader, which catches only its own format's errors."""
+
+
+def load(path: str, progress=None) -> Trace:
+    """A Trace from a rooftop Parquet file or directory, or anything the importers recognise.
+    `progress(done_bytes, total_bytes)` is called as an import reads (Kineto, nsys)."""
+    if Path(path).is_dir():
+        check_run_directory(path)  # any other directory: NotOneRun, and the app offers its files
     load_any = _importer()
-    return load_any(path) if load_any is not None else load_trace(path)
+    return load_any(path, progress) if load_any is not None else load_trace(path)
 
 
 def warm_overview_rest(a: Any) -> None:
@@ -91,13 +97,12 @@ def warm_overview_rest(a: Any) -> None:
 
 
 def phases_ready(a: Any) -> bool:
-    return "phases" in vars(a)
+    return a.is_computed("phases")
 
 
 def overview_ready(a: Any) -> bool:
-    """Whether everything the Overview shows is computed already (`cached_property` keeps it in
-    the instance dict)."""
-    return all(name in vars(a) for name in OVERVIEW_REST)
+    """Whether everything the Overview shows is computed already."""
+    return all(a.is_computed(name) for name in OVERVIEW_REST)
 
 
 def analyze_warm(trace: Trace, peaks_override: Any = None, **options: Any) -> Any:
@@ -117,8 +122,8 @@ def analyze_warm(trace: Trace, peaks_override: Any = None, **options: Any) -> An
     return a
 
 
-def open_analysis(path: str, peaks_override: Any = None, **options: Any) -> Any:
-    a = analyze_warm(load(path), peaks_override, **options)
+def open_analysis(path: str, peaks_override: Any = None, progress=None, **options: Any) -> Any:
+    a = analyze_warm(load(path, progress), peaks_override, **options)
     # Reading Parquet into pandas goes through Arrow buffers that are freed by then, but pyarrow's
     # allocator (mimalloc) keeps their pages: ~330 MB of RSS at 1M kernels, given back here.
     pa.default_memory_pool().release_unused()

@@ -8,7 +8,10 @@ from __future__ import annotations
 import dataclasses
 from functools import cached_property
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..devices import Peaks, peaks as device_peaks
 from ..format import fmt_bytes, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate
@@ -19,7 +22,7 @@ from . import attention, ceilings, diff, findings, gap, groups, metrics, model_c
 from .findings import Finding
 from .model_cost import Workload
 
-__all__ = ["Analysis", "analyze", "compare", "Finding"]
+__all__ = ["Analysis", "analyze", "compare", "Finding", "scope_name", "trace_identity"]
 
 
 class Analysis:
@@ -194,38 +197,128 @@ class Analysis:
             return None
         return gap.gap_steps(self.timed, self.peaks.flops, self.peaks.bw, self.steps)
 
+    def full_names(self, key: str, by: str = "short_name", limit: int = 20) -> list[str]:
+        """The distinct full (demangled) names behind one group key, most time first, at most `limit`."""
+        rows = self.kernels(key=key, by=by)
+        if rows.empty or "name" not in rows.columns:
+            return []
+        t = rows.groupby(rows["name"].astype(object), sort=False)["dur_ns"].sum().sort_values(ascending=False)
+        return [str(n) for n in t.index[:limit]]
+
+    # --- what the user should know before trusting the numbers ---------------------------------------
+    # Below this share of a phase's kernel time with known bytes, its MBU and TB/s say too little.
+    COVERAGE_WARN_BELOW = 0.9
+
+    @property
+    def trace_warnings(self) -> list[tuple[str, str]]:
+        """(where, message) known from the file alone: the importer's and reader's warnings (rows
+        dropped, values ignored), a truncated capture, an unknown device. Cheap: no analysis."""
+        out = [("import", str(w)) for w in self.trace.warnings]
+        if self.trace.meta.get("incomplete"):
+            out.append(("capture", "incomplete capture: the run stopped early; only what was recorded is analysed"))
+        if self.peaks.source is None:
+            out.append(("device", f"no peaks: {self.peaks.reason or 'device not recognised'}; MBU, MFU and the "
+                                  "roofline are unknown"))
+        return out
+
+    @cached_property
+    def warnings(self) -> list[tuple[str, str]]:
+        """`trace_warnings` plus what the analysis found: phases whose bytes are known for too little
+        of their kernel time (their MBU counts only the known part)."""
+        out = list(self.trace_warnings)
+        ph = self.phases
+        if "bytes_coverage" in ph.columns:
+            for r in ph[["phase", "bytes_coverage"]].to_dict("records"):
+                cov = r["bytes_coverage"]
+                if cov == cov and cov is not None and cov < self.COVERAGE_WARN_BELOW:
+                    out.append(("coverage", f"{r['phase']}: bytes known for {fmt_pct(cov, 0)} of kernel time; "
+                                            "MBU and TB/s count only that part"))
+        return out
+
     # --- identity and detail --------------------------------------------------------------------
     @cached_property
     def identity(self) -> dict:
-        m = self.trace.meta
-        model = m.get("model") or {}
-        wl = m.get("workload") or {}
-        src = m.get("source") or {}
-        dev = m.get("device") or {}
-        parts = []
-        for k, label in (("batch", "batch"), ("prompt_len", "prompt"), ("gen_len", "gen"), ("dtype", ""),
-                         ("attn", "attn"), ("cuda_graphs", "graphs")):
-            v = wl.get(k)
-            if v is not None:
-                parts.append(f"{label} {v}".strip() if k != "cuda_graphs" else ("CUDA graphs" if v else "no graphs"))
-        return {
-            "label": self.trace.label,
-            "model": model.get("name"),
-            "workload": ", ".join(parts) or None,
-            "device": dev.get("name"),
-            "source": " ".join(str(x) for x in (src.get("tool"), src.get("version")) if x) or None,
-            "modeled": self.trace.modeled,
-            "counters": self.has_counters,
-            "incomplete": bool(m.get("incomplete")),
-            "ranks": self.trace.ranks,
-            # kernels, memcpy and memset counted apart: a kernel count never includes copies
-            "gpu_work": gpu_work_counts(self.trace.events),
-        }
+        out = trace_identity(self.trace, self.has_counters)
+        # kernels, memcpy and memset counted apart: a kernel count never includes copies
+        out["gpu_work"] = gpu_work_counts(self.trace.events)
+        return out
 
-    def kernel_detail(self, key: str, by: str = "short_name") -> list[tuple[str, str, str]]:
-        """(label, value with unit, source) for one kernel group."""
-        rows = self.kernels(key=key, by=by)
-        g = self.groups(by)
+    def is_computed(self, name: str) -> bool:
+        """Whether the cached result `name` (`phases`, `findings`, `warnings`, ...) is computed
+        already, so reading it costs nothing (a screen decides what to paint at once)."""
+        return name in self.__dict__
+
+    # --- scoped views: a drill-down keeps the phase, step or rank it came from ---------------------
+    def scoped_groups(self, by: str = "short_name", phase: str | None = None, step: int | None = None,
+                      rank: int | None = None) -> pd.DataFrame:
+        """Kernel groups of one phase, one step of a phase, or one rank (time share within that scope)."""
+        if step is None and rank is None:
+            return self.groups(by, phase)
+        rows = self.kernels(phase=phase, step=step, rank=rank)
+        return groups.kernel_groups(rows, by, self.peaks.flops, self.peaks.bw)
+
+    def scoped_stalls(self, by: str = "short_name", phase: str | None = None, step: int | None = None,
+                      rank: int | None = None) -> pd.DataFrame | None:
+        """`stalls(by)` over one scope's launches only."""
+        return stalls.stall_shares(self.kernels(phase=phase, step=step, rank=rank), by)
+
+    def scoped_roofline(self, by: str = "short_name", phase: str | None = None, step: int | None = None,
+                        rank: int | None = None) -> pd.DataFrame:
+        """Roofline points of one scope's groups; the whole trace gives one point per group and phase."""
+        if phase is None and step is None and rank is None:
+            return self.roofline(by)
+        pts = groups.roofline_points(self.scoped_groups(by, phase, step, rank))
+        return pts if phase is None else pts.assign(phase=phase)
+
+    def groups_by_phase(self, by: str = "short_name") -> pd.DataFrame:
+        """One row per (group, phase): each phase's own numbers for the group; `time_share` is of all
+        kernel time, so the rows add up as the plain groups do."""
+        phases = [p for p in pd.unique(self.timed["phase"]) if isinstance(p, str)]
+        frames = [self.groups(by, p).assign(phase=p) for p in phases]
+        frames = [f for f in frames if not f.empty]
+        if not frames:
+            return self.groups(by)
+        out = pd.concat(frames, ignore_index=True)
+        total = self.timed["dur_ns"].sum()
+        out["time_share"] = out["time_ns"] / total if total else float("nan")
+        return out.sort_values("time_ns", ascending=False, kind="stable").reset_index(drop=True)
+
+    @cached_property
+    def gap_before(self) -> pd.Series:
+        """Per timed row (same index): idle time on its GPU before it started, in ns: its start minus
+        the latest end of the earlier kernels on the same rank and device (0 when it overlaps one),
+        null for the first kernel on a device."""
+        t = self.timed
+        if t.empty:
+            return pd.Series(dtype="float64", index=t.index)
+        keys = [t[c].astype("float64").fillna(-1).to_numpy() for c in ("rank", "device") if c in t.columns]
+        start = t["start_ns"].to_numpy(dtype="float64")
+        end = t["end_ns"].to_numpy(dtype="float64")
+        order = np.lexsort((start, *reversed(keys))) if keys else np.argsort(start, kind="stable")
+        gid = (pd.DataFrame({i: k[order] for i, k in enumerate(keys)}).groupby(list(range(len(keys))), sort=False)
+               .ngroup().to_numpy() if keys else np.zeros(len(t), dtype=int))
+        run_end = pd.Series(end[order]).groupby(gid).cummax()
+        prev = run_end.groupby(gid).shift(1).to_numpy()
+        gap = np.clip(start[order] - prev, 0, None)  # NaN (first on its device) stays NaN
+        out = np.empty(len(t))
+        out[order] = gap
+        return pd.Series(out, index=t.index, name="gap_before_ns")
+
+    def launches(self, key: str, by: str = "short_name", phase: str | None = None, step: int | None = None,
+                 rank: int | None = None) -> pd.DataFrame:
+        """Every launch of one kernel group in a scope, in time order, with `gap_before_ns` (see
+        `gap_before`) and the launch shape as text (`grid_dims`, `block_dims`: "132x1x1")."""
+        rows = self.kernels(phase=phase, step=step, rank=rank, key=key, by=by)
+        rows = rows.assign(gap_before_ns=self.gap_before.reindex(rows.index),
+                           grid_dims=_dims(rows.get("grid")), block_dims=_dims(rows.get("block")))
+        return rows.sort_values("start_ns", kind="stable")
+
+    def kernel_detail(self, key: str, by: str = "short_name", phase: str | None = None, step: int | None = None,
+                      rank: int | None = None) -> list[tuple[str, str, str]]:
+        """(label, value with unit, source) for one kernel group, over the whole trace or one scope
+        (a phase, a step of a phase, a rank): then every number is of that scope's launches only."""
+        rows = self.kernels(key=key, by=by, phase=phase, step=step, rank=rank)
+        g = self.scoped_groups(by, phase, step, rank)
         grow = g[g["key"] == key]
         if rows.empty or grow.empty:
             return []
@@ -241,8 +334,8 @@ class Analysis:
             ("launches", fmt_num(r["count"]), "trace"),
             ("total time", fmt_ns(r["time_ns"]), "trace"),
             ("mean time", fmt_ns(r["mean_ns"]), "trace"),
-            ("share of kernel time", fmt_pct(r["time_share"]), "trace"),
-            ("FLOPs", fmt_flops(r["flops"]), (r["flops_source"] or "unknown") if r["flops"] == r["flops"] else "unknown"),
+            (f"share of {scope_name(phase, step, rank) or 'all'} kernel time", fmt_pct(r["time_share"]), "trace"),
+            ("FLOPs", fmt_flops(r["flops"]), src if r["flops"] == r["flops"] else "unknown"),
             ("bytes", fmt_bytes(r["bytes"]), src),
             ("arithmetic intensity", f"{fmt_num(r['ai'])} FLOP/B", src),
             ("achieved", fmt_rate(r["tflops"] * 1e12 if r["tflops"] == r["tflops"] else None, "FLOP/s"), src),
@@ -274,6 +367,56 @@ class Analysis:
     def kernel_stalls(self, key: str, by: str = "short_name") -> pd.Series | None:
         sh = stalls.stall_shares(self.kernels(key=key, by=by), None)
         return None if sh is None else sh.iloc[0]
+
+
+def trace_identity(trace: Trace, counters: bool | None) -> dict:
+    """What ran, from the metadata alone (no rows needed: a big trace's first paint shows it while
+    its events load); `counters` is whether the rows carry hardware counters (None: not known yet)."""
+    m = trace.meta
+    model = m.get("model") or {}
+    wl = m.get("workload") or {}
+    src = m.get("source") or {}
+    dev = m.get("device") or {}
+    parts = []
+    for k, label in (("batch", "batch"), ("prompt_len", "prompt"), ("gen_len", "gen"), ("dtype", ""),
+                     ("attn", "attn"), ("cuda_graphs", "graphs")):
+        v = wl.get(k)
+        if v is not None:
+            parts.append(f"{label} {v}".strip() if k != "cuda_graphs" else ("CUDA graphs" if v else "no graphs"))
+    return {
+        "label": trace.label,
+        "model": model.get("name"),
+        "workload": ", ".join(parts) or None,
+        "device": dev.get("name"),
+        "source": " ".join(str(x) for x in (src.get("tool"), src.get("version")) if x) or None,
+        "modeled": trace.modeled,
+        "counters": counters,
+        "incomplete": bool(m.get("incomplete")),
+        "ranks": trace.ranks,
+    }
+
+
+def scope_name(phase: str | None = None, step: int | None = None, rank: int | None = None) -> str | None:
+    """`decode`, `decode step 3`, `rank 1 · decode step 3`; None for the whole trace."""
+    parts = []
+    if rank is not None:
+        parts.append(f"rank {rank}")
+    if phase is not None or step is not None:
+        parts.append(" ".join(str(x) for x in (phase, None if step is None else f"step {step}") if x is not None))
+    return " · ".join(parts) or None
+
+
+def _dims(values: pd.Series | None) -> pd.Series | None:
+    """Launch shapes (lists of ints) as `132x1x1` text, vectorised through Arrow; null stays null."""
+    if values is None:
+        return None
+    try:  # stored as float arrays after pandas; a shape is whole numbers
+        arr = pa.array(values.to_numpy(dtype=object), type=pa.list_(pa.float64()), from_pandas=True)
+        arr = pc.cast(arr, pa.list_(pa.int64()))
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pd.Series([None] * len(values), index=values.index, dtype=object)
+    text = pc.binary_join(pc.cast(arr, pa.list_(pa.string())), "x")
+    return pd.Series(text.to_numpy(zero_copy_only=False), index=values.index, dtype=object)
 
 
 def _phase_split(rows: pd.DataFrame) -> str:

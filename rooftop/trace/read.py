@@ -258,6 +258,75 @@ def _rank_files(path: Path) -> list[tuple[int | None, Path]]:
     return out
 
 
+class NotOneRun(TraceError):
+    """A directory whose traces are not the ranks of one run: open one of `files` instead."""
+
+    def __init__(self, path: Path, files: list[Path], why: str):
+        self.files, self.why = files, why
+        names = [f.relative_to(path).as_posix() for f in files]
+        shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+        super().__init__(path, f"holds {len(files)} traces that are not one multi-rank run ({why}): {shown}",
+                         "open or report one of them")
+
+
+def _run_identity(meta: Mapping[str, Any]) -> str:
+    """What names the run a rank file belongs to: the model and the workload (not the device or the
+    time, which differ between ranks of one run)."""
+    import json
+
+    model = meta.get("model") if isinstance(meta.get("model"), dict) else {}
+    return json.dumps({"model": model.get("name"), "workload": meta.get("workload")}, sort_keys=True, default=str)
+
+
+def run_files(path: Path) -> list[tuple[int | None, Path]]:
+    """The (rank, file) pairs of a directory that is one run: a single trace; rank folders
+    (`rank=0/`, `rank_1/`); or files whose metadata name the same run (model, workload) and distinct
+    ranks (from the name or the metadata). Any other directory raises `NotOneRun`, naming its files."""
+    files = _rank_files(path)
+    if len(files) <= 1:
+        return files
+    ranks = [r for r, _ in files]
+    in_folders = all(r is not None and "/" in f.relative_to(path).as_posix() for r, f in files)
+    if in_folders and len(set(ranks)) == len(ranks):
+        return files
+    metas = []
+    for _, f in files:
+        try:
+            metas.append(_parse_meta(f, pq.read_schema(f).metadata))
+        except (TraceError, pa.ArrowException, OSError):
+            raise NotOneRun(path, [f for _, f in files], f"{f.name} cannot be read") from None
+    ranks = [r if r is not None else _small_int(m.get("rank"), default=-1) if "rank" in m else None
+             for (r, _), m in zip(files, metas)]
+    if len({_run_identity(m) for m in metas}) > 1:
+        raise NotOneRun(path, [f for _, f in files], "their metadata name different runs")
+    if any(r is None for r in ranks) or len(set(ranks)) < len(ranks):
+        raise NotOneRun(path, [f for _, f in files], "no distinct rank for each")
+    return [(r, f) for r, (_, f) in zip(ranks, files)]
+
+
+# Names of trace files any reader takes (the importers decide by content; this only lists them).
+TRACE_SUFFIXES = (".parquet", ".json", ".json.gz", ".sqlite", ".ncu-rep", ".csv", ".nsys-rep")
+
+
+def check_run_directory(path: str | os.PathLike) -> None:
+    """Raise `NotOneRun` unless the directory is one run: its Parquet files pass `run_files`, or,
+    holding other traces (Kineto JSON, ...), each of them names a distinct rank (`rank0`, `rank-1`)."""
+    path = Path(path)
+    if parquet_files(path):
+        run_files(path)
+        return
+    try:
+        files = sorted(f for f in path.iterdir()
+                       if not f.name.startswith(".") and f.name.lower().endswith(TRACE_SUFFIXES) and f.is_file())
+    except OSError:
+        return  # the reader that follows says what is wrong with the directory
+    if len(files) <= 1:
+        return
+    ranks = [m.group(1) if (m := _RANK_RE.search(f.name)) else None for f in files]
+    if None in ranks or len(set(ranks)) < len(ranks):
+        raise NotOneRun(path, files, "no distinct rank in each file's name")
+
+
 def load_trace(path: str | os.PathLike) -> Trace:
     """Load a trace file, or a directory of per-rank files as one multi-rank run."""
     path = Path(path)
@@ -312,7 +381,7 @@ def _small_int(v: Any, default: int) -> int:
 
 
 def _load_dir(path: Path) -> Trace:
-    files = _rank_files(path)
+    files = run_files(path)
     if not files:
         raise TraceError(path, "directory holds no .parquet trace files")
     frames, metas, warnings, hosts = [], [], [], []
@@ -343,7 +412,7 @@ def read_meta(path: str | os.PathLike) -> dict[str, Any]:
     """Only the metadata document (cheap: reads the footer)."""
     path = Path(path)
     if path.is_dir():
-        files = _rank_files(path)
+        files = run_files(path)
         if not files:
             raise TraceError(path, "directory holds no .parquet trace files")
         path = files[0][1]

@@ -1,65 +1,138 @@
-"""Kernel detail (pushed from Kernels or a step): every metric with its source, warp stalls, roofline point."""
+"""Kernel detail (pushed from Kernels, the Roofline or a step): every metric with its source, each
+launch, warp stalls, the roofline point.
+
+Opened from a phase (a roofline point of one phase, a (name, phase) row) or from a step, every
+number is of that scope's launches only, and the breadcrumb and the scope line say which.
+"""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
+import pandas as pd
 from rich.table import Table
 from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import Static
 
-from rooftop.format import fmt_rate
+from rooftop.analysis import scope_name
+from rooftop.format import fmt_num, fmt_rate
 
 from ..widgets.breadcrumb import RooftopScreen
 from ..widgets.stall_bars import StallBars, top_shares
+from ..widgets.table import Col, FrameTable
 from ..widgets.text import safe_text, sanitize
+from ..workers import post_if_current
 
 TOP_REASONS = 3  # whose meanings are spelled out in full under the bars
 NO_COUNTERS = ("No hardware counters in this trace, so no warp stalls. Collect them with "
                "`rooftop collect --counters` (Nsight Compute).")
 
+# Time and the gap first: at 80 columns they must not scroll off behind the shapes.
+LAUNCH_COLS = [
+    Col("start_ns", "start µs", "ns"), Col("dur_ns", "time µs", "ns", 2), Col("gap_before_ns", "gap before µs", "ns", 2),
+    Col("grid_dims", "grid", "text"), Col("block_dims", "block", "text"), Col("registers", "regs", "int"),
+    Col("phase", "phase", "text"), Col("step", "step", "int"), Col("stream", "stream", "int"),
+]
+
+
+@dataclass(frozen=True)
+class DetailData:
+    """What the screen shows, computed off the UI thread."""
+
+    metrics: list[tuple[str, str, str]]
+    shares: pd.Series | None
+    launches: pd.DataFrame
+    points: pd.DataFrame
+
 
 class KernelDetailScreen(RooftopScreen):
     EXPORT_NAME = "kernel"
 
-    def __init__(self, analysis, key: str, by: str, crumbs: list[str]) -> None:
-        super().__init__(analysis, crumbs)
+    @dataclass
+    class Ready(Message):
+        data: DetailData
+
+    def __init__(self, analysis, key: str, by: str, crumbs: list[str], phase: str | None = None,
+                 step: int | None = None, rank: int | None = None) -> None:
         self.key, self.by = key, by
+        self.phase, self.step, self.rank = phase, step, rank
+        self.scope = scope_name(phase, step, rank)
+        # `crumbs` ends with the key; the scope goes before it unless the path already says it
+        # (a step's breadcrumb names the step).
+        if self.scope and not any(self.scope in str(c) or (step is not None and f"step {step}" in str(c))
+                                  for c in crumbs[:-1]):
+            crumbs = [*crumbs[:-1], self.scope, crumbs[-1]]
+        super().__init__(analysis, crumbs)
+        self.data: DetailData | None = None
 
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="detail-body"):
             yield Static(safe_text(self.key), id="detail-name", classes="section-title")
-            yield Static(self._metrics(), id="detail-metrics")
+            yield Static(self._scope_text(), id="detail-scope", classes="muted")
+            yield Static(Text("computing…"), id="detail-metrics")
+            yield Static("Launches", id="detail-launches-title", classes="section-title")
+            yield FrameTable(LAUNCH_COLS, id="detail-launches")
             yield Static("Warp stalls (share of cycles per issued instruction)", classes="section-title")
-            shares = self._stall_shares()
-            if shares is None:
-                yield Static(Text(NO_COUNTERS), id="detail-stalls")
-            else:
-                yield StallBars(shares, top=8, meanings=False, id="detail-stalls")
-                yield Static(self._meanings(shares), id="detail-stall-meanings")
+            yield Vertical(id="detail-stalls-box")
             yield Static("Roofline", classes="section-title")
-            yield self._roofline()
+            yield Vertical(id="detail-roofline-box")
+
+    def _scope_text(self) -> Text:
+        if self.scope is None:
+            return Text("scope: the whole trace (every phase and step)")
+        return Text(f"scope: {self.scope} only (every number below is of these launches)")
+
+    def on_mount(self) -> None:
+        self._compute()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="detail")
+    def _compute(self) -> None:
+        a, scope = self.analysis, dict(phase=self.phase, step=self.step, rank=self.rank)
+        stalls = a.scoped_stalls(self.by, **scope)
+        shares = stalls.loc[self.key] if stalls is not None and self.key in stalls.index else None
+        points = a.scoped_roofline(self.by, **scope)
+        data = DetailData(a.kernel_detail(self.key, by=self.by, **scope), shares,
+                          a.launches(self.key, by=self.by, **scope), points[points["key"] == self.key])
+        post_if_current(self, self.Ready(data))
+
+    @on(Ready)
+    async def _show(self, message: Ready) -> None:
+        self.data = d = message.data
+        self.query_one("#detail-metrics", Static).update(self._metrics(d.metrics))
+        self.query_one("#detail-launches-title", Static).update(
+            f"Launches ({len(d.launches):,}; gap before: idle time on the GPU before the launch started)")
+        await self.query_one("#detail-launches", FrameTable).set_frame(d.launches)
+        box = self.query_one("#detail-stalls-box", Vertical)
+        await box.remove_children()
+        if d.shares is None:
+            await box.mount(Static(Text(NO_COUNTERS), id="detail-stalls"))
+        else:
+            await box.mount_all([StallBars(d.shares, top=8, meanings=False, id="detail-stalls"),
+                                 Static(self._meanings(d.shares), id="detail-stall-meanings")])
+        await self.query_one("#detail-roofline-box", Vertical).mount(self._roofline(d.points))
+
+    def name_target(self) -> tuple[str, list[str]] | None:
+        return self.key, self.analysis.full_names(self.key, self.by) or [self.key]
 
     def export_frame(self):
-        import pandas as pd
+        if self.data is None:
+            return None
+        return pd.DataFrame(self.data.metrics, columns=["metric", "value", "source"])
 
-        return pd.DataFrame(self.analysis.kernel_detail(self.key, by=self.by), columns=["metric", "value", "source"])
-
-    def _metrics(self) -> Table:
+    @staticmethod
+    def _metrics(rows) -> Table:
         table = Table(box=None, pad_edge=False, header_style="bold")
-        table.add_column("metric", no_wrap=True, min_width=12)
-        table.add_column("value", overflow="fold")
-        table.add_column("source", style="dim", no_wrap=True)
-        for label, value, source in self.analysis.kernel_detail(self.key, by=self.by):
+        # The value keeps room to read at 60 columns; the source gives way first (cut, not wrapped).
+        table.add_column("metric", no_wrap=True, min_width=12, max_width=28, overflow="ellipsis")
+        table.add_column("value", overflow="fold", min_width=16, ratio=1)
+        table.add_column("source", style="dim", no_wrap=True, overflow="ellipsis", max_width=24)
+        for label, value, source in rows:
             table.add_row(safe_text(label), safe_text(value), safe_text(source))
         return table
-
-    def _stall_shares(self):
-        stalls = self.analysis.stalls(by=self.by)
-        if stalls is None or self.key not in stalls.index:
-            return None
-        return stalls.loc[self.key]
 
     @staticmethod
     def _meanings(shares) -> Text:
@@ -74,32 +147,25 @@ class KernelDetailScreen(RooftopScreen):
             text.append(sanitize(STALL_MEANING.get(str(reason), "")))
         return text
 
-    def _roofline(self):
-        """The colleague's RooflinePlot when present; else this kernel's point in words."""
-        try:
-            from ..widgets.roofline_plot import RooflinePlot
-        except ModuleNotFoundError as exc:
-            if exc.name != "tui.widgets.roofline_plot":
-                raise
-            RooflinePlot = None
-        if RooflinePlot is not None and hasattr(RooflinePlot, "for_kernel"):
-            return RooflinePlot.for_kernel(self.analysis, self.key, by=self.by, id="detail-roofline")
-        return Static(self._roofline_text(), id="detail-roofline")
+    def _roofline(self, points: pd.DataFrame):
+        """This group's point under the trace's roofs; in words when it cannot be placed."""
+        from ..widgets.roofline_plot import RooflinePlot, plottable
 
-    def _roofline_text(self) -> Text:
-        roof = self.analysis.roofline(by=self.by)
-        row = roof[roof["key"] == self.key]
-        if not len(row):
+        if len(plottable(points)):
+            return RooflinePlot(points, self.analysis.ceilings, selected=0, compact=True, id="detail-roofline")
+        return Static(self._roofline_text(points), id="detail-roofline")
+
+    def _roofline_text(self, roof: pd.DataFrame) -> Text:
+        if not len(roof):
             return Text("Arithmetic intensity unknown (no FLOPs or bytes for this kernel): not on the roofline.")
-        r = row.iloc[0]
-        ceil = self.analysis.ceilings
-        ridge = (ceil["flops"] / ceil["bw"]) if ceil.get("flops") and ceil.get("bw") else None
+        r = roof.iloc[0]
+        ridge = self.analysis.ridge
         text = Text()
-        text.append(f"AI {r['ai']:.3g} FLOP/B", "bold")
+        text.append(f"AI {fmt_num(r['ai'])} FLOP/B", "bold")
         text.append(f" · {fmt_rate(r['achieved_flops'], 'FLOP/s')} · {fmt_rate(r['achieved_bw'])}")
         if ridge is not None:
             side = "left of" if r["ai"] < ridge else "right of"
-            text.append(f" · {side} the ridge ({ridge:.0f} FLOP/B, {sanitize(ceil.get('source'))} peaks)")
+            text.append(f" · {side} the ridge ({ridge:.0f} FLOP/B, {sanitize(self.analysis.peaks.source)} peaks)")
         pct = r.get("pct_of_roof")
         if pct is not None and not (isinstance(pct, float) and math.isnan(pct)):
             text.append(f" · {100 * pct:.0f}% of its roof")

@@ -9,6 +9,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+from ..textual_private import bindings_with_keymap
+
 # What the screens' words mean (not keys, but asked as often).
 NOTES = [
     ("prefill (+decode)", "a kernel group that ran mostly in prefill, and also in decode"),
@@ -28,9 +30,7 @@ def binding_rows(app, screen: Screen) -> list[tuple[str, str, str]]:
     rows: list[tuple[str, str, str]] = []
     for where, node in (("screen", screen), ("app", app)):
         seen: dict[tuple[str, str], list[str]] = {}
-        bindings_map = node._bindings.copy()
-        if app._keymap:  # what the user remapped is what help must say
-            bindings_map.apply_keymap(app._keymap)
+        bindings_map = bindings_with_keymap(app, node)  # what the user remapped is what help must say
         for key, bindings in bindings_map.key_to_bindings.items():
             for b in bindings:
                 if not b.description:

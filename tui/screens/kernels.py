@@ -1,19 +1,26 @@
 """Kernels (screen 3): grouped by short name or category, or every raw launch; sort, filter, search.
 
-Keys: `g` raw launches <-> groups, `c` group by category, `s` next sort column, `S` reverse,
+Keys: `g` raw launches <-> groups, `c` group by category, `p` group by (name, phase): each row one
+phase's numbers, and Enter opens that phase's detail; `s` next sort column, `S` reverse,
 `/` filter by name (regex; a bad regex is taken literally), `n`/`N` next/previous match of the last
 pattern (also after `Esc` cleared the filter), `Enter` kernel detail.
 """
 from __future__ import annotations
 
-from textual import on
+from dataclasses import dataclass
+
+import pandas as pd
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import Input, Static
 
 from ..widgets.breadcrumb import RooftopScreen
 from ..widgets.phase import phase_labels, trace_phases
 from ..widgets.table import Col, FrameTable
+from ..workers import post_if_current
 
 # Time first after the name: at 80 columns the right-hand columns scroll off, the time must not.
 GROUP_COLS = [
@@ -42,6 +49,7 @@ class KernelsScreen(RooftopScreen):
     BINDINGS = [
         Binding("g", "toggle_raw", "Raw/grouped", id="kernels.raw"),
         Binding("c", "toggle_category", "By category", id="kernels.category"),
+        Binding("p", "toggle_phase", "By phase", id="kernels.phase"),
         Binding("s", "cycle_sort", "Sort", id="kernels.sort"),
         Binding("S", "reverse_sort", "Reverse", id="kernels.reverse", show=False),
         # priority: the app runs it before forwarding the next key, so a burst like `/bold⏎` (tmux,
@@ -51,34 +59,64 @@ class KernelsScreen(RooftopScreen):
         Binding("N", "jump(False)", "Prev match", id="kernels.prev", show=False),
     ]
 
-    def __init__(self, analysis, crumbs: list[str] | None = None) -> None:
-        super().__init__(analysis, crumbs)
-        self.mode = "short_name"  # short_name | category | raw
+    # What the table groups by; a watcher loads it (off the UI thread) whenever it changes.
+    mode: reactive[str] = reactive("short_name", init=False)  # short_name | category | phase | raw
+
+    @dataclass
+    class FrameReady(Message):
+        mode: str
+        frame: pd.DataFrame
 
     def compose_body(self) -> ComposeResult:
         yield Static("", id="kernels-status", classes="status")
-        yield FrameTable(GROUP_COLS, self._groups("short_name"), search_key="key",
-                         sort=("time_ns", True), id="kernels-table")
+        yield FrameTable(GROUP_COLS, search_key="key", sort=("time_ns", True), id="kernels-table")
         yield FilterInput(placeholder="filter kernels by name (regex) — Enter applies, Esc clears",
                           id="kernels-filter", classes="-hidden")
 
-    def _groups(self, by: str):
-        """The analysis' groups with readable phases (`prefill+` -> `prefill (+decode)`)."""
-        groups = self.analysis.groups(by=by)
+    def _frame(self, mode: str) -> pd.DataFrame:
+        """The rows for `mode` (blocking: a worker calls it): the analysis' groups with readable
+        phases (`prefill+` -> `prefill (+decode)`), one row per name and phase, or every launch."""
+        if mode == "raw":
+            return self.analysis.kernels()
+        if mode == "phase":
+            return self.analysis.groups_by_phase("short_name")
+        groups = self.analysis.groups(by=mode)
         if "phase" in groups.columns:
             groups = groups.assign(phase=phase_labels(groups["phase"], trace_phases(self.analysis)))
         return groups
 
     def on_mount(self) -> None:
-        self._status()
         self.table.query_one("DataTable").focus()
+        self._load(self.mode)
+
+    def watch_mode(self, mode: str) -> None:
+        self._load(mode)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="kernels")
+    def _load(self, mode: str) -> None:
+        post_if_current(self, self.FrameReady(mode, self._frame(mode)))
+
+    @on(FrameReady)
+    async def _show(self, message: FrameReady) -> None:
+        if message.mode != self.mode:
+            return  # a newer mode is on its way
+        if message.mode == "raw":
+            # Raw launches can be a million rows: the Arrow table handles them; sort stays numeric.
+            await self.table.set_frame(message.frame, RAW_COLS, "short_name", default_sort=("dur_ns", True))
+        else:
+            await self.table.set_frame(message.frame, GROUP_COLS, "key", default_sort=("time_ns", True))
+
+    @on(FrameTable.Changed, "#kernels-table")
+    def _table_changed(self) -> None:
+        self._status()
 
     @property
     def table(self) -> FrameTable:
         return self.query_one("#kernels-table", FrameTable)
 
     def _status(self, note: str = "") -> None:
-        mode = {"short_name": "grouped by name", "category": "grouped by category", "raw": "raw launches"}[self.mode]
+        mode = {"short_name": "grouped by name", "category": "grouped by category", "phase": "grouped by name and phase",
+                "raw": "raw launches"}[self.mode]
         table = self.table
         # Groups only (a few hundred rows): raw launches never carry a mixed phase.
         mixed = (self.mode != "raw" and "phase" in table.source.columns
@@ -86,28 +124,20 @@ class KernelsScreen(RooftopScreen):
         legend = "phase a (+b): mostly a, also b" if mixed else ""
         self.query_one("#kernels-status", Static).update(" · ".join(p for p in (mode, self.table.status(), note, legend) if p))
 
-    async def _show(self, mode: str) -> None:
-        self.mode = mode
-        if mode == "raw":
-            # Raw launches can be a million rows: the Arrow table handles them; sort stays numeric.
-            await self.table.set_frame(self.analysis.kernels(), RAW_COLS, "short_name", default_sort=("dur_ns", True))
-        else:
-            await self.table.set_frame(self._groups(mode), GROUP_COLS, "key", default_sort=("time_ns", True))
-        self._status()
+    def action_toggle_raw(self) -> None:
+        self.mode = "short_name" if self.mode == "raw" else "raw"
 
-    async def action_toggle_raw(self) -> None:
-        await self._show("short_name" if self.mode == "raw" else "raw")
+    def action_toggle_category(self) -> None:
+        self.mode = "short_name" if self.mode == "category" else "category"
 
-    async def action_toggle_category(self) -> None:
-        await self._show("short_name" if self.mode == "category" else "category")
+    def action_toggle_phase(self) -> None:
+        self.mode = "short_name" if self.mode == "phase" else "phase"
 
     async def action_cycle_sort(self) -> None:
         await self.table.cycle_sort()
-        self._status()
 
     async def action_reverse_sort(self) -> None:
         await self.table.reverse_sort()
-        self._status()
 
     def action_filter(self) -> None:
         box = self.query_one("#kernels-filter", FilterInput)
@@ -132,12 +162,12 @@ class KernelsScreen(RooftopScreen):
         box.add_class("-hidden")
         await self.table.set_filter(event.value.strip() or None)
         self.set_focus(self.table.query_one("DataTable"))
-        self._status()
 
     @on(FrameTable.Selected, "#kernels-table")
     def open_detail(self, event: FrameTable.Selected) -> None:
         from .detail import KernelDetailScreen
 
-        by = "short_name" if self.mode == "raw" else self.mode
+        by = "short_name" if self.mode in ("raw", "phase") else self.mode
         key = event.row["short_name"] if self.mode == "raw" else event.row["key"]
-        self.drill(KernelDetailScreen(self.analysis, key, by, self.crumbs + [str(key)]))
+        phase = event.row["phase"] if self.mode == "phase" else None
+        self.drill(KernelDetailScreen(self.analysis, key, by, self.crumbs + [str(key)], phase=phase))

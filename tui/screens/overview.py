@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pandas as pd
 from rich.table import Table
@@ -13,12 +14,13 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
-from rooftop.format import fmt_ns, fmt_pct, fmt_rate
+from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate
 
 from ..loader import Preview, overview_ready, phases_ready, warm_overview_rest
 from ..widgets.breadcrumb import MODELED, RooftopScreen
 from ..widgets.steps_plot import StepsPlot
 from ..widgets.text import safe_text, sanitize
+from ..workers import post_if_current
 
 _SEVERITY_MARK = {"bad": "✖", "warn": "▲", "info": "•"}
 
@@ -59,8 +61,8 @@ class PhaseTable(StyledStatic):
             table.add_row(
                 safe_text(phase, self.style_of(f"phase--{phase}")), fmt_ns(r.get("span_ns")),
                 fmt_rate(r.get("tokens_per_s"), "").strip() if _known(r.get("tokens_per_s")) else "—",
-                f"{r['tflops']:.3g}" if _known(r.get("tflops")) else "—",
-                f"{r['tbps']:.3g}" if _known(r.get("tbps")) else "—",
+                fmt_num(r.get("tflops")),
+                fmt_num(r.get("tbps")),
                 fmt_pct(r.get("mfu")), fmt_pct(r.get("mbu")),
                 safe_text(bound if _known(bound) else "—", self.style_of(f"bound--{bound}")),
             )
@@ -136,7 +138,7 @@ def rank_phase_table(rank_phases: pd.DataFrame) -> Table:
         table.add_column(label, justify=justify, no_wrap=True)
     for r in rank_phases.to_dict("records"):
         table.add_row(str(r["rank"]), safe_text(r.get("phase")), fmt_ns(r.get("span_ns")), fmt_pct(r.get("mbu")),
-                      fmt_pct(r.get("mfu")), f"{r['tbps']:.3g}" if _known(r.get("tbps")) else "—")
+                      fmt_pct(r.get("mfu")), fmt_num(r.get("tbps")))
     return table
 
 
@@ -176,12 +178,11 @@ class OverviewScreen(RooftopScreen):
     class PhasesReady(Message):
         """The Overview's worker computed the phase table."""
 
+    @dataclass
     class RestReady(Message):
         """The Overview's worker computed findings, gap and ranks."""
 
-        def __init__(self, gap: pd.DataFrame | None) -> None:
-            super().__init__()
-            self.gap = gap
+        gap: pd.DataFrame | None
 
     def compose_body(self) -> ComposeResult:
         a = self.analysis
@@ -191,6 +192,7 @@ class OverviewScreen(RooftopScreen):
             if ident.get("modeled"):
                 yield Static(MODELED, id="modeled-badge", classes="modeled-badge")
             yield Static(self._identity_text(ident), id="identity")
+            yield Static(self._warnings_line(), id="warnings-count")
             if isinstance(a, Preview):  # only the footer is read: the app calls `attach` when the rows are
                 yield Static(f"loading {a.rows:,} events …", id="overview-pending", classes="muted")
                 return
@@ -208,9 +210,11 @@ class OverviewScreen(RooftopScreen):
         """The loaded Analysis, replacing the Preview this screen was painted from: compute the rest."""
         self.analysis = analysis
         if self.is_mounted:  # else `on_mount`, still to come, finds the Analysis and starts the same
+            self._refresh_warnings()
             self._start_rest()
 
     def on_mount(self) -> None:
+        self._refresh_warnings()
         if isinstance(self.analysis, Preview):
             self.call_after_refresh(self.analysis.shown.set)  # the load thread starts now
         elif not overview_ready(self.analysis):
@@ -229,9 +233,11 @@ class OverviewScreen(RooftopScreen):
         a = self.analysis
         if not self._phases_shown:
             a.phases
-            self.post_message(self.PhasesReady())
+            if not post_if_current(self, self.PhasesReady()):
+                return
         warm_overview_rest(a)
-        self.post_message(self.RestReady(rank_gap(a)))
+        if not post_if_current(self, self.RestReady(rank_gap(a))):
+            return
         a.groups(by="short_name")  # the Kernels screen's table, ready before `3` is pressed
 
     @on(PhasesReady)
@@ -241,8 +247,26 @@ class OverviewScreen(RooftopScreen):
         pending.update("computing findings, gap to ideal, step curve …")
         self._phases_shown = True
 
+    def _warnings_line(self) -> Text:
+        """`▲ 3 warnings (w: list)` once known; the file's own warnings before the analysis' are in."""
+        a = self.analysis
+        if isinstance(a, Preview):
+            return Text("")
+        items = a.warnings if overview_ready(a) else a.trace_warnings
+        if not items:
+            return Text("no warnings (w: list)", "dim")
+        return Text(f"▲ {len(items)} warning{'s' if len(items) > 1 else ''} (w: list)")
+
+    def _refresh_warnings(self) -> None:
+        line = self.query_one("#warnings-count", Static)
+        line.update(self._warnings_line())
+        a = self.analysis
+        has = not isinstance(a, Preview) and bool(a.warnings if overview_ready(a) else a.trace_warnings)
+        line.set_class(has, "has-warnings")
+
     @on(RestReady)
     async def _show_rest(self, message: RestReady) -> None:
+        self._refresh_warnings()
         body = self.query_one("#overview-body", VerticalScroll)
         await body.mount_all(list(self._rest(message.gap)))
         await self.query_one("#overview-pending").remove()

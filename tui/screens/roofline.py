@@ -1,19 +1,23 @@
 """Screen 4: the roofline. One point per kernel group; the keyboard walks them, biggest time first."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import Static
 
-from rooftop.format import fmt_ns, fmt_pct, fmt_rate
+from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate
 from tui.widgets.breadcrumb import RooftopScreen
 from tui.widgets.phase import phase_label, trace_phases
 from tui.widgets.roofline_plot import BIG, MID, SELECTED, SMALL, RooflinePlot, printable, ridge
 from tui.widgets.text import safe_text
+from tui.workers import post_if_current
 
 PHASE_FILTERS = (None, "prefill", "decode")
 
@@ -46,12 +50,6 @@ def peaks_text(analysis, ceilings: dict) -> Text:
 class RooflineScreen(RooftopScreen):
     """Log-log roofline of the kernel groups, coloured by phase; Enter opens the selected group."""
 
-    DEFAULT_CSS = """
-    RooflineScreen { layout: vertical; }
-    RooflineScreen #roofline-title { height: 1; text-style: bold; }
-    RooflineScreen #roofline-legend { height: auto; max-height: 3; color: $foreground-muted; }
-    RooflineScreen #roofline-info { height: auto; max-height: 2; background: $boost; text-wrap: nowrap; text-overflow: ellipsis; }
-    """
 
     BINDINGS = [
         Binding("j,down", "next", "Next", id="roofline.next"),
@@ -61,15 +59,19 @@ class RooflineScreen(RooftopScreen):
         Binding("p", "cycle_phase", "Phase", id="roofline.phase"),
     ]
 
+    @dataclass
     class Ready(Message):
         """Roofline data computed off the UI thread."""
 
-        def __init__(self, analysis, phase: str | None, points: pd.DataFrame, ceilings: dict) -> None:
-            super().__init__()
-            self.analysis, self.phase, self.points, self.ceilings = analysis, phase, points, ceilings
+        analysis: object
+        phase: str | None
+        points: pd.DataFrame
+        ceilings: dict
 
     BREADCRUMB = "Roofline"
     EXPORT_NAME = "roofline"
+    # The phase filter asked for (None: all); `_phase` is the one whose points are shown.
+    phase: reactive[str | None] = reactive(None, init=False)
 
     def __init__(self, analysis, crumbs: list[str] | None = None) -> None:
         super().__init__(analysis, crumbs)
@@ -94,7 +96,7 @@ class RooflineScreen(RooftopScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="roofline")
     def _compute(self, analysis, phase: str | None = None) -> None:
         points = analysis.roofline(by="short_name", phase=phase)
-        self.post_message(self.Ready(analysis, phase, points, dict(analysis.ceilings)))
+        post_if_current(self, self.Ready(analysis, phase, points, dict(analysis.ceilings)))
 
     @on(Ready)
     def _ready(self, message: Ready) -> None:
@@ -133,7 +135,7 @@ class RooflineScreen(RooftopScreen):
         row = plot.points.iloc[i]
         # Numbers first, the (often 100-character) name second: at 80 columns the name is cut, not the numbers.
         phase = phase_label(row.get("phase"), trace_phases(self.analysis))
-        t = Text(f"[{i + 1}/{len(plot.points)}] {printable(phase or '—')} · AI {row['ai']:.3g} FLOP/B"
+        t = Text(f"[{i + 1}/{len(plot.points)}] {printable(phase or '—')} · AI {fmt_num(row['ai'])} FLOP/B"
                  f" · {fmt_rate(row['achieved_flops'], 'FLOP/s')} · {fmt_rate(row.get('achieved_bw'))}"
                  f" · {fmt_pct(row.get('pct_of_roof'))} of roof · {_bound(row.get('bound'))}"
                  f" · {fmt_ns(row.get('time_ns'))}\n", no_wrap=True, overflow="ellipsis")
@@ -145,6 +147,10 @@ class RooflineScreen(RooftopScreen):
     def selected_key(self) -> str | None:
         i = self.plot.selected
         return None if i is None else str(self.plot.points["key"].iloc[i])
+
+    def name_target(self) -> tuple[str, list[str]] | None:
+        key = self.selected_key()
+        return None if key is None else (key, self.analysis.full_names(key) or [key])
 
     def action_next(self) -> None:
         self._move(+1)
@@ -160,7 +166,10 @@ class RooflineScreen(RooftopScreen):
         self._update_info()
 
     def action_cycle_phase(self) -> None:
-        self._compute(self.analysis, PHASE_FILTERS[(PHASE_FILTERS.index(self._phase) + 1) % len(PHASE_FILTERS)])
+        self.phase = PHASE_FILTERS[(PHASE_FILTERS.index(self.phase) + 1) % len(PHASE_FILTERS)]
+
+    def watch_phase(self, phase: str | None) -> None:
+        self._compute(self.analysis, phase)
 
     def action_toggle_peaks(self) -> None:
         want = "datasheet" if self._ceilings.get("source") == "measured" else "measured"
@@ -179,7 +188,10 @@ class RooflineScreen(RooftopScreen):
             return
         from tui.screens.detail import KernelDetailScreen
 
-        self.drill(KernelDetailScreen(self.analysis, key, "short_name", self.crumbs + [key]))
+        # A point is one group in one phase: its detail shows that phase's launches only.
+        phase = self._phase or self.plot.points["phase"].iloc[self.plot.selected]
+        phase = phase if isinstance(phase, str) and phase in trace_phases(self.analysis) else None
+        self.drill(KernelDetailScreen(self.analysis, key, "short_name", self.crumbs + [key], phase=phase))
 
     def export_frame(self) -> pd.DataFrame:
         return self.plot.points

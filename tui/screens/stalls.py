@@ -1,6 +1,8 @@
 """Screen 5: warp stall breakdowns per phase or per category, and the kernels behind the top reasons."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 from rich.text import Text
 from textual import on, work
@@ -8,6 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import Static
 
 from rooftop.analysis.stalls import STALL_MEANING
@@ -15,6 +18,7 @@ from rooftop.format import fmt_ns, fmt_pct
 from tui.widgets.breadcrumb import RooftopScreen
 from tui.widgets.stall_bars import StallBars
 from tui.widgets.text import safe_text
+from tui.workers import post_if_current
 
 GROUPINGS = ("phase", "category")
 TOP_REASONS = 3
@@ -36,31 +40,24 @@ def top_reasons(stalls: pd.DataFrame, n: int = TOP_REASONS) -> list[str]:
 class StallsScreen(RooftopScreen):
     """Duration-weighted warp stall shares, as bars with what each reason means."""
 
-    DEFAULT_CSS = """
-    StallsScreen { layout: vertical; }
-    StallsScreen #stalls-title { height: 1; text-style: bold; }
-    StallsScreen #stalls-body { height: 1fr; }
-    StallsScreen .stalls-group { text-style: bold; color: $accent; margin-top: 1; }
-    StallsScreen .stalls-section { text-style: bold; margin-top: 1; }
-    StallsScreen .stalls-kernels { height: auto; }
-    StallsScreen #stalls-none { color: $warning; padding: 1 2; }
-    """
-
     BINDINGS = [
         Binding("c", "toggle_grouping", "Phase/category", id="stalls.grouping"),
     ]
 
+    @dataclass
     class Ready(Message):
-        def __init__(self, by: str, stalls: pd.DataFrame | None, tops: dict[str, pd.DataFrame]) -> None:
-            super().__init__()
-            self.by, self.stalls, self.tops = by, stalls, tops
+        by: str
+        stalls: pd.DataFrame | None
+        tops: dict[str, pd.DataFrame]
 
     BREADCRUMB = "Stalls"
     EXPORT_NAME = "stalls"
+    # What the bars are grouped by; the watcher recomputes (the screen shows `shown_by` until then).
+    by: reactive[str] = reactive("phase", init=False)
 
     def __init__(self, analysis, crumbs: list[str] | None = None) -> None:
         super().__init__(analysis, crumbs)
-        self.by = "phase"
+        self.shown_by = "phase"
         self.stalls: pd.DataFrame | None = None
 
     def compose_body(self) -> ComposeResult:
@@ -72,9 +69,9 @@ class StallsScreen(RooftopScreen):
         self._compute(self.by)
 
     def _update_title(self) -> None:
-        other = GROUPINGS[(GROUPINGS.index(self.by) + 1) % len(GROUPINGS)]
+        other = GROUPINGS[(GROUPINGS.index(self.shown_by) + 1) % len(GROUPINGS)]
         # The trace label goes last: a long file name must not cut what the screen is showing.
-        t = Text(f"Warp stalls by {self.by}", style="bold", no_wrap=True, overflow="ellipsis")
+        t = Text(f"Warp stalls by {self.shown_by}", style="bold", no_wrap=True, overflow="ellipsis")
         t.append(f"  (c: by {other})  ", style="")
         t.append_text(safe_text(self.analysis.identity.get("label") or self.analysis.trace.label, style="dim"))
         self.query_one("#stalls-title", Static).update(t)
@@ -83,11 +80,11 @@ class StallsScreen(RooftopScreen):
     def _compute(self, by: str) -> None:
         stalls = self.analysis.stalls(by=by)
         tops = {} if stalls is None else {r: self.analysis.stall_top_kernels(r, n=5) for r in top_reasons(stalls)}
-        self.post_message(self.Ready(by, stalls, tops))
+        post_if_current(self, self.Ready(by, stalls, tops))
 
     @on(Ready)
     async def _ready(self, message: Ready) -> None:
-        self.by, self.stalls = message.by, message.stalls
+        self.shown_by, self.stalls = message.by, message.stalls
         self._update_title()
         body = self.query_one("#stalls-body", VerticalScroll)
         await body.remove_children()
@@ -108,7 +105,10 @@ class StallsScreen(RooftopScreen):
         return None if self.stalls is None else self.stalls.reset_index()
 
     def action_toggle_grouping(self) -> None:
-        self._compute(GROUPINGS[(GROUPINGS.index(self.by) + 1) % len(GROUPINGS)])
+        self.by = GROUPINGS[(GROUPINGS.index(self.by) + 1) % len(GROUPINGS)]
+
+    def watch_by(self, by: str) -> None:
+        self._compute(by)
 
 
 def _kernels_text(reason: str, kernels: pd.DataFrame) -> Text:

@@ -5,11 +5,15 @@ rank-to-rank spread of its time and the straggler (slowest) rank; Enter there op
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import Static, Tree
 
 from rooftop.format import fmt_ns
@@ -17,6 +21,7 @@ from rooftop.format import fmt_ns
 from ..widgets.breadcrumb import RooftopScreen
 from ..widgets.table import Col, FrameTable
 from ..widgets.text import sanitize
+from ..workers import post_if_current
 
 STEP_COLS = [
     Col("phase", "phase", "text"), Col("step", "step", "int"), Col("kernels", "kernels", "int"),
@@ -34,6 +39,8 @@ SPREAD_COLS = [
 ]
 
 HINT = "Enter: open the step · e: export"
+NO_STEPS = ("No steps: this trace marks none (no step ranges such as `decode/step=3`, no step metadata); "
+            "Kernels (3) and the Overview cover the whole run.")
 RANK_HINTS = {False: "Enter: open the step on its rank · r: spread between ranks · e: export",
               True: "Enter: open the step on its straggler rank · r: every rank · e: export"}
 
@@ -47,32 +54,56 @@ class StepsScreen(RooftopScreen):
     BREADCRUMB = "Steps"
     EXPORT_NAME = "steps"
     BINDINGS = [Binding("r", "toggle_spread", "Rank spread", id="steps.spread")]
+    # One row per step with the spread between ranks (else one row per rank and step).
+    spread: reactive[bool] = reactive(False, init=False)
+
+    @dataclass
+    class RowsReady(Message):
+        spread: bool
+        rows: pd.DataFrame | None
 
     def __init__(self, analysis, crumbs: list[str] | None = None) -> None:
         super().__init__(analysis, crumbs)
-        self.multi_rank = analysis.rank_steps is not None
-        self.spread = False  # showing one row per step with the spread between ranks
+        self.multi_rank = len(analysis.trace.ranks) > 1  # from the rows' rank column: no analysis
 
     def compose_body(self) -> ComposeResult:
         cols = [RANK_COL, *STEP_COLS] if self.multi_rank else STEP_COLS
-        yield FrameTable(cols, self.analysis.steps, id="steps-table")
+        yield FrameTable(cols, id="steps-table")
         yield Static(RANK_HINTS[False] if self.multi_rank else HINT, id="steps-hint", classes="hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#steps-table", FrameTable).query_one("DataTable").focus()
+        self._load(self.spread)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="steps")
+    def _load(self, spread: bool) -> None:
+        rows = self.analysis.rank_steps if spread else self.analysis.steps
+        post_if_current(self, self.RowsReady(spread, rows))
+
+    @on(RowsReady)
+    async def _show_rows(self, message: RowsReady) -> None:
+        if message.spread != self.spread or message.rows is None:
+            return
+        table = self.query_one("#steps-table", FrameTable)
+        if message.spread:
+            await table.set_frame(message.rows, SPREAD_COLS)
+        else:
+            await table.set_frame(message.rows, [RANK_COL, *STEP_COLS] if self.multi_rank else STEP_COLS)
+        hint = RANK_HINTS[message.spread] if self.multi_rank else HINT
+        if not len(message.rows):
+            hint = NO_STEPS
+        self.query_one("#steps-hint", Static).update(hint)
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action == "toggle_spread":
             return self.multi_rank  # a single-rank run has no spread: keep `r` off the key line
         return super().check_action(action, parameters)
 
-    async def action_toggle_spread(self) -> None:
+    def action_toggle_spread(self) -> None:
         self.spread = not self.spread
-        table = self.query_one("#steps-table", FrameTable)
-        if self.spread:
-            await table.set_frame(self.analysis.rank_steps, SPREAD_COLS)
-        else:
-            await table.set_frame(self.analysis.steps, [RANK_COL, *STEP_COLS])
-        self.query_one("#steps-hint", Static).update(RANK_HINTS[self.spread])
-        if table.table is not None:  # the rebuilt table replaced the focused one
-            table.table.focus()
+
+    def watch_spread(self, spread: bool) -> None:
+        self._load(spread)
 
     @on(FrameTable.Selected, "#steps-table")
     def open_step(self, event: FrameTable.Selected) -> None:
@@ -110,19 +141,32 @@ class StepScreen(RooftopScreen):
         return tree.range_tree(events[events["rank"] == self.rank], timed[timed["rank"] == self.rank],
                                self.phase, self.step)
 
+    @dataclass
+    class StepReady(Message):
+        ranges: pd.DataFrame
+        kernels: pd.DataFrame
+
     def compose_body(self) -> ComposeResult:
-        ranges = self._ranges()
         tree: Tree[str | None] = Tree(Text(f"{self.phase} step {self.step}"), data=None, id="range-tree")
         tree.show_root = True
+        tree.auto_expand = False  # Enter on a range shows its kernels; it must not fold the range away
         tree.root.expand()
+        yield tree
+        yield FrameTable(KERNEL_COLS, id="step-kernels")
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="step")
+    def _load(self) -> None:
+        post_if_current(self, self.StepReady(self._ranges(), self._kernels()))
+
+    @on(StepReady)
+    async def _show_step(self, message: StepReady) -> None:
+        tree = self.query_one("#range-tree", Tree)
         nodes = {}
-        for r in ranges.to_dict("records"):
+        for r in message.ranges.to_dict("records"):
             parent_path = r["path"].rsplit("/", 1)[0] if "/" in r["path"] else None
             parent = nodes.get(parent_path, tree.root)
-            node = parent.add(self._label(r), data=r["path"], expand=True)
-            nodes[r["path"]] = node
-        yield tree
-        yield FrameTable(KERNEL_COLS, self._kernels(), id="step-kernels")
+            nodes[r["path"]] = parent.add(self._label(r), data=r["path"], expand=True)
+        await self.query_one("#step-kernels", FrameTable).set_frame(message.kernels)
 
     @staticmethod
     def _label(r: dict) -> Text:
@@ -134,6 +178,7 @@ class StepScreen(RooftopScreen):
 
     def on_mount(self) -> None:
         self.query_one("#range-tree", Tree).focus()
+        self._load()
 
     @on(Tree.NodeHighlighted, "#range-tree")
     async def show_range(self, event: Tree.NodeHighlighted) -> None:
@@ -155,7 +200,8 @@ class StepScreen(RooftopScreen):
         from .detail import KernelDetailScreen
 
         key = event.row["short_name"]
-        self.drill(KernelDetailScreen(self.analysis, key, "short_name", self.query_one("#breadcrumb").crumbs + [str(key)]))
+        self.drill(KernelDetailScreen(self.analysis, key, "short_name", self.query_one("#breadcrumb").crumbs + [str(key)],
+                                      phase=self.phase, step=self.step, rank=self.rank))
 
 
 def _relative(path: str, phase: str, step: int) -> str | None:

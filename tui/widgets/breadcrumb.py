@@ -13,6 +13,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
+from ..textual_private import has_active_app, mark_styled
 from .keybar import KeyBar
 from .text import sanitize
 
@@ -53,7 +54,12 @@ class RooftopScreen(Screen):
 
     BREADCRUMB = ""
     EXPORT_NAME = "table"
-    BINDINGS = [Binding("escape,backspace", "back", "Back", id="nav.back")]
+    BINDINGS = [
+        Binding("escape,backspace", "back", "Back", id="nav.back"),
+        # Any row's full name, and a copy of it: tables cut long names to keep the numbers in sight.
+        Binding("i", "show_name", "Full name", id="nav.name", show=False),
+        Binding("y", "copy_name", "Copy name", id="nav.copy", show=False),
+    ]
 
     def __init__(self, analysis: Any, crumbs: list[str] | None = None) -> None:
         super().__init__()
@@ -62,9 +68,8 @@ class RooftopScreen(Screen):
         # A new screen is styled with the current stylesheet when it mounts, so it is not stale:
         # without this, every first visit to a screen re-parses all CSS and restyles the app twice
         # (Textual's switch_mode/_init_mode), a third of each screen switch on a slow machine.
-        app = self.app if _has_app() else None
-        if app is not None:
-            self._css_update_count = app._css_update_count
+        if has_active_app():
+            mark_styled(self, self.app)
 
     def compose(self) -> ComposeResult:
         yield Breadcrumb(self.crumbs, modeled=bool(getattr(self.analysis.trace, "modeled", False)), id="breadcrumb")
@@ -88,6 +93,37 @@ class RooftopScreen(Screen):
     def drill(self, screen: "RooftopScreen") -> None:
         self.app.push_screen(screen)
 
+    def name_target(self) -> tuple[str, list[str]] | None:
+        """(what the cursor is on, its full names): the focused table's row, else the first table's."""
+        row = self._current_row()
+        return None if row is None else names_of_row(self.analysis, row)
+
+    def _current_row(self):
+        from .table import FrameTable
+
+        tables = list(self.query(FrameTable))
+        chosen = next((t for t in tables if self.focused is not None and self.focused in t.walk_children()),
+                      tables[0] if tables else None)
+        return chosen.current() if chosen is not None else None
+
+    def action_show_name(self) -> None:
+        from ..screens.name import NameScreen
+
+        target = self.name_target()
+        if target is None:
+            self.notify("No name here: move to a row with a kernel name.", timeout=3)
+            return
+        self.app.push_screen(NameScreen(*target))
+
+    def action_copy_name(self) -> None:
+        from ..screens.name import copy_name
+
+        target = self.name_target()
+        if target is None:
+            self.notify("No name here: move to a row with a kernel name.", timeout=3)
+            return
+        copy_name(self.app, target[1][0])
+
     def export_frame(self) -> "pd.DataFrame | None":
         """What `e` writes to CSV: the focused table as shown (filtered, sorted), else the first."""
         from .table import FrameTable
@@ -98,12 +134,20 @@ class RooftopScreen(Screen):
         return chosen.shown_frame() if chosen is not None else None
 
 
-def _has_app() -> bool:
-    from textual._context import active_app
-
-    return active_app.get(None) is not None
-
-
 def trace_title(analysis: Any) -> str:
     ident = getattr(analysis, "identity", None) or {}
     return str(ident.get("model") or ident.get("label") or analysis.trace.label)
+
+
+def names_of_row(analysis: Any, row: Any) -> tuple[str, list[str]] | None:
+    """A table row's label and full names: a launch's own name; a group's distinct names."""
+    def text(v):
+        return v if isinstance(v, str) and v else None
+
+    if text(row.get("name")):
+        return (text(row.get("short_name")) or row["name"], [row["name"]])
+    key = text(row.get("key")) or text(row.get("short_name"))
+    if key is None:
+        return None
+    full = analysis.full_names(key) if hasattr(analysis, "full_names") else []
+    return key, full or [key]

@@ -58,11 +58,6 @@ def key_items(screen) -> list[tuple[str, str, bool, str]]:
 class KeyBar(Static):
     """One line of `key description` pairs for the current screen; rebuilt when bindings change."""
 
-    DEFAULT_CSS = """
-    KeyBar { dock: bottom; height: 1; width: 1fr; background: $footer-background; color: $footer-description-foreground; }
-    KeyBar > .keybar--key { color: $footer-key-foreground; text-style: bold; }
-    KeyBar > .keybar--disabled { text-style: dim; }
-    """
     COMPONENT_CLASSES = {"keybar--key", "keybar--disabled"}
 
     def on_mount(self) -> None:

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 from textual_plotext import PlotextPlot
 
+from ..textual_private import plotext_theme_name
+
 _SI = {-3: "0.001", -2: "0.01", -1: "0.1", 0: "1", 1: "10", 2: "100"}
 _PREFIXES = ((15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"))
 
@@ -131,16 +133,6 @@ class RooflinePlot(PlotextPlot):
     `ceilings` is `Analysis.ceilings`. Points are ordered by time, biggest first; `select(i)` uses that order.
     """
 
-    DEFAULT_CSS = """
-    RooflinePlot { width: 1fr; height: 1fr; min-height: 8; }
-    RooflinePlot > .roofline--roof { color: $foreground; }
-    RooflinePlot > .roofline--fp32 { color: $foreground-muted; }
-    RooflinePlot > .roofline--ridge { color: $foreground-muted; }
-    RooflinePlot > .roofline--prefill { color: $warning; }
-    RooflinePlot > .roofline--decode { color: $primary-lighten-2; }
-    RooflinePlot > .roofline--other { color: $foreground-muted; }
-    RooflinePlot > .roofline--selected { color: $error; }
-    """
     COMPONENT_CLASSES = {
         "roofline--roof", "roofline--fp32", "roofline--ridge", "roofline--prefill",
         "roofline--decode", "roofline--other", "roofline--selected",
@@ -194,10 +186,13 @@ class RooflinePlot(PlotextPlot):
         p = self.plt
         p.clear_figure()
         # Set the theme before drawing: plotext gives text labels the canvas colour current at draw time.
-        p.theme(self._get_plotext_theme_name(self.app.theme))
+        p.theme(plotext_theme_name(self, self.app.theme))
         pts = self._points
         fr = frame_for(pts, self._ceilings, samples=max(60, 2 * max(self.size.width, 1)))
-        self._xrange = fr.x
+        self._xrange, self._yrange = fr.x, fr.y
+        self._boxes: list[tuple[float, float, float, float]] = []
+        self._point_xy = ((np.log10(pts["ai"].astype(float).to_numpy()), np.log10(pts["achieved_flops"].astype(float).to_numpy()))
+                          if len(pts) else (np.array([]), np.array([])))
         p.xlim(*fr.x)
         p.ylim(*fr.y)
         p.xticks(*decade_ticks(*fr.x))
@@ -211,35 +206,68 @@ class RooflinePlot(PlotextPlot):
             p.plot(fr.roof_x, fr.roof, marker="braille", color=self._colour("roof"))
         if fr.ridge is not None and fr.roof is not None:
             p.vline(fr.ridge, color=self._colour("ridge"))
-            if not self.compact:
-                self._label_roofs(fr)
         self._draw_points(pts)
+        # Labels last, the selected name first: each goes only where it covers nothing drawn so far.
+        self._label_selected()
+        if fr.ridge is not None and fr.roof is not None and not self.compact:
+            self._label_roofs(fr)
+        if pts.empty and not self.compact:
+            p.title("no kernel group with known FLOPs and bytes: nothing to place")
+
+    # --- labels: placed only where they cover no point and no other label -------------------------
+    def _cell(self) -> tuple[float, float]:
+        """One terminal cell in log10 data units (x, y), from the plot area plotext leaves inside the
+        widget (y tick labels on the left, x ticks and label below); slightly small, so the checks err
+        on the side of keeping a label off a point."""
+        w = max(self.size.width - 10, 10)
+        h = max(self.size.height - (2 if self.compact else 4), 4)
+        return (self._xrange[1] - self._xrange[0]) / w, (self._yrange[1] - self._yrange[0]) / h
+
+    def _place(self, text: str, x: float, y: float, color, alignment: str = "left") -> bool:
+        """Draw `text` at (x, y) unless its box (one cell of margin) would cover a point or a label
+        already placed, or leave the frame; the same facts are in the legend and the info line, so
+        a label that does not fit is left out, not drawn over something."""
+        cw, ch = self._cell()
+        width = len(text) * cw
+        x0 = x - width if alignment == "right" else x
+        box = (x0 - cw, x0 + width + cw, y - ch, y + ch)
+        if box[0] < self._xrange[0] or box[1] > self._xrange[1] or box[2] < self._yrange[0] or box[3] > self._yrange[1]:
+            return False
+        px, py = self._point_xy
+        if len(px) and bool(((px >= box[0]) & (px <= box[1]) & (py >= box[2]) & (py <= box[3])).any()):
+            return False
+        for a0, a1, b0, b1 in self._boxes:
+            if box[0] < a1 and a0 < box[1] and box[2] < b1 and b0 < box[3]:
+                return False
+        self._boxes.append(box)
+        # Always drawn left-aligned from the computed start: plotext's own right alignment lands a
+        # few cells off, which ran labels past the frame.
+        self.plt.text(text, x0, y, color=color, alignment="left")
+        return True
 
     def _label_roofs(self, fr: Frame) -> None:
         from rooftop.format import fmt_rate
 
-        p, c = self.plt, self._ceilings
+        c = self._ceilings
         span = fr.x[1] - fr.x[0]
         top = float(fr.roof[-1])
-        p.text(f"bf16 {fmt_rate(c.get('flops'), 'FLOP/s')}", fr.x[1] - 0.02 * span, top + 0.2,
-               color=self._colour("roof"), alignment="right")
+        self._place(f"bf16 {fmt_rate(c.get('flops'), 'FLOP/s')}", fr.x[1] - 0.02 * span, top + 0.2,
+                    self._colour("roof"), "right")
         if fr.fp32 is not None and _positive(c.get("fp32")):
-            p.text(f"fp32 {fmt_rate(c.get('fp32'), 'FLOP/s')}", fr.x[1] - 0.02 * span, float(fr.fp32[-1]) - 0.25,
-                   color=self._colour("fp32"), alignment="right")
+            self._place(f"fp32 {fmt_rate(c.get('fp32'), 'FLOP/s')}", fr.x[1] - 0.02 * span, float(fr.fp32[-1]) - 0.25,
+                        self._colour("fp32"), "right")
         # The memory roof's label sits on the slope, a third of the way to the ridge.
         lx = fr.x[0] + 0.25 * (fr.ridge - fr.x[0])
         ly = math.log10(c["bw"]) + lx + 0.3
-        if fr.y[0] < ly < fr.y[1]:
-            p.text(f"HBM {fmt_rate(c.get('bw'))}", lx, ly, color=self._colour("roof"), alignment="right")
-        p.text(f"ridge {10 ** fr.ridge:.0f}", fr.ridge, fr.y[0] + 0.1 * (fr.y[1] - fr.y[0]),
-               color=self._colour("ridge"), alignment="left")
+        self._place(f"HBM {fmt_rate(c.get('bw'))}", lx, ly, self._colour("roof"), "right")
+        self._place(f"ridge {10 ** fr.ridge:.0f}", fr.ridge, fr.y[0] + 0.1 * (fr.y[1] - fr.y[0]),
+                    self._colour("ridge"), "left")
 
     def _draw_points(self, pts: pd.DataFrame) -> None:
         if pts.empty:
             return
         p = self.plt
-        lx = np.log10(pts["ai"].astype(float).to_numpy())
-        ly = np.log10(pts["achieved_flops"].astype(float).to_numpy())
+        lx, ly = self._point_xy
         times = pd.to_numeric(pts["time_ns"], errors="coerce").fillna(0).to_numpy(dtype=float)
         biggest = float(times.max()) if len(times) else 0.0
         # "decode+" is mostly decode with some other phase: coloured by its dominant phase.
@@ -254,8 +282,22 @@ class RooflinePlot(PlotextPlot):
         i = self._selected
         if i is not None:
             p.scatter([lx[i]], [ly[i]], marker=SELECTED, color=self._colour("selected"))
-            if not self.compact:
-                name = printable(pts["key"].iloc[i])[:28]
-                # Start two cells right of the marker so the label never covers it.
-                dx = 2 * (self._xrange[1] - self._xrange[0]) / max(self.size.width - 8, 10)
-                p.text(name, lx[i] + dx, ly[i], color=self._colour("selected"), alignment="left")
+
+    def _label_selected(self) -> None:
+        """The selected group's name beside its marker: right of it, else left; left out when both
+        sides would cover something (the info line under the plot names it anyway)."""
+        i = self._selected
+        if i is None or self.compact:
+            return
+        lx, ly = self._point_xy
+        name = printable(self._points["key"].iloc[i])[:28]
+        cw, _ = self._cell()
+        mine = (np.array([lx[i]]), np.array([ly[i]]))
+        others = (np.delete(lx, i), np.delete(ly, i))
+        self._point_xy = others  # its own marker is beside, not under, the label
+        try:
+            placed = (self._place(name, lx[i] + 2 * cw, ly[i], self._colour("selected"), "left")
+                      or self._place(name, lx[i] - 2 * cw, ly[i], self._colour("selected"), "right"))
+        finally:
+            self._point_xy = (np.concatenate([mine[0], others[0]]), np.concatenate([mine[1], others[1]]))
+        return placed

@@ -58,13 +58,6 @@ def stall_lines(shares: pd.Series, width: int, top: int = 8, meanings: bool = Tr
 class StallBars(Widget):
     """Bars for one group's stall shares (a Series: reason -> share 0..1), top reasons first."""
 
-    DEFAULT_CSS = """
-    StallBars { height: auto; width: 1fr; }
-    StallBars > .stall-bars--name { color: $foreground; }
-    StallBars > .stall-bars--bar { color: $primary-lighten-1; }
-    StallBars > .stall-bars--top { color: $warning; }
-    StallBars > .stall-bars--meaning { color: $foreground-muted; }
-    """
     COMPONENT_CLASSES = {"stall-bars--name", "stall-bars--bar", "stall-bars--top", "stall-bars--meaning"}
 
     def __init__(self, shares: pd.Series, top: int = 8, meanings: bool = True, **kwargs) -> None:

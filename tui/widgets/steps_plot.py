@@ -5,8 +5,13 @@ more ranks than can be told apart, the median and the slowest rank per step inst
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pandas as pd
 from textual_plotext import PlotextPlot
+
+from rooftop.format import fmt_num
 
 MAX_RANK_LINES = 4
 
@@ -43,12 +48,35 @@ class StepsPlot(PlotextPlot):
             p.scatter(x, y, marker="x")
             tops.append(max(y, default=0.0))
             xs.update(x)
-        # y from 0: auto-ranging would blow a 0.01% wobble up to a steep-looking slope.
+        if not xs:
+            p.title("no step times: this trace marks no steps (no step ranges or step metadata)")
+            return super().render()
+        # y from 0: auto-ranging would blow a 0.01% wobble up to a steep-looking slope. Ticks are
+        # set here, on round values and on steps that exist, so every tick and grid line is data.
         top = max(tops, default=0.0)
         if top > 0:
-            p.ylim(0, top * 1.1)
-        if 0 < len(xs) <= 12:
-            p.xticks(sorted(xs), [str(v) for v in sorted(xs)])
+            yt = nice_ticks(top * 1.1, max(2, (self.size.height - 4) // 2))
+            p.ylim(0, max(top * 1.1, yt[-1]))
+            p.yticks(yt, [fmt_num(v) for v in yt])
+        xt = step_ticks(sorted(xs), max(2, (self.size.width - 10) // 6))
+        p.xticks(xt, [str(v) for v in xt])
+        p.xlim(min(xs) - 0.5, max(xs) + 0.5) if len(xs) == 1 else p.xlim(min(xs), max(xs))
         p.title(self.title)
         p.xlabel("step")
         return super().render()
+
+
+def step_ticks(steps: list[int], most: int) -> list[int]:
+    """At most `most` of the steps there are, evenly spread, first and last included."""
+    if len(steps) <= most:
+        return steps
+    idx = np.unique(np.linspace(0, len(steps) - 1, most).round().astype(int))
+    return [steps[i] for i in idx]
+
+
+def nice_ticks(top: float, most: int) -> list[float]:
+    """0 and round multiples (1, 2 or 5 x 10^k) up to `top`: at most `most` + 1 ticks."""
+    raw = top / max(most, 1)
+    mag = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    return [i * step for i in range(int(top // step) + 1)]

@@ -27,7 +27,7 @@ class Col:
 
     key: str
     label: str
-    kind: str = "num"  # text | int | num | ns (shown in µs) | pct (0..1 shown as %)
+    kind: str = "num"  # text | int | num | ns (shown in µs) | pct (0..1 shown as %) | mb (bytes shown in MB)
     digits: int = 1
 
 
@@ -35,29 +35,89 @@ def _numeric(values: pd.Series) -> pd.Series:
     return pd.to_numeric(values, errors="coerce").astype("float64")
 
 
-def _text_array(s: pd.Series) -> pa.Array:
+def fit_unique(names: list[str], width: int) -> dict[str, str]:
+    """Each name longer than `width` cut to it (`head…`). Names whose cuts would read alike (templated
+    kernels that differ only in their last argument) keep their tail instead, `head…tail`, with the
+    shortest tail that tells them apart: no two rows show the same text."""
+    names = list(dict.fromkeys(names))
+    long = [n for n in names if len(n) > width]
+    if not long or width < 5:
+        return {}
+    cut = {n: n[: width - 1] + "…" for n in long}
+    seen: dict[str, list[str]] = {}
+    for n in long:
+        seen.setdefault(cut[n], []).append(n)
+    taken = {n for n in names if len(n) <= width} | {c for c, group in seen.items() if len(group) == 1}
+    for group in (g for g in seen.values() if len(g) > 1):
+        for tail in range(4, width - 4):
+            head = width - 1 - tail
+            trial = {n: n[:head] + "…" + n[-tail:] for n in group}
+            if len(set(trial.values())) == len(group) and not set(trial.values()) & taken:
+                cut.update(trial)
+                taken |= set(trial.values())
+                break
+    return cut
+
+
+def _text_array(s: pd.Series, fit: int | None = None) -> pa.Array:
     """Sanitized strings. A categorical column (names and paths from a trace) is cleaned once per
-    category and stays dictionary-encoded: a million rows hold a few thousand distinct names."""
+    category and stays dictionary-encoded: a million rows hold a few thousand distinct names.
+    `fit`: cut to that many characters, keeping distinct names distinct (see `fit_unique`)."""
     if isinstance(s.dtype, pd.CategoricalDtype):
-        cats = pa.array(sanitize_series(pd.Series(s.cat.categories, dtype=object)), type=pa.string())
+        clean = sanitize_series(pd.Series(s.cat.categories, dtype=object))
+        if fit:
+            clean = clean.replace(fit_unique([c for c in clean if isinstance(c, str)], fit))
         codes = s.cat.codes.to_numpy()
-        return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), cats)
-    return pa.array(sanitize_series(s.astype(object)), type=pa.string())
+        return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), pa.array(clean, type=pa.string()))
+    clean = sanitize_series(s.astype(object))
+    if fit:
+        cut = fit_unique([c for c in pd.unique(clean) if isinstance(c, str)], fit)
+        if cut:
+            clean = clean.map(lambda v: cut.get(v, v) if isinstance(v, str) else v)
+    return pa.array(clean, type=pa.string())
 
 
-def display_table(frame: pd.DataFrame, cols: list[Col], order: np.ndarray | None = None) -> pa.Table:
+# The table prints a float with Python's `n` format (6 significant digits, then an exponent): a
+# value from a million up reads `1.23457e+06`, and one that rounds to nothing reads `0`.
+BIG = 1e6
+MAX_DIGITS = 9
+
+
+def _number_array(values: pd.Series, digits: int) -> pa.Array:
+    """Numbers as the table shows them: rounded to `digits`; a column reaching a million as whole
+    numbers; a column holding non-zero values too small for `digits` as text with enough decimals
+    for two significant digits of its smallest (never `0`, never `7.97e-05`). Sorting reads the
+    frame, not these cells, so it stays numeric either way."""
+    mag = values.abs()
+    small = mag[(mag > 0) & (mag < 0.5 * 10.0 ** -digits)]
+    if len(small):
+        need = min(MAX_DIGITS, max(digits, 1 - int(np.floor(np.log10(small.min())))))
+        if small.min() >= 1e-4 and mag.max() < BIG:  # still printed without an exponent: stays a number
+            return pa.array(values.round(need), type=pa.float64(), from_pandas=True)
+        arr = values.to_numpy(dtype="float64", na_value=np.nan)
+        text = np.char.mod(f"%.{need}f", np.where(np.isnan(arr), 0.0, arr)).astype(object)
+        text[np.isnan(arr)] = None
+        return pa.array(text, type=pa.string())
+    if mag.max() >= BIG:
+        return pa.array(values.round().astype("Int64"), type=pa.int64(), from_pandas=True)
+    return pa.array(values.round(digits), type=pa.float64(), from_pandas=True)
+
+
+def display_table(frame: pd.DataFrame, cols: list[Col], order: np.ndarray | None = None,
+                  fit: dict[str, int] | None = None) -> pa.Table:
     """The frame's columns as display values (still typed), named by their labels, rows in `order`
-    (positions in the frame; None: as they are). Only the shown columns are touched."""
+    (positions in the frame; None: as they are). Only the shown columns are touched. `fit`: text
+    columns to cut to a width, distinct values kept distinct."""
     arrays = []
     for c in cols:
         s = frame[c.key] if c.key in frame.columns else pd.Series([None] * len(frame), index=frame.index)
         if c.kind == "text":
-            arrays.append(_text_array(s))
+            arrays.append(_text_array(s, (fit or {}).get(c.key)))
         elif c.kind == "int":
             arrays.append(pa.array(_numeric(s).round().astype("Int64"), type=pa.int64(), from_pandas=True))
         else:
-            scale = {"ns": 1e-3, "pct": 100.0}.get(c.kind, 1.0)
-            arrays.append(pa.array((_numeric(s) * scale).round(c.digits), type=pa.float64(), from_pandas=True))
+            scale = {"ns": 1e-3, "pct": 100.0, "mb": 1e-6}.get(c.kind, 1.0)
+            arrays.append(_number_array(_numeric(s) * scale, c.digits))
     table = pa.Table.from_arrays(arrays, names=[c.label for c in cols])
     return table if order is None else table.take(pa.array(order))
 
@@ -106,8 +166,6 @@ class FrameTable(Vertical):
     Arrow backend is immutable and mounting is cheap).
     """
 
-    DEFAULT_CSS = "FrameTable { height: 1fr; } FrameTable > DataTable { height: 1fr; }"
-
     class _RowMessage(Message):
         def __init__(self, table: "FrameTable", row: pd.Series) -> None:
             super().__init__()
@@ -123,6 +181,17 @@ class FrameTable(Vertical):
 
     class Highlighted(_RowMessage):
         """The cursor moved onto a row."""
+
+    class Changed(Message):
+        """The view was rebuilt (another frame, sort or filter): a screen's status line follows it."""
+
+        def __init__(self, table: "FrameTable") -> None:
+            super().__init__()
+            self.table = table
+
+        @property
+        def control(self) -> "FrameTable":
+            return self.table
 
     def __init__(self, cols: list[Col], frame: pd.DataFrame | None = None, *, search_key: str | None = None,
                  sort: tuple[str, bool] | None = None, id: str | None = None, classes: str | None = None) -> None:
@@ -189,9 +258,12 @@ class FrameTable(Vertical):
 
     def _make_table(self) -> DataTable:
         self._serial += 1
-        table = display_table(self.source, self.cols, None if self._is_identity() else self._order)
-        # Long kernel names must not push every number off an 80-column screen.
+        # Long kernel names must not push every number off an 80-column screen; the name column is
+        # cut here, head…tail, so that two names never show the same text (the table's own cut
+        # keeps only the head).
         widest = max(16, min(60, self.app.size.width - 48))
+        table = display_table(self.source, self.cols, None if self._is_identity() else self._order,
+                              fit={self.search_key: widest})
         return DataTable(backend=ArrowBackend(table), column_labels=self._labels(), cursor_type="row",
                          render_markup=False, null_rep="—", show_row_labels=False, zebra_stripes=True,
                          max_column_content_width=widest, id=f"{self.id or 'frame'}-table-{self._serial}")
@@ -207,16 +279,20 @@ class FrameTable(Vertical):
     async def refresh_view(self, keep_cursor: bool = False) -> None:
         old = self.table
         row = old.cursor_row if old is not None and keep_cursor else 0
+        had_focus = old is not None and old.has_focus
         self._derive()
         if old is not None:
             await old.remove()
         new = self._make_table()
         await self.mount(new)
+        if had_focus:  # `g`, `c`, a sort: the rebuilt table keeps the keyboard
+            self.screen.set_focus(new)
         # Measuring a million cells allocates Arrow temporaries whose pages pyarrow's allocator
         # would keep (~100-300 MB of RSS at 1M rows); give them back.
         pa.default_memory_pool().release_unused()
         if self.shown:
             new.move_cursor(row=min(row, self.shown - 1))
+        self.post_message(self.Changed(self))
 
     async def set_frame(self, frame: pd.DataFrame, cols: list[Col] | None = None, search_key: str | None = None,
                         default_sort: tuple[str, bool] | None = None) -> None:

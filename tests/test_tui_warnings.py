@@ -1,0 +1,88 @@
+"""Warnings in sight (count on the Overview, the list on `w`) and an import's progress, cancelled by Esc."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+from rooftop.trace import write_trace
+from tui import loader
+from tui.app import LoadingScreen, RooftopApp, progress_line
+from tui.screens.warnings import WarningsScreen
+
+from test_tui_app import drive, text_of
+from tui_helpers import _events, _meta
+
+
+def warned_trace(tmp_path):
+    """`small_trace` whose importer dropped rows, on a GPU rooftop has no peaks for: two warnings."""
+    meta = _meta(modeled=False)
+    meta["warnings"] = ["12 events dropped: no timestamp"]
+    meta["device"] = {"name": "Mystery GPU 9000"}
+    path = tmp_path / "warned.parquet"
+    write_trace(path, _events(counters=False, weird_names=False), meta)
+    return path
+
+
+def test_overview_counts_warnings_and_w_lists_them(tmp_path):
+    def overview(app):
+        assert text_of(app.screen.query_one("#warnings-count")) == "▲ 2 warnings (w: list)"
+        assert app.screen.query_one("#warnings-count").has_class("has-warnings")
+
+    def listed(app):
+        s = app.screen
+        assert isinstance(s, WarningsScreen) and [w for w, _ in s.items] == ["import", "device"]
+        text = text_of(s.query_one("#warnings-list"))
+        assert "! import   12 events dropped: no timestamp" in text
+        assert "no peaks:" in text and "MBU, MFU and the roofline are unknown" in text
+
+    def back(app):
+        assert not isinstance(app.screen, WarningsScreen)
+
+    drive([warned_trace(tmp_path)], steps=[([], overview), (["w"], listed), (["escape"], back)])
+
+
+def test_no_warnings_says_so(tmp_path):
+    from tui_helpers import small_trace
+
+    def check(app):
+        assert text_of(app.screen.query_one("#warnings-count")) == "no warnings (w: list)"
+
+    drive([small_trace(tmp_path)], [], check=check)
+
+
+def test_progress_line():
+    assert (progress_line("/x/t.json.gz", 412_000_000, 1_200_000_000, 3.14)
+            == "importing t.json.gz: 412 MB of 1.2 GB (34%) · 3.1 s · Esc cancels")
+
+
+def test_import_shows_progress_and_esc_cancels(tmp_path, monkeypatch):
+    calls = []
+
+    def slow_import(path, progress=None):  # stands in for a Kineto import of 1 GB, 1 MB per 10 ms
+        for i in range(1, 1001):
+            calls.append(i)
+            progress(i * 1_000_000, 1_000_000_000)
+            time.sleep(0.01)
+        raise AssertionError("the import was not cancelled")
+
+    monkeypatch.setattr(loader, "load", slow_import)
+
+    async def main():
+        app = RooftopApp([str(tmp_path / "big.pt.trace.json")])
+        async with app.run_test(size=(80, 24)) as pilot:
+            for _ in range(500):
+                await pilot.pause(0.01)
+                if isinstance(app.screen, LoadingScreen) and "importing" in text_of(app.screen.query_one("#loading-progress")):
+                    break
+            line = text_of(app.screen.query_one("#loading-progress"))
+            assert line.startswith("importing big.pt.trace.json: ") and "MB of 1 GB (" in line and "Esc cancels" in line
+            await pilot.press("escape")
+            for _ in range(200):
+                await pilot.pause(0.01)
+                if app.return_value is not None:
+                    break
+            return app, app.return_value  # what `run_app` returns as the exit status
+
+    app, code = asyncio.run(main())
+    assert code == 1 and app.errors == [f"{tmp_path / 'big.pt.trace.json'}: import cancelled"]
+    assert len(calls) < 1000  # stopped at a chunk boundary, long before the end

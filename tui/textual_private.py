@@ -1,0 +1,43 @@
+"""Every use of a private Textual (or textual-plotext) API, in one place, each with why.
+
+Pinned versions: textual 8.2.x, textual-plotext 1.0.x. A Textual upgrade that breaks the app breaks
+here first; each function says what it would fall back to without the private name.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+def has_active_app() -> bool:
+    """Whether a Textual app is running in this context. A screen built outside one (a test that
+    constructs it bare) has no `self.app`, and the public property raises instead of saying so."""
+    from textual._context import active_app
+
+    return active_app.get(None) is not None
+
+
+def mark_styled(screen: Any, app: Any) -> None:
+    """Tell a new screen the app's stylesheet has not changed since it was made. Without it, every
+    first visit to a screen re-parses all CSS and restyles the app twice (Textual's
+    `switch_mode`/`_init_mode`), a third of each screen switch on a slow machine. Fallback: none
+    needed, only slower."""
+    count = getattr(app, "_css_update_count", None)
+    if count is not None:
+        screen._css_update_count = count
+
+
+def bindings_with_keymap(app: Any, node: Any):
+    """A node's own bindings as the user remapped them (the help screen lists what is in force).
+    Textual exposes the active bindings of the focused chain only, not one node's with the keymap
+    applied."""
+    bindings_map = node._bindings.copy()
+    keymap = getattr(app, "_keymap", None)
+    if keymap:
+        bindings_map.apply_keymap(keymap)
+    return bindings_map
+
+
+def plotext_theme_name(plot: Any, theme: str) -> str:
+    """textual-plotext's name for the plotext theme matching a Textual theme (it has no public one);
+    set before drawing, since plotext gives text labels the canvas colour current at draw time."""
+    return plot._get_plotext_theme_name(theme)

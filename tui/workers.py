@@ -1,0 +1,17 @@
+"""What every thread worker of the TUI does with its result: post it, unless it was superseded.
+
+Workers are `exclusive`: starting a new one cancels the old, but a thread cannot be stopped, so
+the old one runs on and would post its stale result after the new one (Textual's workers guide).
+"""
+from __future__ import annotations
+
+from textual.message import Message
+from textual.worker import get_current_worker
+
+
+def post_if_current(node, message: Message) -> bool:
+    """Post `message` from `node` unless the worker running this was cancelled; whether it was posted."""
+    if get_current_worker().is_cancelled:
+        return False
+    node.post_message(message)
+    return True
