@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 
 from .analysis import Analysis, compare
+from .text import printable
 from .format import fmt_bytes, fmt_ns, fmt_num, fmt_pct, fmt_rate
 
 PHASE_KEYS = ("phase", "steps", "kernels", "span_ns", "busy_ns", "idle_ns", "idle_frac", "flops", "bytes",
@@ -91,9 +92,8 @@ def _table(headers: list[str], rows: list[list[str]], right: set[int] | None = N
 
 
 def _printable(s: Any) -> str:
-    """Trace text for a terminal: control characters shown escaped, never interpreted."""
-    text = str(s)
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+    """Trace text for a terminal: controls, bidi and invisible characters shown escaped (rooftop.text)."""
+    return printable(s, missing="None")
 
 
 def report_text(a: Analysis, top: int = 10) -> str:

@@ -21,9 +21,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
+from rooftop.text import write_csv
 from rooftop.trace import TraceError
 
 from .widgets.breadcrumb import RooftopScreen
+
 from .widgets.text import safe_text, sanitize
 
 SCREENS = [  # (mode, number key, title)
@@ -249,7 +251,7 @@ class RooftopApp(App[int]):
             n += 1
             path = Path.cwd() / f"rooftop-{name}-{stamp}-{n}.csv"
         try:
-            frame.to_csv(path, index=False)
+            write_csv(path, frame)  # atomic, spreadsheet-safe (no formula cells), printable
         except OSError as exc:
             self.notify(f"cannot write {path}: {exc.strerror or exc}", severity="error", markup=False)
             return

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 from textual_plotext import PlotextPlot
 
+from rooftop.text import printable as _printable
+
 _SI = {-3: "0.001", -2: "0.01", -1: "0.1", 0: "1", 1: "10", 2: "100"}
 _PREFIXES = ((15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"))
 
@@ -120,8 +122,8 @@ def marker_for(time_ns: float, biggest: float) -> str:
 
 
 def printable(name: str) -> str:
-    """Drop control characters: plotext output is parsed as ANSI, so a name must never carry escapes."""
-    return "".join(ch for ch in str(name) if ch.isprintable())
+    """plotext output is parsed as ANSI, so a name must never carry escapes (see rooftop.text)."""
+    return _printable(name)
 
 
 class RooflinePlot(PlotextPlot):
