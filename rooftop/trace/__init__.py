@@ -7,14 +7,14 @@ multi-rank run. Everything a reader needs is in the file: no GPU, no torch, no r
 (load, validate, conform, scrub).
 """
 from .build import to_table
-from .read import (conform_meta, is_parquet, load_trace, parquet_files, read_meta, scrub, trace_from_table,
-                   validate)
+from .read import (check_input, conform_meta, conform_types, is_parquet, json_safe, load_trace, parquet_files,
+                   read_meta, scrub, scrub_all, trace_from_table, validate)
 from .schema import (COLUMNS, FORMAT_VERSION, KINDS, META_KEY, REQUIRED, SCHEMA, STALL_COLUMNS, STALL_REASONS,
                      Trace, TraceError)
 from .write import check_writable, encode_meta, write_trace
 
 __all__ = [
     "COLUMNS", "FORMAT_VERSION", "KINDS", "META_KEY", "REQUIRED", "SCHEMA", "STALL_COLUMNS", "STALL_REASONS",
-    "Trace", "TraceError", "check_writable", "conform_meta", "encode_meta", "is_parquet", "load_trace",
+    "Trace", "TraceError", "check_input", "check_writable", "conform_types", "json_safe", "scrub_all", "conform_meta", "encode_meta", "is_parquet", "load_trace",
     "parquet_files", "read_meta", "scrub", "to_table", "trace_from_table", "validate", "write_trace",
 ]
