@@ -98,18 +98,8 @@ def rank_files(src: Path) -> list[Path]:
 
 
 def import_dir(src: str | os.PathLike, out: str | os.PathLike, progress: Progress | None = None) -> list[Path]:
-    """A directory of per-rank Kineto files -> `OUT/rank=N/trace.parquet`, one per rank."""
-    from rooftop.trace import write_trace
+    """A directory of per-rank Kineto files -> `OUT/rank=N/trace.parquet`, one per rank, written
+    atomically (see `importers.write_ranks`)."""
+    from .importers import write_ranks
 
-    src, out = Path(src), Path(out)
-    files = rank_files(src)
-    if not files:
-        raise KinetoError(src, "directory holds no Kineto .json/.json.gz files")
-    written = []
-    for i, f in enumerate(files):
-        rows, meta = read_kineto(f, progress)
-        rank = meta.get("rank")
-        if rank is None:
-            rank = i
-        written.append(write_trace(out / f"rank={rank}" / "trace.parquet", rows, meta))
-    return written
+    return write_ranks(Path(src), Path(out), progress)[0]
