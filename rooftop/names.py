@@ -29,6 +29,10 @@ _CATEGORY_RULES: list[tuple[str, str]] = [
 _CATEGORY_RE = [(cat, re.compile(pat, re.IGNORECASE)) for cat, pat in _CATEGORY_RULES]
 
 
+# Patterns only ever see this much of a name (some have a `.*`; an absurd name must stay cheap).
+SCAN_CHARS = 4096
+
+
 def category_of(name: str | None, op: str | None = None, kind: str | None = None) -> str:
     """Category of one event from its kernel name, falling back to the op that launched it."""
     if kind in ("memcpy", "memset"):
@@ -36,6 +40,7 @@ def category_of(name: str | None, op: str | None = None, kind: str | None = None
     for text in (name, op):
         if not text:
             continue
+        text = text[:SCAN_CHARS]
         for cat, rx in _CATEGORY_RE:
             if rx.search(text):
                 return cat
@@ -57,7 +62,24 @@ def categorize(names: pd.Series, ops: pd.Series | None = None, kinds: pd.Series 
     return pd.Series(merged["c"].to_numpy(), index=names.index)
 
 
-_PARAMS_TAIL = re.compile(r"\((?:[^()]|\([^()]*\))*\)\s*(?:const)?\s*$")
+def _strip_params(text: str) -> str:
+    """`name(args) const` -> `name`: the balanced parenthesised tail, found by one scan from the
+    end (a regex for it rescans the name from every `(`: quadratic on a hostile name)."""
+    tail = text.rstrip()
+    if tail.endswith("const"):
+        tail = tail[:-5].rstrip()
+    if not tail.endswith(")"):
+        return text
+    depth = 0
+    for i in range(len(tail) - 1, -1, -1):
+        c = tail[i]
+        if c == ")":
+            depth += 1
+        elif c == "(":
+            depth -= 1
+            if depth == 0:
+                return tail[:i]
+    return text  # unbalanced: leave it
 
 
 def _strip_templates(text: str) -> str:
@@ -90,7 +112,7 @@ def short_name(name: str | None, limit: int = 80) -> str | None:
     text = name.strip()
     if text.startswith("void "):
         text = text[5:]
-    text = _PARAMS_TAIL.sub("", text)
+    text = _strip_params(text)
     base = _strip_templates(text)
     base = base.split("::")[-1] if "::" in base.replace("<>", "") else base
     # For wrapper kernels the interesting part is inside the template: keep its head.
@@ -128,6 +150,8 @@ def parse_path(path: str | None) -> tuple[str | None, int | None, int | None]:
     """(phase, step, layer) from a path like `decode/step=12/layer=3/attn`; None where absent."""
     if not path:
         return None, None, None
+    if len(path) > SCAN_CHARS:  # cut at a separator, so a number is never cut short
+        path = path[: path.rfind("/", 0, SCAN_CHARS) + 1 or SCAN_CHARS]
     phase = None
     m = _PHASE_RE.search(path)
     if m:
