@@ -52,14 +52,21 @@ def read_kineto(path: str | os.PathLike, progress: Progress | None = None) -> tu
         try:
             head = _jsonstream.document(s, "traceEvents", sink)
         except (ValueError, EOFError, RecursionError) as exc:
+            malformed = isinstance(exc, _jsonstream.Malformed)
             if not sink.events:
                 what = s.truncated or str(exc) or exc.__class__.__name__
+                if malformed:
+                    what = f"{exc} at character {exc.offset:,}"
                 raise KinetoError(path, f"not a readable Kineto trace: {what}",
                                   "expected PyTorch profiler JSON with a traceEvents array") from None
             lost = s.left
-            warnings.append(
-                f"truncated trace ({s.truncated or exc}): kept {sink.events} complete events, dropped the "
-                f"last {lost} bytes (an incomplete event); anything written after the cut is lost")
+            if malformed:
+                warnings.append(f"{exc} at character {exc.offset:,}: kept the {sink.events} events before it; "
+                                "the rest of the file is not read")
+            else:
+                warnings.append(
+                    f"truncated trace ({s.truncated or exc}): kept {sink.events} complete events, dropped the "
+                    f"last {lost} bytes (an incomplete event); anything written after the cut is lost")
         rows, meta = assemble(sink, head, path)
     finally:
         s.close()
