@@ -106,7 +106,10 @@ def nest_intervals(ithr, ist, ien, ilabel, qthr, qt, stats: dict | None = None):
 
 
 def _masked(a: np.ndarray, dtype: str = "Int64"):
-    return pd.arrays.IntegerArray(np.where(a == NULL, 0, a), a == NULL).astype(dtype)
+    out = pd.arrays.IntegerArray(np.where(a == NULL, 0, a), a == NULL)
+    if dtype == "Int32" and len(a) and ((a != NULL) & ((a < -(2 ** 31)) | (a >= 2 ** 31))).any():
+        return out  # kept as Int64 (never wrapped): the importer drops the impossible events, saying so
+    return out.astype(dtype)
 
 
 def _op_costs(name_ids: np.ndarray, shape_ids: np.ndarray, name_of: np.ndarray,

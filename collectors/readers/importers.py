@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -63,17 +64,57 @@ def _short(exc: BaseException, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_INT32 = 2 ** 31
+# Launch columns: non-negative and within the int32 column; an id column: within int32.
+_LAUNCH_INTS = ("registers", "shared_mem")
+_ID_INTS = ("device", "stream", "step", "layer")
+_SHAPES = ("grid", "block")
+
+
+def _out_of_range(rows: pd.DataFrame) -> np.ndarray:
+    """Rows holding a value no GPU launch can have (a negative or > 2^31 grid, block, register or
+    shared-memory size, a device id beyond int32): vectorised, one mask."""
+    bad = np.zeros(len(rows), dtype=bool)
+    for c in _LAUNCH_INTS + _ID_INTS:
+        if c in rows.columns and not rows[c].isna().all():
+            v = pd.to_numeric(rows[c], errors="coerce").astype("float64")
+            lo = 0 if c in _LAUNCH_INTS else -_INT32
+            bad |= ((v < lo) | (v >= _INT32)).to_numpy(dtype=bool, na_value=False)
+    for c in _SHAPES:
+        if c not in rows.columns:
+            continue
+        col = rows[c]
+        known = col.notna().to_numpy() & col.map(lambda v: isinstance(v, (list, tuple, np.ndarray)), na_action="ignore") \
+            .fillna(False).to_numpy(dtype=bool)
+        if not known.any():
+            continue
+        dims = pd.DataFrame(col[known].tolist(), index=np.flatnonzero(known)).apply(pd.to_numeric, errors="coerce")
+        wrong = (dims.shape[1] != 3) | dims.isna().any(axis=1) | (dims < 0).any(axis=1) | (dims >= _INT32).any(axis=1)
+        bad[np.flatnonzero(known)] |= np.asarray(wrong, dtype=bool)
+    return bad
+
+
 def _drop_impossible(rows: pd.DataFrame | pa.Table, meta: dict) -> tuple[pd.DataFrame | pa.Table, dict]:
-    """Events with a negative duration cannot be placed on a timeline: drop them and say so, so one bad
-    event costs one row, not the whole import (and the written file passes `load_trace`)."""
-    if not isinstance(rows, pd.DataFrame) or "dur_ns" not in rows.columns or not len(rows):
+    """Events that cannot be real (a negative duration, an out-of-range launch size) are dropped with
+    a warning, so one bad event costs one row, not the whole import (and the written file passes
+    `load_trace`)."""
+    if not isinstance(rows, pd.DataFrame) or not len(rows):
         return rows, meta
-    dur = pd.to_numeric(rows["dur_ns"], errors="coerce")
-    bad = (dur < 0).to_numpy(dtype=bool, na_value=False)
+    notes = []
+    bad = np.zeros(len(rows), dtype=bool)
+    if "dur_ns" in rows.columns:
+        dur = pd.to_numeric(rows["dur_ns"], errors="coerce")
+        neg = (dur < 0).to_numpy(dtype=bool, na_value=False)
+        if neg.any():
+            notes.append(f"{int(neg.sum())} event(s) with negative duration dropped")
+        bad |= neg
+    wild = _out_of_range(rows) & ~bad
+    if wild.any():
+        notes.append(f"{int(wild.sum())} event(s) with an out-of-range launch size or id dropped")
+    bad |= wild
     if not bad.any():
         return rows, meta
-    meta = {**meta, "warnings": list(meta.get("warnings") or []) +
-            [f"{int(bad.sum())} event(s) with negative duration dropped"]}
+    meta = {**meta, "warnings": list(meta.get("warnings") or []) + notes}
     return rows[~bad].reset_index(drop=True), meta
 
 

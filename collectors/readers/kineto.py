@@ -76,6 +76,8 @@ def read_kineto(path: str | os.PathLike, progress: Progress | None = None) -> tu
     meta["warnings"] = warnings + meta.get("warnings", [])
     if "baseTimeNanoseconds" not in head and "deviceProperties" in head and warnings:
         meta["warnings"].append("trailer lost: baseTimeNanoseconds unknown, absolute times unknown")
+    if sink.untimed:
+        meta["warnings"].append(f"{sink.untimed} event(s) whose timestamp is not a usable number dropped")
     return rows, redact(meta)
 
 
