@@ -122,7 +122,8 @@ def _read_lines(path: Path) -> list[str]:
         raise NcuError(path, f"cannot read: {exc.strerror or exc}") from None
     if b"\0" in raw[:4096]:
         raise NcuError(path, "binary file, not ncu CSV", "a .ncu-rep is read with read_ncu_rep")
-    return raw.decode("utf-8", errors="replace").splitlines()
+    # "utf-8-sig": a UTF-8 BOM (Excel, PowerShell redirection) is not part of the header
+    return raw.decode("utf-8-sig", errors="replace").splitlines()
 
 
 def _grow_field_limit() -> None:
@@ -195,7 +196,7 @@ def read_ncu_csv(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]
     warnings += total_only_warning(metrics)
     if bad:
         warnings.append(f"{bad} CSV line(s) with the wrong number of fields skipped")
-    meta = {"source": {"tool": "ncu", "version": None, "format": f"csv-{fmt}", "file": str(path)},
+    meta = {"source": {"tool": "ncu", "version": None, "format": f"csv-{fmt}", "file": path.name},
             "device": device, "warnings": warnings, "modeled": False}
     return frame, meta
 
