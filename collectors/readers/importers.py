@@ -84,8 +84,7 @@ def _out_of_range(rows: pd.DataFrame) -> np.ndarray:
         if c not in rows.columns:
             continue
         col = rows[c]
-        known = col.notna().to_numpy() & col.map(lambda v: isinstance(v, (list, tuple, np.ndarray)), na_action="ignore") \
-            .fillna(False).to_numpy(dtype=bool)
+        known = col.map(lambda v: isinstance(v, (list, tuple, np.ndarray)), na_action="ignore").eq(True).to_numpy()
         if not known.any():
             continue
         dims = pd.DataFrame(col[known].tolist(), index=np.flatnonzero(known)).apply(pd.to_numeric, errors="coerce")

@@ -449,11 +449,10 @@ def _scrub_column(col: pa.ChunkedArray) -> tuple[pa.ChunkedArray, int]:
             cut += 1
         texts[j] = redact_text(t)
     new_values = pa.array(texts, type=values.type)
-    if was_dict:
-        fixed = [pa.DictionaryArray.from_arrays(c.indices, new_values) for c in chunks]
-        return pa.chunked_array(fixed, type=pa.dictionary(chunks[0].indices.type, values.type)), cut
-    out = [pc.take(new_values, c.indices) for c in chunks]
-    return pa.chunked_array(out, type=col.type).cast(col.type), cut
+    out = pa.chunked_array([pc.take(new_values, c.indices) for c in chunks], type=values.type)
+    if was_dict:  # re-encoded: two names may have become one ("k_[redacted]")
+        return out.dictionary_encode().cast(col.type), cut
+    return out.cast(col.type), cut
 
 
 _PATH_KEYS = ("file", "path", "src", "source", "input", "report", "trace")
