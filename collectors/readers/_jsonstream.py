@@ -106,7 +106,10 @@ class Stream:
     def skip_ws(self) -> str | None:
         """Skip whitespace and commas; the next character (None at end of input)."""
         while True:
-            self.pos = _WS.match(self.buf, self.pos).end()
+            end = _WS.match(self.buf, self.pos, self.pos + 4096).end()
+            if end == self.pos + 4096:  # a long run (padding, or a bomb of blanks): C-speed strip
+                end = len(self.buf) - len(self.buf[end:].lstrip(" \t\r\n,"))
+            self.pos = end
             if self.pos < len(self.buf):
                 return self.buf[self.pos]
             if not self.more():

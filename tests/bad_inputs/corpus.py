@@ -510,7 +510,7 @@ def _interpreted_parquet(tmp, fx):
     return p
 
 
-def _deep_ranges(tmp, fx, depth: int = 5000):
+def _deep_ranges(tmp, fx, depth: int = 3000):
     """Thousands of NVTX ranges inside each other, each with a long label: linear, not quadratic."""
     evs = [{"ph": "X", "cat": "user_annotation", "name": f"r{i}_" + "x" * 200, "pid": 1, "tid": 1,
             "ts": i, "dur": 2 * depth - 2 * i} for i in range(depth)]
@@ -534,12 +534,12 @@ def _malformed_head(tmp, fx, n: int = 60_000):
 
 
 def _gzip_bomb(tmp, fx):
-    """~1 GB of whitespace in a ~1 MB gzip: refused by the decompression budget, quickly."""
+    """~320 MB of whitespace in a ~0.3 MB gzip: refused by the decompression budget, quickly."""
     import zlib
     co = zlib.compressobj(9, zlib.DEFLATED, 31)
     parts = [co.compress(b'{"traceEvents": [')]
     block = b" " * (16 << 20)
-    parts += [co.compress(block) for _ in range(64)]
+    parts += [co.compress(block) for _ in range(20)]
     parts += [co.compress(b"]}"), co.flush()]
     return _write(tmp, "bomb.json.gz", b"".join(parts))
 
