@@ -27,9 +27,12 @@ _SECRET_NAME = (r"TOKEN(?!IZER|S\b|S_)|SECRET|PASSWORD|PASSWD|API[_\-]?KEY|ACCES
                 r"AUTH(?!ORS?(?![A-Za-z]))")
 _SECRET_KEY = re.compile(_SECRET_NAME, re.IGNORECASE)
 
-# Token shapes. The look-behind keeps a token from starting inside a word (`mask-...` is no key).
+# Token shapes. The look-behind keeps a token from starting inside a word (`mask-...` is no key),
+# though `gemm_hf_...` is still a token. Each body is taken possessively and nothing follows it, so
+# a failed attempt costs at most its minimum length; only the JWT has a suffix, and its stricter
+# look-behind keeps it from starting inside the body of an earlier attempt (`-eyJ-eyJ-...`).
 _TOKEN = re.compile(
-    r"(?<![A-Za-z0-9_\-])(?:"
+    r"(?<![A-Za-z0-9])(?:"
     r"hf_[A-Za-z0-9]{20,}+"
     r"|sk-ant-[A-Za-z0-9_\-]{16,}+"
     r"|sk-[A-Za-z0-9_\-]{20,}+"
@@ -41,7 +44,7 @@ _TOKEN = re.compile(
     r"|npm_[A-Za-z0-9]{30,}+"
     r"|xox[abpr]-[A-Za-z0-9\-]{10,}+"
     r"|AIza[0-9A-Za-z_\-]{30,}+"
-    r"|eyJ[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]*+"
+    r"|(?<![_\-])eyJ[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]*+"
     r")")
 _BEARER = re.compile(r"(?<![A-Za-z0-9_])(Bearer|Token|Basic)([ \t]++)([A-Za-z0-9._~+/\-]{8,}+=*+)",
                      re.IGNORECASE)

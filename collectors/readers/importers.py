@@ -118,14 +118,21 @@ def _drop_impossible(rows: pd.DataFrame | pa.Table, meta: dict) -> tuple[pd.Data
 
 
 def _peek_text(path: Path, head: bytes) -> str:
-    """The first ~1 MB of the file as text (decompressed if gzipped)."""
+    """The first ~1 MB of the file as text (inflated if gzipped; a truncated gzip gives what it has)."""
     try:
-        if head[:2] == b"\x1f\x8b":
-            with gzip.open(path, "rb") as fh:
+        with open(path, "rb") as fh:
+            if head[:2] != b"\x1f\x8b":
                 data = fh.read(_PEEK)
-        else:
-            with open(path, "rb") as fh:
-                data = fh.read(_PEEK)
+            else:
+                z, parts, size = zlib.decompressobj(16 + zlib.MAX_WBITS), [], 0
+                while size < _PEEK and not z.eof:
+                    raw = fh.read(1 << 16)
+                    if not raw:
+                        break
+                    out = z.decompress(raw, _PEEK - size)  # bounded: a bomb inflates no further
+                    parts.append(out)
+                    size += len(out)
+                data = b"".join(parts)
     except (OSError, EOFError, zlib.error):
         return ""
     return data.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
