@@ -23,7 +23,7 @@ from rooftop.trace import STALL_COLUMNS, STALL_REASONS, TraceError
 
 __all__ = [
     "NcuError", "COUNTER_COLUMNS", "row_from_metrics", "flops_from_metrics", "join_counters",
-    "read_ncu_rep", "read_ncu_csv", "run_counters", "build_ncu_command", "parse_counter_steps",
+    "read_ncu_rep", "read_ncu_csv",
 ]
 
 _LAZY = {
