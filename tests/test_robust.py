@@ -481,3 +481,41 @@ def test_no_robust_case_is_an_internal_error(tmp_path):
         o = run_in_process(["report", "--json", str(path)])
         assert "internal error" not in o.err, (case.name, o.err)
         assert o.rc in (0, 2), (case.name, o.err)
+
+
+# --- generated (hypothesis) --------------------------------------------------------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_printable_output_never_holds_an_unsafe_character(text):
+    shown = printable(text)
+    assert not has_unsafe(shown)
+    assert "\n" not in shown and "\x1b" not in shown
+
+
+_ODD = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2 ** 70), max_value=2 ** 70),
+                 st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=6),
+                 st.lists(st.integers(min_value=-(2 ** 40), max_value=2 ** 40), max_size=4))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.lists(st.tuples(_ODD, _ODD, _ODD, _ODD, _ODD), min_size=1, max_size=6))
+def test_odd_event_values_drop_events_never_the_file(values, tmp_path_factory):
+    """Any value in ts, dur, grid, block or registers: a load (bad events dropped with a warning)
+    or a one-line TraceError, never another exception."""
+    from collectors.readers.importers import convert
+
+    evs = [_kernel_ev(1000, 10, 5)]
+    for i, (ts, dur, grid, block, regs) in enumerate(values):
+        ev = _kernel_ev(i + 1, 20 + i, 5)
+        ev.update(ts=ts, dur=dur)
+        ev["args"].update({"grid": grid, "block": block, "registers per thread": regs})
+        evs.append(ev)
+    path = tmp_path_factory.mktemp("odd") / "odd.json"
+    path.write_text(json.dumps(_kineto_doc(evs), allow_nan=True))
+    try:
+        table, meta = convert(path)
+    except TraceError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert table.num_rows >= 1  # the good kernel survives whatever its neighbours hold

@@ -23,8 +23,8 @@ import pyarrow as pa
 
 from rooftop import limits
 from rooftop.text import printable
-from rooftop.trace import (Trace, TraceError, check_input, check_writable, load_trace, parquet_files, scrub_all,
-                           to_table, trace_from_table, write_trace)
+from rooftop.trace import (Trace, TraceError, check_input, check_writable, json_safe, load_trace, parquet_files,
+                           scrub_all, to_table, trace_from_table, write_trace)
 
 Progress = Callable[[int, int], None]
 FORMATS = ("rooftop", "kineto", "nsys-sqlite", "ncu-rep", "ncu-csv", "nsys-rep", "kineto-dir", "rooftop-dir",
@@ -239,7 +239,7 @@ def convert(src: str | os.PathLike, progress: Progress | None = None) -> tuple[p
         cap = limits.max_rows()
         if table.num_rows > cap:
             raise TraceError(src, limits.over_budget(f"{table.num_rows:,} events", limits.MAX_ROWS_ENV, cap))
-        table, meta, scrubbed = scrub_all(table, meta)
+        table, meta, scrubbed = scrub_all(table, json_safe(meta, src))
     if scrubbed:
         meta = {**meta, "warnings": list(meta.get("warnings") or []) + scrubbed}
     return table, meta
@@ -417,7 +417,7 @@ def write_ranks(src: Path, out: Path, progress: Progress | None) -> tuple[list[P
             with _reading(f, "kineto"):
                 rows, meta = read_kineto(f, progress)
                 rows, meta = _drop_impossible(rows, meta)
-                table, meta, scrubbed = scrub_all(to_table(rows), meta)
+                table, meta, scrubbed = scrub_all(to_table(rows), json_safe(meta, f))
             meta["warnings"] = list(meta.get("warnings") or []) + scrubbed
             metas.append(meta)
             write_trace(tmp / f"rank={len(tables)}" / "trace.parquet", table, meta, conform=False)
