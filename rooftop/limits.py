@@ -11,10 +11,10 @@ import os
 MAX_ROWS_ENV = "ROOFTOP_MAX_ROWS"
 MAX_ROWS_DEFAULT = 200_000_000
 # Decompressed bytes per compressed byte of a gzipped trace: Kineto JSON
-# compresses 7-15x (real captures); a gzip bomb (zeros) 1000x. The first 64 MiB are always allowed.
+# compresses 7-15x (real captures); a gzip bomb (zeros) 1000x. The first 32 MiB are always allowed.
 MAX_INFLATE_RATIO_ENV = "ROOFTOP_MAX_INFLATE_RATIO"
 MAX_INFLATE_RATIO_DEFAULT = 100
-INFLATE_FREE_BYTES = 64 << 20
+INFLATE_FREE_BYTES = 32 << 20
 # Characters of one text value (a kernel name, an NVTX range, a metadata string): demangled
 # template names reach ~20 K; longer ones are cut (with a warning) so every pattern stays cheap.
 MAX_TEXT_ENV = "ROOFTOP_MAX_TEXT"

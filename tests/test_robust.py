@@ -250,7 +250,7 @@ def test_budgets_give_one_line_naming_the_budget(env, case, budget, tmp_path, mo
     elif case == "kineto":
         path = tmp_path / "t.json"
         path.write_text(json.dumps(_kineto_doc([_kernel_ev(i, 10 * i, 5) for i in range(5)])))
-    elif case == "gzip":  # 70 MB of blanks: past the free 64 MiB, and 1000x its compressed size
+    elif case == "gzip":  # 70 MB of blanks: past the free 32 MiB, and 1000x its compressed size
         import gzip
         doc = json.dumps(_kineto_doc([_kernel_ev(i, 10 * i, 5) for i in range(5)]))
         path = tmp_path / "t.json.gz"
@@ -471,9 +471,10 @@ def test_csv_with_bom_is_accepted(tmp_path):
 
 
 def test_no_robust_case_is_an_internal_error(tmp_path):
-    """Every generated hostile file ends in a load or a one-line error that is not 'internal error'."""
+    """Every generated hostile file ends in a load or a one-line error that is not 'internal error'
+    (the corpus runs each wrong type through every door; here one per column suffices)."""
     for case in robust_cases():
-        if case.name in LIMITED:
+        if case.name in LIMITED or (case.name.startswith("r13-type-") and not case.name.endswith("-struct")):
             continue  # run under limits above
         d = tmp_path / case.name
         d.mkdir()
