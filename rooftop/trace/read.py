@@ -157,8 +157,8 @@ def check_input(path: str | os.PathLike, allow_dir: bool = True) -> os.stat_resu
             raise TraceError(path, "is a directory", "give a trace file")
         return st
     resolved = str(path.resolve())
-    if resolved.startswith(("/proc/", "/sys/", "/dev/")):
-        raise TraceError(path, "not a trace file: a /proc, /sys or /dev pseudo-file")
+    if resolved.startswith(("/proc/", "/sys/")):  # (/dev/shm holds real files: devices are caught above)
+        raise TraceError(path, "not a trace file: a /proc or /sys pseudo-file")
     if not os.access(path, os.R_OK):
         raise TraceError(path, "permission denied")
     return st
