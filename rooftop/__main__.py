@@ -1,3 +1,9 @@
-from .cli import main
+import sys
+
+try:
+    from .cli import main
+except KeyboardInterrupt:  # Ctrl-C while Python was still importing: one line, not a traceback
+    print("rooftop: interrupted", file=sys.stderr)
+    raise SystemExit(130)
 
 raise SystemExit(main())

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import warnings
 from pathlib import Path
@@ -265,9 +266,9 @@ def cmd_diff(args) -> int:
 def cmd_open(paths: list[str], override=None, options: dict | None = None) -> int:
     if len(paths) > 2:
         raise UsageError(f"rooftop opens one trace, or two to compare; got {len(paths)}: {' '.join(paths)}")
+    from .trace import check_input
     for p in paths:
-        if not Path(p).exists():
-            raise TraceError(p, "no such file or directory")
+        check_input(p)  # missing, unreadable, a FIFO or a device: one line before the screen switches
     if len(paths) == 1:
         # Cheap content check before the terminal switches to the full-screen app: an empty or
         # unrecognised file gets the one-line error at once (the app reports deeper problems).
@@ -333,19 +334,73 @@ def _run(argv: list[str]) -> int:
         return cmd_gpus(args)
     if args.command in ("collect", "predict") and getattr(args, "output", None):
         from .trace import check_writable
+        _check_output_file(args.output)
         check_writable(args.output)  # a full disk or a bad -o is reported before the run, not after it
     mod = __import__(args._module, fromlist=["run"])
     return int(mod.run(args) or 0)
 
 
+def _check_output_file(output: str) -> None:
+    """`-o` must name a regular file (or nothing yet): never a device, a FIFO or a directory."""
+    import stat
+    try:
+        st = os.stat(output)
+    except OSError:
+        return  # absent (or unreachable: check_writable says why)
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise TraceError(output, f"the output exists and is {kind}", "give a file name ending in .parquet")
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is, so that `finally` blocks remove temporary files."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    with warnings.catch_warnings():
-        if not os.environ.get("ROOFTOP_DEBUG"):
-            # numpy/pandas RuntimeWarnings about a damaged file's values are not for users: what
-            # rooftop dropped or ignored is said in its own warnings
-            warnings.simplefilter("ignore")
-        return _main(argv)
+    try:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        old = _install_sigterm(argv)
+        try:
+            with warnings.catch_warnings():
+                if not os.environ.get("ROOFTOP_DEBUG"):
+                    # numpy/pandas RuntimeWarnings about a damaged file's values are not for users: what
+                    # rooftop dropped or ignored is said in its own warnings
+                    warnings.simplefilter("ignore")
+                return _main(argv)
+        finally:
+            if old is not None:
+                signal.signal(signal.SIGTERM, old)
+    except KeyboardInterrupt:  # Ctrl-C at any moment, even while printing an error: one line
+        _quiet_print("rooftop: interrupted")
+        return 130
+    except Terminated:
+        _quiet_print("rooftop: terminated")
+        return 143
+
+
+def _install_sigterm(argv: list[str]):
+    """Batch commands turn SIGTERM into an exception (temporary files are then removed by the
+    writers' cleanup); the terminal UI keeps Textual's own handling."""
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if not argv or (argv[0] not in COMMANDS and not argv[0].startswith("-")) or argv[0] == "open":
+        return None
+    try:
+        return signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):
+        return None
+
+
+def _quiet_print(line: str) -> None:
+    try:
+        print(line, file=sys.stderr)
+    except (OSError, ValueError, KeyboardInterrupt):
+        pass
 
 
 def _main(argv: list[str]) -> int:
@@ -356,8 +411,11 @@ def _main(argv: list[str]) -> int:
     except UsageError as exc:
         _error(str(exc) + " (see rooftop --help)")
     except KeyboardInterrupt:
-        print("rooftop: interrupted", file=sys.stderr)
+        _quiet_print("rooftop: interrupted")
         return 130
+    except Terminated:
+        _quiet_print("rooftop: terminated")
+        return 143
     except BrokenPipeError:
         # `rooftop report x | head`: the reader left; not an error of ours.
         try:
@@ -378,8 +436,8 @@ def _main(argv: list[str]) -> int:
 
 
 def _error(message: str) -> None:
-    text = " ".join(str(message).split())
-    text = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+    from .text import printable
+    text = printable(" ".join(str(message).split()))
     if len(text) > 500:
         text = text[:499] + "…"
     print(f"rooftop: error: {text}", file=sys.stderr)

@@ -494,6 +494,8 @@ _CATEGORY_RE = [(cat, re.compile(pat, re.IGNORECASE)) for cat, pat in _CATEGORY_
 def _own_name(name: str) -> str:
     """What a category is read from: the demangled name without return type and parameter list."""
     return _split_params(_strip_return(demangle(name.strip())))[0]
+# Patterns only ever see this much of a name (some have a `.*`; an absurd name must stay cheap).
+SCAN_CHARS = 4096
 
 
 def category_of(name: str | None, op: str | None = None, kind: str | None = None) -> str:
@@ -506,6 +508,7 @@ def category_of(name: str | None, op: str | None = None, kind: str | None = None
     for text, from_op in ((name, False), (op, True)):
         if not text:
             continue
+        text = text[:SCAN_CHARS]
         own = _own_name(text)
         for cat, rx in _CATEGORY_RE:
             if rx.search(own):

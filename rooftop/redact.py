@@ -1,9 +1,20 @@
-"""Scrub secrets out of metadata before it is written into a trace.
+"""Scrub secrets out of every string a trace carries, before it is written, shown or analysed.
 
 Real traces carry environment dumps and command lines (a public H100 Kineto trace holds a Hugging
-Face token in its metadata). Importers keep only the metadata rooftop needs, and pass what they keep
-through `redact`: values under secret-looking keys and values shaped like known token formats become
-"[redacted]", recursively, also inside longer strings such as `--token hf_...`.
+Face token in its metadata), and a range or kernel name is whatever the program chose. Secrets
+become "[redacted]":
+- token shapes anywhere: Hugging Face `hf_`, GitHub `ghp_ gho_ ghs_ ghu_ ghr_ github_pat_`, GitLab
+  `glpat-`, npm `npm_`, Slack `xox[abpr]-`, Stripe `sk_live_ rk_live_`, Google `AIza`, AWS key ids
+  `AKIA/ASIA`, OpenAI/Anthropic `sk-`/`sk-ant-`, JWTs, `Bearer <token>`;
+- the password of `scheme://user:password@host`;
+- the value of a secret-named assignment or flag: `HF_TOKEN=...`, `MY_API_KEY: ...`,
+  `"access_token": "..."`, `--token ...`, `aws_secret_access_key = ...`;
+- in dictionaries (metadata), the whole value under a secret-named key.
+
+Every pattern runs in linear time on hostile input (a 1 MB name): each starts at a literal or at
+the start of an identifier run (a look-behind forbids starting inside one), and its body is one
+character class taken possessively, so no start position is ever rescanned.
+`rooftop.trace.read.scrub` is the one place every load and every import goes through.
 """
 from __future__ import annotations
 
@@ -12,66 +23,113 @@ from typing import Any
 
 REDACTED = "[redacted]"
 
-_SECRET_KEY = re.compile(
-    r"TOKEN(?!IZER|S\b|S_)|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH(?!ORS?(?![A-Za-z]))",
-    re.IGNORECASE)
+_SECRET_NAME = (r"TOKEN(?!IZER|S\b|S_)|SECRET|PASSWORD|PASSWD|API[_\-]?KEY|ACCESS[_\-]?KEY|PRIVATE[_\-]?KEY|CREDENTIAL|"
+                r"AUTH(?!ORS?(?![A-Za-z]))")
+_SECRET_KEY = re.compile(_SECRET_NAME, re.IGNORECASE)
 
-# Token formats: Hugging Face, OpenAI, Anthropic, AWS access key ids, GitHub, Slack, JWTs.
+# Token shapes. The look-behind keeps a token from starting inside a word (`mask-...` is no key),
+# though `gemm_hf_...` is still a token. Each body is taken possessively and nothing follows it, so
+# a failed attempt costs at most its minimum length; only the JWT has a suffix, and its stricter
+# look-behind keeps it from starting inside the body of an earlier attempt (`-eyJ-eyJ-...`).
 _TOKEN = re.compile(
     r"(?<![A-Za-z0-9])(?:"
-    r"hf_[A-Za-z0-9]{20,}"
-    r"|sk-ant-[A-Za-z0-9_\-]{16,}"
-    r"|sk-(?:proj-)?[A-Za-z0-9_\-]{20,}"
-    r"|AKIA[0-9A-Z]{16}"
-    r"|gh[po]_[A-Za-z0-9]{20,}"
-    r"|github_pat_[A-Za-z0-9_]{20,}"
-    r"|xox[bp]-[A-Za-z0-9\-]{10,}"
-    r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"
+    r"hf_[A-Za-z0-9]{20,}+"
+    r"|sk-ant-[A-Za-z0-9_\-]{16,}+"
+    r"|sk-[A-Za-z0-9_\-]{20,}+"
+    r"|[sr]k_live_[A-Za-z0-9]{10,}+"
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Z])"
+    r"|gh[opsur]_[A-Za-z0-9]{20,}+"
+    r"|github_pat_[A-Za-z0-9_]{20,}+"
+    r"|glpat-[A-Za-z0-9_\-]{20,}+"
+    r"|npm_[A-Za-z0-9]{30,}+"
+    r"|xox[abpr]-[A-Za-z0-9\-]{10,}+"
+    r"|AIza[0-9A-Za-z_\-]{30,}+"
+    r"|(?<![_\-])eyJ[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]*+"
     r")")
-# A cheap gate: only strings holding one of these prefixes go through the full pattern, so kernel
-# names and paths (millions of them) cost one C-level scan each.
-_PREFIX = re.compile(r"hf_|sk-|AKIA|gh[po]_|github_pat_|xox[bp]-|eyJ")
-# `--token VALUE`, `--api-key=VALUE`, `HF_TOKEN=VALUE` inside a command line or env dump.
-_FLAG = re.compile(
-    r"((?:--?|\b)[A-Za-z0-9_\-]*(?:token|secret|password|passwd|api[_\-]?key|access[_\-]?key|"
-    r"private[_\-]?key|credentials?|auth)(?:=|\s+))([^\s\"',;]+)", re.IGNORECASE)
-_FLAG_GATE = re.compile(r"token|secret|passw|api.?key|access.?key|private.?key|credential|auth",
-                        re.IGNORECASE)
+_BEARER = re.compile(r"(?<![A-Za-z0-9_])(Bearer|Token|Basic)([ \t]++)([A-Za-z0-9._~+/\-]{8,}+=*+)",
+                     re.IGNORECASE)
+# the password of a URL's userinfo (`https://user:pw@host`): starts right after `://`, bounded
+_URL_PASSWORD = re.compile(r"(?<=://)([^/\s:@]{1,256}+):([^/\s@]{1,1024}+)@")
+# NAME=VALUE, NAME: VALUE, "NAME": "VALUE", --name VALUE: matched from each secret word found
+# (`_SECRET_KEY`), never from every identifier, so prose and kernel names cost one scan.
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_RUN = re.compile(r"[A-Za-z0-9_\-]*+")
+_REST = re.compile(r"[\"']?+(?:[ \t]*+([=:])[ \t]*+|([ \t]++))[\"']?+"
+                   r"([^\s\"',;:=\[\]{}()<>]++)")
+# A cheap gate (case-insensitive substrings): only strings holding one of these go through the
+# patterns above. Also usable by Arrow (RE2) to filter a whole column at C speed.
+GATE = (r"(?i)hf_|sk[-_]|rk_live|akia|asia|gh[opsur]_|github_pat_|glpat-|npm_|xox[abpr]-|aiza|eyj|"
+        r"bearer|basic|://|token|secret|passw|api.?key|access.?key|private.?key|credential|auth")
+_GATE = re.compile(GATE)
+_TOKEN_GATE = re.compile(r"hf_|sk-|[sr]k_live_|AKIA|ASIA|gh[opsur]_|github_pat_|glpat-|npm_|xox[abpr]-|AIza|eyJ")
+_BEARER_GATE = re.compile(r"(?:bearer|token|basic)[ \t]", re.IGNORECASE)
 
 
 def secret_key(key: str) -> bool:
     """True when a dictionary key names a secret (HF_TOKEN, aws_secret_access_key, Authorization...)."""
-    return bool(_SECRET_KEY.search(key))
+    return bool(_SECRET_KEY.search(key[:256]))
+
+
+def _assignments(text: str) -> str:
+    out, last, scanned = [], 0, 0
+    for k in _SECRET_KEY.finditer(text):
+        if k.start() < scanned:
+            continue  # inside a name already looked at
+        start = k.start()
+        floor = max(scanned, start - 128)
+        while start > floor and text[start - 1] in _NAME_CHARS:
+            start -= 1
+        end = _RUN.match(text, k.end()).end()
+        scanned = end
+        m = _REST.match(text, end)
+        if m is None:
+            continue
+        name, value = text[start:end], m.group(3)
+        if m.group(2) and not name.startswith("-"):
+            continue  # `token budget`: a word then a space is prose; `--token VALUE` is a flag
+        if m.start(3) < last or value == REDACTED or value.isdigit() or not _SECRET_KEY.search(name):
+            continue  # `max_tokens=128`, `tokenizer=llama`: not secrets
+        out += [text[last:m.start(3)], REDACTED]
+        last = scanned = m.end(3)
+    return "".join(out) + text[last:] if out else text
 
 
 def redact_text(text: str) -> str:
-    """Replace token-shaped substrings and the values of secret-named flags in one string."""
-    if _PREFIX.search(text):
+    """Replace token-shaped substrings, URL passwords and the values of secret-named assignments."""
+    if not _GATE.search(text):
+        return text
+    if _TOKEN_GATE.search(text):
         text = _TOKEN.sub(REDACTED, text)
-    if _FLAG_GATE.search(text):
-        text = _FLAG.sub(lambda m: m.group(1) + REDACTED if m.group(2) != REDACTED else m.group(0), text)
-    return text
+    if _BEARER_GATE.search(text):
+        text = _BEARER.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
+    if "://" in text:
+        text = _URL_PASSWORD.sub(lambda m: m.group(1) + ":" + REDACTED + "@", text)
+    return _assignments(text)
 
 
-def redact(obj: Any) -> Any:
-    """A copy of `obj` (dicts, lists, tuples, strings) with secrets replaced by "[redacted]"."""
+def redact(obj: Any, _depth: int = 0) -> Any:
+    """A copy of `obj` (dicts, lists, tuples, strings) with secrets replaced by "[redacted]".
+    Keys are scrubbed too (a token can be a key). Nesting beyond 200 levels is cut (the JSON
+    decoder already refuses deeper documents; this keeps the walk bounded whatever the caller)."""
     if isinstance(obj, str):
         return redact_text(obj)
+    if _depth > 200:
+        return None
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
+            key = redact_text(k) if isinstance(k, str) else k
             # Whole value, containers included; counts (`max_tokens: 128`) are not secrets.
             if isinstance(k, str) and secret_key(k) and v is not None and not isinstance(v, (bool, int, float)):
-                out[k] = REDACTED
+                out[key] = REDACTED
             else:
-                out[k] = redact(v)
+                out[key] = redact(v, _depth + 1)
         return out
     if isinstance(obj, (list, tuple)):
-        return type(obj)(redact(v) for v in obj)
+        return type(obj)(redact(v, _depth + 1) for v in obj)
     return obj
 
 
 def redact_names(names: list) -> list:
-    """Token-shaped substrings out of many names (kernel names, NVTX paths). Only the token formats
-    apply here (a range named `token budget` is not a secret); non-strings pass through."""
-    return [_TOKEN.sub(REDACTED, n) if isinstance(n, str) and _PREFIX.search(n) else n for n in names]
+    """`redact_text` over many names (kernel names, NVTX paths, ops); non-strings pass through."""
+    return [redact_text(n) if isinstance(n, str) else n for n in names]

@@ -8,6 +8,7 @@ import pandas as pd
 
 from .analysis import Analysis, compare
 from .analysis.gap import STEP_GAP_KEYS
+from .text import printable
 from .format import fmt_bytes, fmt_ns, fmt_num, fmt_pct, fmt_rate
 
 PHASE_KEYS = ('phase', 'steps', 'kernels', 'span_ns', 'busy_ns', 'idle_ns', 'idle_frac', 'flops', 'bytes', 'bytes_source', 'bytes_coverage', 'flops_source', 'tflops', 'tbps', 'mfu', 'mbu', 'model_mbu', 'tokens', 'tokens_per_s', 'ai', 'bound', 'mbu_datasheet', 'mbu_measured', 'mfu_datasheet', 'mfu_measured', 'model_steps', 'model_bytes', 'model_bytes_per_step', 'model_flops', 'model_mbu_busy', 'model_mfu', 'model_mfu_busy', 'model_reason', 'flops_coverage', 'ai_coverage', 'mbu_status', 'mfu_status')
@@ -141,9 +142,8 @@ def _table(headers: list[str], rows: list[list[str]], right: set[int] | None = N
 
 
 def _printable(s: Any) -> str:
-    """Trace text for a terminal: control characters shown escaped, never interpreted."""
-    text = str(s)
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+    """Trace text for a terminal: controls, bidi and invisible characters shown escaped (rooftop.text)."""
+    return printable(s, missing="None")
 
 
 def _bounded(cell: str, status: Any) -> str:

@@ -24,9 +24,11 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from rooftop.format import fmt_bytes
+from rooftop.text import write_csv
 from rooftop.trace import NotOneRun, TraceError
 
 from .widgets.breadcrumb import RooftopScreen
+
 from .widgets.text import safe_text, sanitize
 
 SCREENS = [  # (mode, number key, title)
@@ -348,6 +350,7 @@ class RooftopApp(App[int]):
 
         if not self.analyses or not open_for_screen(self, self.screen):
             self.notify("t opens a step's timeline: pick a step in Steps (2); 7 shows the whole run.", timeout=4)
+
     def action_warnings(self) -> None:
         from .screens.warnings import WarningsScreen
 
@@ -376,7 +379,7 @@ class RooftopApp(App[int]):
             n += 1
             path = Path.cwd() / f"rooftop-{name}-{stamp}-{n}.csv"
         try:
-            frame.to_csv(path, index=False)
+            write_csv(path, frame)  # atomic, spreadsheet-safe (no formula cells), printable
         except OSError as exc:
             self.notify(f"cannot write {path}: {exc.strerror or exc}", severity="error", markup=False)
             return

@@ -15,6 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from rooftop import limits
+from rooftop.trace import TraceError
+
 Progress = Callable[[int, int], None]
 
 _WS = re.compile(r"[\s,]*")
@@ -46,8 +49,12 @@ class Stream:
         self.gz = self.raw.read(2) == b"\x1f\x8b"
         self.raw.seek(0)
         self.z = zlib.decompressobj(16 + zlib.MAX_WBITS) if self.gz else None
+        self.pending = b""
+        self.inflated = 0
+        self.inflate_budget = limits.max_inflate(self.total)
         self.dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.buf, self.pos, self.eof = "", 0, False
+        self.consumed = 0  # characters dropped from the front of buf (for error offsets)
         self.truncated: str | None = None
         self.progress = progress
 
@@ -55,22 +62,30 @@ class Stream:
         self.raw.close()
 
     def _bytes(self) -> bytes:
+        if not self.gz:
+            return self.raw.read(self.chunk)
         while True:
-            data = self.raw.read(self.chunk if not self.gz else max(1, self.chunk // 4))
-            if not self.gz:
-                return data
-            if not data:
-                if not self.z.eof:
-                    self.truncated = "compressed stream ends early"
-                return b""
+            if not self.pending:
+                self.pending = self.raw.read(max(1, self.chunk // 4))
+                if not self.pending:
+                    if not self.z.eof:
+                        self.truncated = "compressed stream ends early"
+                    return b""
+            if self.z.eof:  # concatenated gzip members
+                self.z = zlib.decompressobj(16 + zlib.MAX_WBITS)
             try:
-                out = self.z.decompress(data)
-                while self.z.eof and self.z.unused_data:  # concatenated gzip members
-                    rest, self.z = self.z.unused_data, zlib.decompressobj(16 + zlib.MAX_WBITS)
-                    out += self.z.decompress(rest)
+                # at most one chunk out per call: a gzip bomb inflates 1 MB into 1 GB in one call
+                out = self.z.decompress(self.pending, self.chunk)
             except zlib.error as exc:
                 self.truncated = f"corrupt compressed data ({exc})"
                 return b""
+            self.pending = self.z.unused_data if self.z.eof else self.z.unconsumed_tail
+            self.inflated += len(out)
+            if self.inflated > self.inflate_budget:
+                raise TraceError(self.path, limits.over_budget(
+                    f"decompressed size (over {self.inflated:,} bytes from {self.total:,})",
+                    limits.MAX_INFLATE_RATIO_ENV, limits.budget(limits.MAX_INFLATE_RATIO_ENV,
+                                                                limits.MAX_INFLATE_RATIO_DEFAULT)))
             if out:
                 return out
 
@@ -79,6 +94,7 @@ class Stream:
         if self.eof:
             return False
         data = self._bytes()
+        self.consumed += self.pos
         self.buf = self.buf[self.pos:] + self.dec.decode(data, final=not data)
         self.pos = 0
         if not data:
@@ -90,7 +106,10 @@ class Stream:
     def skip_ws(self) -> str | None:
         """Skip whitespace and commas; the next character (None at end of input)."""
         while True:
-            self.pos = _WS.match(self.buf, self.pos).end()
+            end = _WS.match(self.buf, self.pos, self.pos + 4096).end()
+            if end == self.pos + 4096:  # a long run (padding, or a bomb of blanks): C-speed strip
+                end = len(self.buf) - len(self.buf[end:].lstrip(" \t\r\n,"))
+            self.pos = end
             if self.pos < len(self.buf):
                 return self.buf[self.pos]
             if not self.more():
@@ -102,8 +121,23 @@ class Stream:
         return len(self.buf) - self.pos
 
 
+class Malformed(ValueError):
+    """A syntax error inside the input (not an element cut short by the end of the buffer)."""
+
+    def __init__(self, message: str, offset: int):
+        super().__init__(message)
+        self.offset = offset
+
+
+def _needs_more(exc: json.JSONDecodeError, text_len: int) -> bool:
+    """True when a decode failed only because the text stops early: an unterminated string, or an
+    error at the very end. Anything earlier is a real syntax error, and more input cannot fix it."""
+    return exc.msg.startswith("Unterminated string") or exc.pos >= text_len - 1
+
+
 def value(s: Stream) -> Any:
-    """Decode one JSON value at the cursor, reading more input until it is complete."""
+    """Decode one JSON value at the cursor, reading more input until it is complete. A syntax
+    error is reported at once (never retried with each new chunk: that would be quadratic)."""
     if s.skip_ws() is None:
         raise EOFError("file ends early")
     while True:
@@ -111,7 +145,10 @@ def value(s: Stream) -> Any:
             obj, end = _scan(s.buf, s.pos)
             s.pos = end
             return obj
-        except ValueError:
+        except json.JSONDecodeError as exc:
+            if not _needs_more(exc, len(s.buf)):
+                s.pos = exc.pos
+                raise Malformed(f"malformed JSON ({exc.msg})", s.consumed + exc.pos) from None
             if not s.more():
                 raise
 
@@ -136,6 +173,7 @@ def array(s: Stream, sink: Sink) -> None:
             try:
                 sink.add_text("[" + buf[start:cut + 1] + "]")
             except ValueError:
+                _stop_at_syntax_error(s, sink, buf, start, cut)
                 continue
             s.pos = cut + 2
             break
@@ -148,6 +186,29 @@ def array(s: Stream, sink: Sink) -> None:
         if c != "{":
             raise ValueError(f"unexpected {c!r} in the array")
         sink.add_objects([value(s)])  # one element, reading more input if needed
+
+
+def _stop_at_syntax_error(s: Stream, sink: Sink, buf: str, start: int, cut: int) -> None:
+    """After a batch failed to decode: if the reason is a syntax error inside the batch (not the
+    cut), hand over the complete elements before it and raise `Malformed`, once."""
+    text = "[" + buf[start:cut + 1] + "]"
+    try:
+        DECODER.decode(text)
+        return  # valid JSON that the sink refused for another reason: let the caller go on
+    except json.JSONDecodeError as exc:
+        if _needs_more(exc, len(text)) or exc.pos >= len(text) - 2:
+            return  # the cut fell inside an element: an earlier cut (or more input) will do
+        bad, msg = start + exc.pos - 1, exc.msg
+    before = buf.rfind("},", start, bad)
+    if before >= 0:
+        try:
+            sink.add_text("[" + buf[start:before + 1] + "]")
+            s.pos = before + 2
+        except ValueError:
+            s.pos = start
+    else:
+        s.pos = start
+    raise Malformed(f"malformed JSON ({msg})", s.consumed + bad)
 
 
 def document(s: Stream, key: str, sink: Sink) -> dict:

@@ -50,7 +50,7 @@ def _ns_of(v: Any) -> int:
         else:  # exponents or sub-ns digits: rare, exact via Decimal
             try:
                 out = int((Decimal(s) * 1000).to_integral_value())
-            except InvalidOperation:
+            except (InvalidOperation, ValueError, OverflowError):  # "NaN", "Infinity", junk
                 return NULL
         return -out if neg else out
     if isinstance(v, float):
@@ -227,6 +227,7 @@ class Collector:
         self._py_wanted: dict = {}
         self.origin: int | None = None
         self.events = 0
+        self.untimed = 0  # wanted events dropped for a timestamp that is no number (NaN, 1e300, text)
         self.typed = msgspec is not None
 
     # --- the sink protocol of _jsonstream ---
@@ -267,6 +268,7 @@ class Collector:
             if ts is None or dur is None:
                 raise _Inexact
             keep = ts != NULL
+            self.untimed += int((~keep).sum())
             if not keep.all():
                 evs = [e for e, k in zip(evs, keep.tolist()) if k]
                 ts, dur = ts[keep], dur[keep]
@@ -367,6 +369,7 @@ class _ExactBatch:
                 continue
             ts, dur = ns_of(e.get("ts")), ns_of(e.get("dur", 0))
             if ts == NULL:
+                sink.untimed += 1
                 continue
             args = e.get("args")
             args = args if type(args) is dict else {}

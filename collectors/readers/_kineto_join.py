@@ -10,6 +10,7 @@ Vectorised with numpy; the only Python loops run over interval nestings, once pe
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from rooftop import steps as st
+from rooftop import limits
 from rooftop.redact import redact_names
 
 from ._kineto_events import KIND_NAMES, NULL, Collector
@@ -35,12 +37,34 @@ def _lookup(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
     return out
 
 
-def nest_intervals(ithr, ist, ien, ilabel, qthr, qt):
+# A path is built by appending a label to its parent's: bounded so that hostile nesting (100k
+# ranges inside each other, or a megabyte label above many children) stays linear in the number
+# of ranges. Past either bound a range shares its parent's path with a "/…" mark, built once.
+MAX_PATH_CHARS = 1024
+MAX_PATH_DEPTH = 64
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(v) -> str:
+    """A name as storable text: None -> "", lone surrogates -> U+FFFD, cut at the text budget."""
+    if v is None:
+        return ""
+    if _SURROGATE.search(v):
+        v = _SURROGATE.sub("\ufffd", v)
+    cap = limits.max_text()
+    return v if len(v) <= cap else v[: cap - 1] + "…"
+
+
+def nest_intervals(ithr, ist, ien, ilabel, qthr, qt, stats: dict | None = None):
     """Nesting of intervals per thread, half-open [start, end).
 
     Returns (innermost interval index for each query or -1, path of each query, path of each
     interval), a path being the labels of the enclosing intervals, outermost first, joined by "/".
-    One pass over intervals and queries sorted together (ties: intervals first, longer first)."""
+    One pass over intervals and queries sorted together (ties: intervals first, longer first).
+    Paths deeper than MAX_PATH_DEPTH or longer than MAX_PATH_CHARS end in "…" (counted in
+    `stats["cut"]` when a dict is given)."""
     ni, nq = len(ist), len(qt)
     thr = np.concatenate([ithr, qthr])
     t = np.concatenate([ist, qt])
@@ -50,8 +74,9 @@ def nest_intervals(ithr, ist, ien, ilabel, qthr, qt):
     inner = np.full(nq, -1, dtype=np.int64)
     qpath: list = [None] * nq
     ipath: list = [None] * ni
-    stack: list = []  # (end, index, path)
+    stack: list = []  # [end, index, path, depth, path of a child past the bounds (built once)]
     cur = None
+    cut = 0
     thr_l, t_l, ien_l = thr.tolist(), t.tolist(), ien.tolist()
     for k in order.tolist():
         if thr_l[k] != cur:
@@ -61,18 +86,35 @@ def nest_intervals(ithr, ist, ien, ilabel, qthr, qt):
             stack.pop()
         if k < ni:
             label = ilabel[k] if ilabel is not None else None
-            path = label if not stack or label is None else f"{stack[-1][2]}/{label}"
+            if not stack or label is None:
+                path, depth = (label if label is None or len(label) <= MAX_PATH_CHARS
+                               else label[:MAX_PATH_CHARS - 1] + "…"), 1
+            else:
+                top = stack[-1]
+                depth = top[3] + 1
+                if depth > MAX_PATH_DEPTH or len(top[2]) + 1 + len(label) > MAX_PATH_CHARS:
+                    if top[4] is None:
+                        top[4] = top[2] if top[2].endswith("/…") else f"{top[2]}/…"
+                    path = top[4]  # shared: no per-child copy of a long parent path
+                    cut += 1
+                else:
+                    path = f"{top[2]}/{label}"
             ipath[k] = path
-            stack.append((ien_l[k], k, path))
+            stack.append([ien_l[k], k, path, depth, None])
         elif stack:
             q = k - ni
             inner[q] = stack[-1][1]
             qpath[q] = stack[-1][2]
+    if stats is not None:
+        stats["cut"] = stats.get("cut", 0) + cut
     return inner, qpath, ipath
 
 
 def _masked(a: np.ndarray, dtype: str = "Int64"):
-    return pd.arrays.IntegerArray(np.where(a == NULL, 0, a), a == NULL).astype(dtype)
+    out = pd.arrays.IntegerArray(np.where(a == NULL, 0, a), a == NULL)
+    if dtype == "Int32" and len(a) and ((a != NULL) & ((a < -(2 ** 31)) | (a >= 2 ** 31))).any():
+        return out  # kept as Int64 (never wrapped): the importer drops the impossible events, saying so
+    return out.astype(dtype)
 
 
 def _op_costs(name_ids: np.ndarray, shape_ids: np.ndarray, name_of: np.ndarray,
@@ -126,7 +168,9 @@ def _shape3(g, prefix: str) -> np.ndarray:
 
 
 def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dict]:
-    names = redact_names(["" if n is None else n for n in sink.names.values_list()])  # paths, ops use these
+    # each distinct name once: lone surrogates (a JSON `\\udcff`) are no text, absurd lengths are cut
+    # before any pattern sees them; secrets out (paths and ops are built from these)
+    names = redact_names([clean_text(n) for n in sink.names.values_list()])
     name_of = np.array(names + [None], dtype=object)  # index -1 (never written) stays None
     g, rt, ops, ann, gann = sink.gpu, sink.rt, sink.ops, sink.ann, sink.gann
     origin = sink.origin or 0
@@ -152,7 +196,8 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
     ast, aen = ann.np("ts"), ann.np("ts") + ann.np("dur")
     alabel = name_of[ann.np("name")].tolist()
     q = np.flatnonzero(has_rt)
-    _, qpath, apath = nest_intervals(ann.np("thread"), ast, aen, alabel, launch_thr[q], launch_t[q])
+    nest_stats: dict = {}
+    _, qpath, apath = nest_intervals(ann.np("thread"), ast, aen, alabel, launch_thr[q], launch_t[q], nest_stats)
     gpath = np.full(len(g), None, dtype=object)
     gpath[q] = qpath
     # fallback: gpu_user_annotation spans on the kernel's (device, stream)
@@ -162,7 +207,7 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
         gst = gann.np("ts")
         _, fpath, _ = nest_intervals(key(gann.np("device"), gann.np("stream")), gst, gst + gann.np("dur"),
                              name_of[gann.np("name")].tolist(), key(g.np("device")[left], g.np("stream")[left]),
-                             gts[left])
+                             gts[left], nest_stats)
         gpath[left] = fpath
     # steps: markers among the annotations (else Python frames); GPU work by the window it runs in
     steps = _find_steps(sink, alabel, apath, name_of, ast, aen)
@@ -267,6 +312,9 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
     meta = _meta(head, path, sink, kernel_dev[kernel_dev != NULL])
     meta["workload"] = {"cuda_graphs": bool(replay.any())}
     meta["steps"] = st.attach_windows(steps, lo, hi, how, origin)
+    if nest_stats.get("cut"):
+        meta["warnings"].append(f"{nest_stats['cut']} range path(s) deeper than {MAX_PATH_DEPTH} levels or longer "
+                                f"than {MAX_PATH_CHARS} characters cut (\"…\")")
     return rows, meta
 
 

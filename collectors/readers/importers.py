@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import os
+import stat
 import sys
 import time
 import zlib
@@ -16,10 +17,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from rooftop.trace import Trace, TraceError, check_writable, parquet_files, load_trace, to_table, trace_from_table, write_trace
+from rooftop import limits
+from rooftop.text import printable
+from rooftop.trace import (Trace, TraceError, check_input, check_writable, json_safe, load_trace, parquet_files,
+                           scrub_all, to_table, trace_from_table, write_trace)
 
 Progress = Callable[[int, int], None]
 FORMATS = ("rooftop", "kineto", "nsys-sqlite", "ncu-rep", "ncu-csv", "nsys-rep", "kineto-dir", "rooftop-dir",
@@ -59,29 +64,75 @@ def _short(exc: BaseException, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_INT32 = 2 ** 31
+# Launch columns: non-negative and within the int32 column; an id column: within int32.
+_LAUNCH_INTS = ("registers", "shared_mem")
+_ID_INTS = ("device", "stream", "step", "layer")
+_SHAPES = ("grid", "block")
+
+
+def _out_of_range(rows: pd.DataFrame) -> np.ndarray:
+    """Rows holding a value no GPU launch can have (a negative or > 2^31 grid, block, register or
+    shared-memory size, a device id beyond int32): vectorised, one mask."""
+    bad = np.zeros(len(rows), dtype=bool)
+    for c in _LAUNCH_INTS + _ID_INTS:
+        if c in rows.columns and not rows[c].isna().all():
+            v = pd.to_numeric(rows[c], errors="coerce").astype("float64")
+            lo = 0 if c in _LAUNCH_INTS else -_INT32
+            bad |= ((v < lo) | (v >= _INT32)).to_numpy(dtype=bool, na_value=False)
+    for c in _SHAPES:
+        if c not in rows.columns:
+            continue
+        col = rows[c]
+        known = col.map(lambda v: isinstance(v, (list, tuple, np.ndarray)), na_action="ignore").eq(True).to_numpy()
+        if not known.any():
+            continue
+        dims = pd.DataFrame(col[known].tolist(), index=np.flatnonzero(known)).apply(pd.to_numeric, errors="coerce")
+        wrong = (dims.shape[1] != 3) | dims.isna().any(axis=1) | (dims < 0).any(axis=1) | (dims >= _INT32).any(axis=1)
+        bad[np.flatnonzero(known)] |= np.asarray(wrong, dtype=bool)
+    return bad
+
+
 def _drop_impossible(rows: pd.DataFrame | pa.Table, meta: dict) -> tuple[pd.DataFrame | pa.Table, dict]:
-    """Events with a negative duration cannot be placed on a timeline: drop them and say so, so one bad
-    event costs one row, not the whole import (and the written file passes `load_trace`)."""
-    if not isinstance(rows, pd.DataFrame) or "dur_ns" not in rows.columns or not len(rows):
+    """Events that cannot be real (a negative duration, an out-of-range launch size) are dropped with
+    a warning, so one bad event costs one row, not the whole import (and the written file passes
+    `load_trace`)."""
+    if not isinstance(rows, pd.DataFrame) or not len(rows):
         return rows, meta
-    dur = pd.to_numeric(rows["dur_ns"], errors="coerce")
-    bad = (dur < 0).to_numpy(dtype=bool, na_value=False)
+    notes = []
+    bad = np.zeros(len(rows), dtype=bool)
+    if "dur_ns" in rows.columns:
+        dur = pd.to_numeric(rows["dur_ns"], errors="coerce")
+        neg = (dur < 0).to_numpy(dtype=bool, na_value=False)
+        if neg.any():
+            notes.append(f"{int(neg.sum())} event(s) with negative duration dropped")
+        bad |= neg
+    wild = _out_of_range(rows) & ~bad
+    if wild.any():
+        notes.append(f"{int(wild.sum())} event(s) with an out-of-range launch size or id dropped")
+    bad |= wild
     if not bad.any():
         return rows, meta
-    meta = {**meta, "warnings": list(meta.get("warnings") or []) +
-            [f"{int(bad.sum())} event(s) with negative duration dropped"]}
+    meta = {**meta, "warnings": list(meta.get("warnings") or []) + notes}
     return rows[~bad].reset_index(drop=True), meta
 
 
 def _peek_text(path: Path, head: bytes) -> str:
-    """The first ~1 MB of the file as text (decompressed if gzipped)."""
+    """The first ~1 MB of the file as text (inflated if gzipped; a truncated gzip gives what it has)."""
     try:
-        if head[:2] == b"\x1f\x8b":
-            with gzip.open(path, "rb") as fh:
+        with open(path, "rb") as fh:
+            if head[:2] != b"\x1f\x8b":
                 data = fh.read(_PEEK)
-        else:
-            with open(path, "rb") as fh:
-                data = fh.read(_PEEK)
+            else:
+                z, parts, size = zlib.decompressobj(16 + zlib.MAX_WBITS), [], 0
+                while size < _PEEK and not z.eof:
+                    raw = fh.read(1 << 16)
+                    if not raw:
+                        break
+                    out = z.decompress(raw, _PEEK - size)  # bounded: a bomb inflates no further
+                    parts.append(out)
+                    size += len(out)
+                data = b"".join(parts)
     except (OSError, EOFError, zlib.error):
         return ""
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 (PowerShell's `>`), e.g. an ncu CSV
@@ -103,17 +154,20 @@ def _is_ncu_csv(text: str) -> bool:
 def detect(path: str | os.PathLike) -> str:
     """The format of a file or directory, from its content (the extension only breaks ties)."""
     path = Path(path)
-    if path.is_dir():
+    st = check_input(path)  # a FIFO, a device, /proc, permission denied: one line, before any open
+    if stat.S_ISDIR(st.st_mode):
         if parquet_files(path):
             return "rooftop-dir"
-        if any(detect(p) == "kineto" for p in path.iterdir() if p.is_file()):
+        if _kineto_files(path):
             return "kineto-dir"
         return "unknown"
     try:
         with open(path, "rb") as fh:
             head = fh.read(64)
-    except OSError:
-        return "unknown"
+    except PermissionError:
+        raise TraceError(path, "permission denied") from None
+    except OSError as exc:
+        raise TraceError(path, f"cannot read: {exc.strerror or exc}") from None
     if head[:4] == b"PAR1":
         return "rooftop"
     if head[:16] == SQLITE_MAGIC:
@@ -129,6 +183,20 @@ def detect(path: str | os.PathLike) -> str:
     if name.endswith((".nsys-rep", ".qdrep")):
         return "nsys-rep"
     return "unknown"
+
+
+def _kineto_files(path: Path) -> list[Path]:
+    """The Kineto traces directly in a directory (regular files only: never a FIFO, never a walk)."""
+    from .kineto import rank_files
+
+    out = []
+    for p in rank_files(path):
+        try:
+            if detect(p) == "kineto":
+                out.append(p)
+        except TraceError:
+            continue
+    return out
 
 
 def check_format(path: str | os.PathLike) -> str:
@@ -154,13 +222,29 @@ def _reject(path: Path, fmt: str) -> None:
 def import_any(src: str | os.PathLike, progress: Progress | None = None) -> tuple[pd.DataFrame | pa.Table, dict]:
     """Rows and metadata of any supported trace (rooftop files are loaded, not converted)."""
     src = Path(src)
-    if not src.exists():
-        raise TraceError(src, "no such file or directory")
     fmt = detect(src)
     _reject(src, fmt)
     with _reading(src, fmt):
         rows, meta = _read(src, fmt, progress)
     return _drop_impossible(rows, meta)
+
+
+def convert(src: str | os.PathLike, progress: Progress | None = None) -> tuple[pa.Table, dict]:
+    """Any supported trace as one conformed table and its metadata, scrubbed of secrets (the path
+    every import and every in-memory conversion takes); the metadata's `warnings` say what was
+    dropped or cut."""
+    src = Path(src)
+    fmt = detect(src)
+    rows, meta = import_any(src, progress)
+    with _reading(src, fmt):
+        table = rows if isinstance(rows, pa.Table) else to_table(rows)
+        cap = limits.max_rows()
+        if table.num_rows > cap:
+            raise TraceError(src, limits.over_budget(f"{table.num_rows:,} events", limits.MAX_ROWS_ENV, cap))
+        table, meta, scrubbed = scrub_all(table, json_safe(meta, src))
+    if scrubbed:
+        meta = {**meta, "warnings": list(meta.get("warnings") or []) + scrubbed}
+    return table, meta
 
 
 def _read(src: Path, fmt: str, progress: Progress | None) -> tuple[pd.DataFrame | pa.Table, dict]:
@@ -171,16 +255,18 @@ def _read(src: Path, fmt: str, progress: Progress | None) -> tuple[pd.DataFrame 
         from .kineto import read_kineto
         return read_kineto(src, progress)
     if fmt == "kineto-dir":
-        from .kineto import rank_files, read_kineto
-        frames, metas = [], []
-        for i, f in enumerate(rank_files(src)):
+        from .kineto import read_kineto
+        frames, metas, files = [], [], _kineto_files(src)
+        for f in files:
             rows, meta = read_kineto(f, progress)
-            rows["rank"] = meta.get("rank") if meta.get("rank") is not None else i
             frames.append(rows)
             metas.append(meta)
+        ranks = _ranks(src, files, metas)
+        for rows, r in zip(frames, ranks):
+            rows["rank"] = r
         meta = dict(metas[0])
-        meta["ranks"] = [{"rank": int(fr["rank"].iloc[0]) if len(fr) else None, "file": f.name, "device": m["device"]}
-                         for fr, m, f in zip(frames, metas, rank_files(src))]
+        meta["ranks"] = [{"rank": r, "file": f.name, "device": m.get("device")}
+                         for r, m, f in zip(ranks, metas, files)]
         meta["warnings"] = [w for m in metas for w in m.get("warnings", [])]
         return pd.concat(frames, ignore_index=True), meta
     if fmt == "nsys-sqlite":
@@ -193,14 +279,32 @@ def _read(src: Path, fmt: str, progress: Progress | None) -> tuple[pd.DataFrame 
     return read_ncu_csv(src)
 
 
+def _ranks(src: Path, files: list[Path], metas: list[dict]) -> list[int]:
+    """The rank of each per-rank file: its own `distributedInfo`, else its name, else its position.
+    Two files claiming one rank is an error (two runs mixed in one directory)."""
+    from .kineto import rank_of
+
+    out = []
+    for i, (f, m) in enumerate(zip(files, metas)):
+        r = m.get("rank")
+        if not (type(r) is int and 0 <= r < 2 ** 31):
+            r = rank_of(f)
+        out.append(r if type(r) is int and 0 <= r < 2 ** 31 else i)
+    seen: dict[int, Path] = {}
+    for r, f in zip(out, files):
+        if r in seen:
+            raise ImportFailed(src, f"rank {r} appears twice ({seen[r].name} and {f.name})",
+                               "keep one trace per rank in the directory")
+        seen[r] = f
+    return out
+
+
 def load_any(path: str | os.PathLike, progress: Progress | None = None) -> Trace:
     """A `Trace` from any supported file: rooftop files via `load_trace`, others converted in memory."""
     path = Path(path)
-    if path.exists() and detect(path) in ("rooftop", "rooftop-dir"):
+    if detect(path) in ("rooftop", "rooftop-dir"):
         return load_trace(path)
-    rows, meta = import_any(path, progress)
-    with _reading(path, detect(path)):
-        table = rows if isinstance(rows, pa.Table) else to_table(rows)
+    table, meta = convert(path, progress)
     return trace_from_table(table, meta, path)
 
 
@@ -250,28 +354,126 @@ class _ProgressLine:
             self.stream.write("\n")
 
 
+def check_output(src: Path, out: Path, directory: bool) -> None:
+    """Refuse an output that would destroy the input or write through something that is not a
+    plain file: the input itself (or a link to it), a device, a FIFO, a directory where a file
+    goes, a directory that is not an earlier rooftop run (for per-rank output)."""
+    try:
+        same = out.exists() and os.path.samefile(out, src)
+    except OSError:
+        same = False
+    if same or Path(os.path.realpath(out)) == Path(os.path.realpath(src)):
+        raise TraceError(out, "the output is the input", "give another -o path")
+    if directory:
+        real_src, real_out = Path(os.path.realpath(src)), Path(os.path.realpath(out))
+        if real_out in real_src.parents or real_src in real_out.parents:
+            raise TraceError(out, "the output directory overlaps the input directory", "give another -o path")
+    if not out.exists() and not out.is_symlink():
+        return
+    try:
+        st = os.stat(out)
+    except OSError as exc:
+        raise TraceError(out, f"cannot write here: {exc.strerror or exc}", "give another -o path") from None
+    if directory:
+        if not stat.S_ISDIR(st.st_mode):
+            raise TraceError(out, "exists and is not a directory", "per-rank output is a directory; give another -o")
+        if not _earlier_run(out):
+            raise TraceError(out, "directory exists and is not an earlier rooftop import",
+                             "give a new or empty -o directory")
+    elif not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise TraceError(out, f"the output exists and is {kind}", "give a file name ending in .parquet")
+
+
+def _earlier_run(out: Path) -> bool:
+    """True when `out` holds only what a per-rank import writes (`rank=N/trace.parquet`)."""
+    try:
+        for e in out.iterdir():
+            if not (e.is_dir() and not e.is_symlink() and e.name.startswith("rank=")):
+                return False
+            if any(f.name != "trace.parquet" for f in e.iterdir()):
+                return False
+    except OSError:
+        return False
+    return True
+
+
+def write_ranks(src: Path, out: Path, progress: Progress | None) -> tuple[list[Path], list[str]]:
+    """A directory of per-rank Kineto files -> `OUT/rank=N/trace.parquet`, atomically: the ranks are
+    written into a temporary directory beside OUT which then replaces it, so a failed or interrupted
+    run leaves nothing, and ranks of an earlier run are never mixed with this one's."""
+    import shutil
+    import tempfile
+
+    from .kineto import read_kineto
+
+    files = _kineto_files(src)
+    if not files:
+        raise ImportFailed(src, "directory holds no Kineto .json/.json.gz files")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    old = None
+    try:
+        metas, tables = [], []
+        for f in files:
+            with _reading(f, "kineto"):
+                rows, meta = read_kineto(f, progress)
+                rows, meta = _drop_impossible(rows, meta)
+                table, meta, scrubbed = scrub_all(to_table(rows), json_safe(meta, f))
+            meta["warnings"] = list(meta.get("warnings") or []) + scrubbed
+            metas.append(meta)
+            write_trace(tmp / f"rank={len(tables)}" / "trace.parquet", table, meta, conform=False)
+            tables.append(f)
+        ranks = _ranks(src, files, metas)
+        for i, r in enumerate(ranks):  # the names the ranks turned out to have
+            if r != i:
+                os.rename(tmp / f"rank={i}", tmp / f".rank={r}")
+        for i, r in enumerate(ranks):
+            if r != i:
+                os.rename(tmp / f".rank={r}", tmp / f"rank={r}")
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+            os.rename(out, old / "run")
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and (old / "run").exists() and not out.exists():
+            os.rename(old / "run", out)  # put the earlier run back
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    warnings = [f"{f.name}: {w}" for f, m in zip(files, metas) for w in m.get("warnings") or []]
+    return sorted(out.glob("rank=*/trace.parquet")), warnings
+
+
+def warn(message: str, stream=None) -> None:
+    """One warning line on stderr, printable (it may quote a trace)."""
+    stream = stream or sys.stderr
+    stream.write(f"rooftop: warning: {printable(' '.join(str(message).split()))}\n")
+
+
 def run(args: argparse.Namespace) -> int:
     src = Path(args.src)
-    if not src.exists():
-        raise TraceError(src, "no such file or directory")
     fmt = detect(src)
     _reject(src, fmt)
     out = Path(args.output) if getattr(args, "output", None) else default_output(src, fmt)
+    check_output(src, out, directory=fmt == "kineto-dir")
     if fmt != "kineto-dir":
         check_writable(out)  # before a long import, not after
     bar = _ProgressLine(src.name)
     try:
         if fmt == "kineto-dir":
-            from .kineto import import_dir
-            with _reading(src, fmt):
-                written = import_dir(src, out, bar)
+            written, warnings = write_ranks(src, out, bar)
         else:
-            rows, meta = import_any(src, bar)
-            with _reading(src, fmt):
-                table = rows if isinstance(rows, pa.Table) else to_table(rows)
+            table, meta = convert(src, bar)
+            warnings = list(meta.get("warnings") or [])
             written = [write_trace(out, table, meta, conform=False)]
     finally:
         bar.done()
+    for w in warnings:
+        warn(w)
     for w in written:
-        print(w)
+        print(printable(str(w)))
     return 0

@@ -52,14 +52,21 @@ def read_kineto(path: str | os.PathLike, progress: Progress | None = None) -> tu
         try:
             head = _jsonstream.document(s, "traceEvents", sink)
         except (ValueError, EOFError, RecursionError) as exc:
+            malformed = isinstance(exc, _jsonstream.Malformed)
             if not sink.events:
                 what = s.truncated or str(exc) or exc.__class__.__name__
+                if malformed:
+                    what = f"{exc} at character {exc.offset:,}"
                 raise KinetoError(path, f"not a readable Kineto trace: {what}",
                                   "expected PyTorch profiler JSON with a traceEvents array") from None
             lost = s.left
-            warnings.append(
-                f"truncated trace ({s.truncated or exc}): kept {sink.events} complete events, dropped the "
-                f"last {lost} bytes (an incomplete event); anything written after the cut is lost")
+            if malformed:
+                warnings.append(f"{exc} at character {exc.offset:,}: kept the {sink.events} events before it; "
+                                "the rest of the file is not read")
+            else:
+                warnings.append(
+                    f"truncated trace ({s.truncated or exc}): kept {sink.events} complete events, dropped the "
+                    f"last {lost} bytes (an incomplete event); anything written after the cut is lost")
         rows, meta = assemble(sink, head, path)
     finally:
         s.close()
@@ -69,6 +76,8 @@ def read_kineto(path: str | os.PathLike, progress: Progress | None = None) -> tu
     meta["warnings"] = warnings + meta.get("warnings", [])
     if "baseTimeNanoseconds" not in head and "deviceProperties" in head and warnings:
         meta["warnings"].append("trailer lost: baseTimeNanoseconds unknown, absolute times unknown")
+    if sink.untimed:
+        meta["warnings"].append(f"{sink.untimed} event(s) whose timestamp is not a usable number dropped")
     return rows, redact(meta)
 
 
@@ -98,18 +107,8 @@ def rank_files(src: Path) -> list[Path]:
 
 
 def import_dir(src: str | os.PathLike, out: str | os.PathLike, progress: Progress | None = None) -> list[Path]:
-    """A directory of per-rank Kineto files -> `OUT/rank=N/trace.parquet`, one per rank."""
-    from rooftop.trace import write_trace
+    """A directory of per-rank Kineto files -> `OUT/rank=N/trace.parquet`, one per rank, written
+    atomically (see `importers.write_ranks`)."""
+    from .importers import write_ranks
 
-    src, out = Path(src), Path(out)
-    files = rank_files(src)
-    if not files:
-        raise KinetoError(src, "directory holds no Kineto .json/.json.gz files")
-    written = []
-    for i, f in enumerate(files):
-        rows, meta = read_kineto(f, progress)
-        rank = meta.get("rank")
-        if rank is None:
-            rank = i
-        written.append(write_trace(out / f"rank={rank}" / "trace.parquet", rows, meta))
-    return written
+    return write_ranks(Path(src), Path(out), progress)[0]

@@ -125,6 +125,7 @@ def _read_lines(path: Path) -> list[str]:
         return raw.decode("utf-16", errors="replace").splitlines()
     if b"\0" in raw[:4096]:
         raise NcuError(path, "binary file, not ncu CSV", "a .ncu-rep is read with read_ncu_rep")
+    # "utf-8-sig": a UTF-8 BOM (Excel, PowerShell redirection) is not part of the header
     return raw.decode("utf-8-sig", errors="replace").splitlines()
 
 
@@ -249,7 +250,7 @@ def read_ncu_csv(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]
                         "sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second")
     if bad:
         warnings.append(f"{bad} unreadable CSV line(s) skipped, e.g. {_quote(example)}")
-    meta = {"source": {"tool": "ncu", "version": None, "format": f"csv-{fmt}", "file": str(path),
+    meta = {"source": {"tool": "ncu", "version": None, "format": f"csv-{fmt}", "file": path.name,
                        "duration": "derived" if derived == len(rows) else "mixed" if derived else "measured"},
             "device": device, "warnings": warnings, "modeled": False}
     return frame, meta

@@ -81,6 +81,34 @@ def _metrics(action: Any) -> dict[str, Any]:
     return out
 
 
+# The container seen in every report (Nsight Compute 2023-2025): "NVR\0", u32 2, u16 0x0708, then
+# records, each a little-endian u32 length and that many bytes, up to the end of the file. A file
+# whose records stop short of its end was cut: ncu_report loads what precedes the cut silently.
+_CONTAINER = b"NVR\x00\x02\x00\x00\x00\x08\x07"
+
+
+def truncated_at(path: Path) -> int | None:
+    """The offset where a report's record chain breaks off (a cut file), or None when the chain
+    ends exactly at the end of the file, or the container is not the one described above."""
+    import struct
+
+    with open(path, "rb") as fh:
+        if fh.read(len(_CONTAINER)) != _CONTAINER:
+            return None
+        size = os.fstat(fh.fileno()).st_size
+        offset = len(_CONTAINER)
+        while offset < size:
+            fh.seek(offset)
+            head = fh.read(4)
+            if len(head) < 4:
+                return offset
+            (length,) = struct.unpack("<I", head)
+            if offset + 4 + length > size:
+                return offset
+            offset += 4 + length
+    return None
+
+
 def read_ncu_rep(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]:
     """One row per profiled kernel (trace columns, `counters` true) and the metadata document."""
     path = Path(path)
@@ -94,7 +122,11 @@ def read_ncu_rep(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]
         n_ranges = ctx.num_ranges()
     except (OSError, RuntimeError, ValueError) as exc:
         raise NcuError(path, f"cannot load Nsight Compute report: {exc}") from None
+    cut = truncated_at(path)
     if n_ranges == 0:
+        if cut is not None:
+            raise NcuError(path, f"truncated Nsight Compute report (ends inside a record at byte {cut:,}): "
+                                 "no complete kernel result", "profile again, or copy the whole file")
         raise NcuError(path, "not an Nsight Compute report or empty (0 ranges)")
 
     rows: list[dict[str, Any]] = []
@@ -118,6 +150,9 @@ def read_ncu_rep(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]
             metrics.append(m)
     if not rows:
         raise NcuError(path, "the report holds no kernel results", "profile with the default --replay-mode kernel")
+    if cut is not None:
+        warnings.append(f"truncated report (ends inside a record at byte {cut:,} of {path.stat().st_size:,}): "
+                        "kernels profiled after the cut are missing")
     if skipped:
         warnings.append(f"{skipped} non-kernel result(s) (range or graph replay) skipped")
     warnings.append("ncu has no timeline: start_ns places the profiled kernels back to back")
@@ -129,7 +164,7 @@ def read_ncu_rep(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]
     frame = finish_rows(rows)
     meta = {
         "source": {"tool": "ncu", "version": None, "reader": f"ncu_report {ctx.get_version()}",
-                   "file": str(path)},
+                   "file": path.name},
         "device": device_meta(metrics),
         "warnings": warnings,
         "modeled": False,

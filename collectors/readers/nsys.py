@@ -19,9 +19,11 @@ import numpy as np
 import pandas as pd
 
 from rooftop import steps as st
+from rooftop import limits
 from rooftop.redact import redact, redact_names
 from rooftop.trace import TraceError
 
+from ._kineto_join import MAX_PATH_CHARS, MAX_PATH_DEPTH, clean_text
 from .kineto import nest_intervals
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -36,9 +38,10 @@ class NsysError(TraceError):
 
 
 def _text(v) -> str | None:
+    """Text from the database: bytes decoded with replacement, cut at the text budget."""
     if v is None:
         return None
-    return v.decode("utf-8", errors="replace") if isinstance(v, bytes) else str(v)
+    return clean_text(v.decode("utf-8", errors="replace") if isinstance(v, bytes) else str(v))
 
 
 class _Db:
@@ -52,7 +55,11 @@ class _Db:
         if magic != SQLITE_MAGIC:
             raise NsysError(path, "not an SQLite file", "export the report with `nsys export --type sqlite`")
         try:
-            self.con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            # read-only and immutable: no lock, no journal, and no -wal/-shm files created next to a
+            # WAL-mode export (the input directory is left exactly as it was)
+            self.con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+            # one text or blob beyond the budget fails its query instead of filling memory
+            self.con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.max_sql_value())
             # nsys writes user/host names in the local code page: decode ourselves, with replacement
             self.con.text_factory = bytes
             self.tables = {_text(r[0]) for r in self.con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -68,11 +75,21 @@ class _Db:
             return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
         have = self.columns(table)
         sel = ", ".join(f"[{c}]" if c in have else f"NULL AS [{c}]" for c in cols)
+        self.check_rows(table)
         try:
             cur = self.con.execute(f"SELECT {sel} FROM [{table}] {where}")
             return pd.DataFrame(cur.fetchall(), columns=cols)
         except sqlite3.Error as exc:
             raise NsysError(self.path, f"cannot read table {table}: {exc}") from None
+
+
+    def check_rows(self, table: str) -> None:
+        """Refuse, before fetching, a table with more rows than the `ROOFTOP_MAX_ROWS` budget."""
+        cap = limits.max_rows()
+        # counting stops at the budget: a huge table costs as much as the budget, not its size
+        n = self.con.execute(f"SELECT count(*) FROM (SELECT 1 FROM [{table}] LIMIT {cap + 1})").fetchone()[0]
+        if n > cap:
+            raise NsysError(self.path, limits.over_budget(f"table {table}", limits.MAX_ROWS_ENV, cap))
 
 
 def _id(v) -> int | None:
@@ -107,6 +124,9 @@ def read_nsys(path: str | os.PathLike, progress=None) -> tuple[pd.DataFrame, dic
     try:
         return _read(db, progress)
     except sqlite3.Error as exc:  # a damaged or half-written export
+        if "too big" in str(exc):
+            raise NsysError(db.path, limits.over_budget("a text or blob value", limits.MAX_SQL_VALUE_ENV,
+                                                        limits.max_sql_value())) from None
         raise NsysError(db.path, f"unreadable SQLite database: {exc}") from None
     finally:
         db.con.close()
@@ -118,6 +138,8 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
     if not db.tables & known:
         raise NsysError(db.path, "SQLite file without CUPTI or NVTX tables: not an Nsight Systems export",
                         "was the report captured with `--trace cuda,nvtx`?")
+    if "StringIds" in db.tables:
+        db.check_rows("StringIds")
     strings = {_id(i): _text(v) for i, v in db.con.execute("SELECT id, value FROM StringIds")} \
         if "StringIds" in db.tables else {}
     warnings: list[str] = []
@@ -173,8 +195,13 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
     i64 = lambda c: pd.to_numeric(c, errors="coerce").fillna(-1).astype(np.int64).to_numpy()  # noqa: E731
     has = launch["globalTid"].notna().to_numpy()
     q = np.flatnonzero(has)
+    nest_stats: dict = {}
     _, qpath, ppath = nest_intervals(i64(pp["globalTid"]), i64(pp["start"]), i64(pp["end"]),
-                                     pp["name"].tolist(), i64(launch["globalTid"])[q], i64(launch["start"])[q])
+                                     pp["name"].tolist(), i64(launch["globalTid"])[q], i64(launch["start"])[q],
+                                     nest_stats)
+    if nest_stats.get("cut"):
+        warnings.append(f"{nest_stats['cut']} NVTX path(s) deeper than {MAX_PATH_DEPTH} levels or longer than "
+                        f"{MAX_PATH_CHARS} characters cut (\"…\")")
     path = [None] * len(gpu)
     for j, p in zip(q.tolist(), qpath):
         path[j] = p

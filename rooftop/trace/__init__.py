@@ -7,14 +7,15 @@ multi-rank run. Everything a reader needs is in the file: no GPU, no torch, no r
 (load, validate, conform, scrub).
 """
 from .build import to_table
-from .read import (NotOneRun, check_run_directory, conform_meta, is_parquet, load_trace, parquet_files, read_meta, run_files, scrub,
-                   trace_from_table, validate)
+from .read import (NotOneRun, check_input, check_run_directory, conform_meta, conform_types, is_parquet, json_safe,
+                   load_trace, parquet_files, read_meta, run_files, scrub, scrub_all, trace_from_table, validate)
 from .schema import (COLUMNS, FORMAT_VERSION, KINDS, META_KEY, REQUIRED, SCHEMA, STALL_COLUMNS, STALL_REASONS,
                      Trace, TraceError)
 from .write import check_writable, encode_meta, write_trace
 
 __all__ = [
     "COLUMNS", "FORMAT_VERSION", "KINDS", "META_KEY", "NotOneRun", "REQUIRED", "SCHEMA", "STALL_COLUMNS", "STALL_REASONS",
-    "Trace", "TraceError", "check_run_directory", "check_writable", "conform_meta", "encode_meta", "is_parquet", "load_trace",
-    "parquet_files", "read_meta", "run_files", "scrub", "to_table", "trace_from_table", "validate", "write_trace",
+    "Trace", "TraceError", "check_input", "check_run_directory", "check_writable", "conform_meta", "conform_types",
+    "encode_meta", "is_parquet", "json_safe", "load_trace", "parquet_files", "read_meta", "run_files", "scrub",
+    "scrub_all", "to_table", "trace_from_table", "validate", "write_trace",
 ]

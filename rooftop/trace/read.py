@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -11,6 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .. import limits
 from .schema import (FORMAT_VERSION, HOST_COLUMNS, META_KEY, NUMERIC_CHECKED, REQUIRED, SCHEMA, TEXT_COLUMNS,
                      Trace, TraceError, one_line)
 
@@ -24,10 +27,13 @@ def _parse_meta(path: Path, raw: dict[bytes, bytes] | None) -> dict[str, Any]:
                          "not a rooftop trace; try `rooftop import` on the original file")
     try:
         meta = json.loads(raw[META_KEY].decode("utf-8", errors="replace"))
-    except (ValueError, RecursionError) as exc:
-        raise TraceError(path, f"rooftop metadata is not valid JSON ({exc.__class__.__name__})") from None
+    except RecursionError:
+        raise TraceError(path, f"rooftop metadata is nested too deep (more than {limits.MAX_META_DEPTH} levels)") from None
+    except ValueError as exc:
+        raise TraceError(path, f"rooftop metadata is not valid JSON ({one_line(exc, 80)})") from None
     if not isinstance(meta, dict):
         raise TraceError(path, "rooftop metadata is not a JSON object")
+    meta = json_safe(meta, path)
     version = meta.get("format")
     if not isinstance(version, int) or isinstance(version, bool):
         raise TraceError(path, f"rooftop metadata has no valid format version ({version!r})")
@@ -37,6 +43,34 @@ def _parse_meta(path: Path, raw: dict[bytes, bytes] | None) -> dict[str, Any]:
     if version < 1:
         raise TraceError(path, f"unknown format version {version}")
     return meta
+
+
+def json_safe(obj: Any, path=None, depth: int = 0) -> Any:
+    """The metadata as strict JSON: NaN/inf and integers beyond int64 become null (unknown), lone
+    surrogates are replaced; deeper than `limits.MAX_META_DEPTH` levels is an error naming the file."""
+    if depth > limits.MAX_META_DEPTH:
+        raise TraceError(path, f"rooftop metadata is nested too deep (more than {limits.MAX_META_DEPTH} levels)")
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, bool) or obj is None:
+        return obj
+    if isinstance(obj, int):
+        return obj if -(2 ** 63) <= obj < 2 ** 63 else None
+    if isinstance(obj, str):
+        return _no_surrogates(obj)
+    if isinstance(obj, dict):
+        return {_no_surrogates(str(k)): json_safe(v, path, depth + 1) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v, path, depth + 1) for v in obj]
+    return str(obj)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _no_surrogates(text: str) -> str:
+    """A lone surrogate (from a JSON `\\udcff` escape) is not text: U+FFFD, as a decoder would."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
 # The shape every reader of the metadata relies on: sections are objects, lists are lists, names
@@ -98,8 +132,42 @@ def conform_meta(meta: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return meta, warnings
 
 
+_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def check_input(path: str | os.PathLike, allow_dir: bool = True) -> os.stat_result:
+    """The `stat` of an input, or the one-line error for what rooftop cannot read: missing,
+    permission denied, a FIFO, a device, a socket (checked before any open: opening a FIFO blocks
+    until a writer comes), a /proc or /sys pseudo-file, a directory where a file is expected."""
+    path = Path(path)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise TraceError(path, "no such file or directory") from None
+    except PermissionError:
+        raise TraceError(path, "permission denied") from None
+    except OSError as exc:
+        raise TraceError(path, f"cannot read: {exc.strerror or exc}") from None
+    for test, what in _KINDS:
+        if test(st.st_mode):
+            raise TraceError(path, f"not a regular file: {what}", "give a trace file or a run directory")
+    if stat.S_ISDIR(st.st_mode):
+        if not allow_dir:
+            raise TraceError(path, "is a directory", "give a trace file")
+        return st
+    resolved = str(path.resolve())
+    if resolved.startswith(("/proc/", "/sys/")):  # (/dev/shm holds real files: devices are caught above)
+        raise TraceError(path, "not a trace file: a /proc or /sys pseudo-file")
+    if not os.access(path, os.R_OK):
+        raise TraceError(path, "permission denied")
+    return st
+
+
 def is_parquet(path: str | os.PathLike) -> bool:
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False  # never open a FIFO or a device to sniff it
         with open(path, "rb") as fh:
             return fh.read(4) == b"PAR1"
     except OSError:
@@ -107,10 +175,7 @@ def is_parquet(path: str | os.PathLike) -> bool:
 
 
 def _read_file(path: Path) -> tuple[pa.Table, dict[str, Any]]:
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise TraceError(path, f"cannot read: {exc.strerror or exc}") from None
+    size = check_input(path, allow_dir=False).st_size
     if size == 0:
         raise TraceError(path, "empty file")
     if not is_parquet(path):
@@ -118,14 +183,18 @@ def _read_file(path: Path) -> tuple[pa.Table, dict[str, Any]]:
     try:
         # Names and paths repeat (a decode step launches the same kernels in every layer): read them
         # dictionary-encoded, as pandas categoricals: ~6x faster to load and smaller than strings.
-        schema = pq.read_schema(path)
+        pf = pq.ParquetFile(path)
+        schema = pf.schema_arrow
         meta = _parse_meta(path, schema.metadata)
+        rows, cap = pf.metadata.num_rows, limits.max_rows()
+        if rows > cap:
+            raise TraceError(path, limits.over_budget(f"{rows:,} rows", limits.MAX_ROWS_ENV, cap))
         text = [c for c in TEXT_COLUMNS if c in schema.names and pa.types.is_string(schema.field(c).type)]
         table = pq.ParquetFile(path, read_dictionary=text).read()
         table.validate(full=True)  # a flipped byte can leave dictionary indices out of range
     except TraceError:
         raise
-    except (pa.ArrowException, OSError, ValueError) as exc:
+    except (pa.ArrowException, OSError, ValueError, IndexError, TypeError) as exc:
         reason = "truncated or corrupt Parquet"
         with open(path, "rb") as fh:
             fh.seek(max(0, size - 4))
@@ -135,29 +204,97 @@ def _read_file(path: Path) -> tuple[pa.Table, dict[str, Any]]:
     return table, meta
 
 
-def validate(table: pa.Table, path: Path | str | None) -> list[str]:
-    """Check required columns and impossible values; return warnings for what can be tolerated."""
+def _type_name(t: pa.DataType) -> str:
+    return str(t).replace("dictionary<values=string, indices=int32, ordered=0>", "dictionary<string>")
+
+
+def _is_text(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _conform_column(col: pa.ChunkedArray, want: pa.DataType) -> pa.ChunkedArray | None:
+    """`col` as the schema's type, or None when its type cannot mean that (a number where text is
+    expected, text where a number is, an integer that overflows the column)."""
+    t = col.type
+    if t == want:
+        return col
+    if _is_text(want):
+        if not _is_text(t):
+            return None
+        if pa.types.is_dictionary(want):
+            return col.cast(pa.string()).dictionary_encode().cast(want)
+        return col if pa.types.is_dictionary(t) else col.cast(want)  # dictionaries stay categoricals
+    if pa.types.is_integer(want) and not pa.types.is_integer(t):
+        return None
+    if pa.types.is_floating(want) and not (pa.types.is_floating(t) or pa.types.is_integer(t)):
+        return None
+    if pa.types.is_boolean(want) and not pa.types.is_boolean(t):
+        return None
+    if pa.types.is_fixed_size_list(want):
+        if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) \
+                or not pa.types.is_integer(t.value_type):
+            return None
+    try:
+        return col.cast(want)  # safe: an int64 that does not fit int32 is refused, not wrapped
+    except (pa.ArrowException, ValueError, TypeError):
+        return None
+
+
+def conform_types(table: pa.Table, path: Path | str | None) -> tuple[pa.Table, list[str]]:
+    """Every schema column in its schema type: a required column of the wrong type is an error
+    naming the column and both types; an optional one is dropped (unknown) with a warning."""
     missing = [c for c in REQUIRED if c not in table.column_names]
     if missing:
         raise TraceError(path, f"missing required column(s): {', '.join(missing)}")
-    warnings: list[str] = []
+    ignored: list[str] = []
+    for f in SCHEMA:
+        if f.name not in table.column_names:
+            continue
+        i = table.column_names.index(f.name)
+        col = table.column(i)
+        fixed = _conform_column(col, f.type)
+        if fixed is None:
+            what = f"column {f.name} has type {_type_name(col.type)}, expected {_type_name(f.type)}"
+            if f.name in REQUIRED:
+                raise TraceError(path, what)
+            ignored.append(f"{f.name} ({_type_name(col.type)})")
+            table = table.remove_column(i)
+        elif fixed is not col:
+            table = table.set_column(i, f.name, fixed)
+    if "rank" in table.column_names:
+        i = table.column_names.index("rank")
+        fixed = _conform_column(table.column(i), pa.int32())
+        if fixed is None:
+            ignored.append(f"rank ({_type_name(table.column(i).type)})")
+            table = table.remove_column(i)
+        else:
+            table = table.set_column(i, "rank", fixed)
+    warnings = [f"column(s) of the wrong type or range ignored (unknown): {', '.join(ignored)}"] if ignored else []
+    return table, warnings
+
+
+def validate(table: pa.Table, path: Path | str | None) -> list[str]:
+    """Check required columns and impossible values; return warnings for what can be tolerated."""
+    return _validate(table, path)[1]
+
+
+def _validate(table: pa.Table, path: Path | str | None) -> tuple[pa.Table, list[str]]:
+    table, warnings = conform_types(table, path)
     import pyarrow.compute as pc
 
     dur = table.column("dur_ns")
-    if not pa.types.is_integer(dur.type):
-        raise TraceError(path, f"column dur_ns has type {dur.type}, expected int64")
     neg = pc.sum(pc.less(dur, 0)).as_py() or 0
     if neg:
         raise TraceError(path, f"{neg} event(s) with negative duration")
-    if not pa.types.is_integer(table.column("start_ns").type):
-        raise TraceError(path, f"column start_ns has type {table.column('start_ns').type}, expected int64")
     for c in NUMERIC_CHECKED:
         if c in table.column_names and pa.types.is_floating(table.column(c).type):
             col = table.column(c)
             bad = pc.sum(pc.or_(pc.is_nan(col), pc.less(col, 0))).as_py() or 0
             if bad:
                 warnings.append(f"{bad} negative or NaN value(s) in {c} treated as unknown")
-    return warnings
+    return table, warnings
 
 
 def _conform_loaded(table: pa.Table) -> pa.Table:
@@ -254,7 +391,7 @@ def _rank_files(path: Path) -> list[tuple[int | None, Path]]:
     for f in files:
         rel = f.relative_to(path).as_posix()
         m = _RANK_RE.search(rel)
-        out.append((int(m.group(1)) if m else None, f))
+        out.append((int(m.group(1)) if m and len(m.group(1)) <= 9 else None, f))
     return out
 
 
@@ -339,29 +476,97 @@ def load_trace(path: str | os.PathLike) -> Trace:
 
 
 def scrub(table: pa.Table, meta: Mapping[str, Any]) -> tuple[pa.Table, dict[str, Any]]:
-    """Secrets out of what is shown: token-shaped strings in names and paths, and secret-named or
-    token-shaped values in the metadata (a file written by another tool may carry an env dump)."""
+    """Secrets out of every text column and every metadata string (see `scrub_all`)."""
+    table, meta, _ = scrub_all(table, meta)
+    return table, meta
+
+
+def scrub_all(table: pa.Table, meta: Mapping[str, Any]) -> tuple[pa.Table, dict[str, Any], list[str]]:
+    """The one place every load and every import goes through before anything is shown or written:
+    - every text column (plain, large or dictionary strings: names, paths, ops, kinds, phases...)
+      loses token-shaped and secret-assigned values (`rooftop.redact`), and text longer than the
+      `ROOFTOP_MAX_TEXT` budget is cut (so no later pattern meets an absurd string);
+    - the metadata: secret-named keys and secret-shaped strings, at any depth; absolute source
+      paths become the file's name.
+    Each distinct value is looked at once, and a C-level (RE2) gate leaves untouched the values
+    that cannot hold a secret. Returns the table, the metadata and warnings."""
+    cut = 0
+    for i, name in enumerate(table.column_names):
+        col = table.column(i)
+        if not _is_text(col.type):
+            continue
+        fixed, n = _scrub_column(col)
+        cut += n
+        if fixed is not col:
+            table = table.set_column(i, name, fixed)
+    warnings = [f"{cut} text value(s) longer than {limits.max_text():,} characters cut "
+                f"(budget {limits.MAX_TEXT_ENV})"] if cut else []
+    return table, _scrub_meta(meta), warnings
+
+
+def _scrub_column(col: pa.ChunkedArray) -> tuple[pa.ChunkedArray, int]:
     import pyarrow.compute as pc
 
-    from ..redact import _PREFIX, redact, redact_names
+    from ..redact import GATE, redact_text
 
-    for c in TEXT_COLUMNS:
-        if c not in table.column_names or not pa.types.is_string(table.column(c).type):
+    if col.num_chunks == 0 or len(col) == 0:
+        return col, 0
+    was_dict = pa.types.is_dictionary(col.type)
+    if was_dict:
+        col = col.unify_dictionaries()
+        values = col.chunk(0).dictionary
+        chunks = col.chunks
+    else:
+        encoded = col.dictionary_encode().unify_dictionaries()
+        values = encoded.chunk(0).dictionary
+        chunks = encoded.chunks
+    if len(values) == 0:
+        return col, 0
+    cap = limits.max_text()
+    too_long = pc.greater(pc.utf8_length(values), cap)
+    suspect = pc.or_(pc.match_substring_regex(values, GATE.removeprefix("(?i)"), ignore_case=True), too_long)
+    hits = pc.indices_nonzero(pc.fill_null(suspect, False)).to_pylist()
+    if not hits:
+        return col, 0
+    texts = values.to_pylist()
+    cut = 0
+    for j in hits:
+        t = texts[j]
+        if t is None:
             continue
-        col = table.column(c)
-        # vectorised gate first: only the rare strings holding a token prefix go through Python
-        if not pc.any(pc.match_substring_regex(col, _PREFIX.pattern)).as_py():
-            continue
-        table = table.set_column(table.column_names.index(c), c,
-                                 pa.array(redact_names(col.to_pylist()), type=col.type))
-    return table, redact(dict(meta))
+        if len(t) > cap:
+            t = t[: cap - 1] + "…"
+            cut += 1
+        texts[j] = redact_text(t)
+    new_values = pa.array(texts, type=values.type)
+    out = pa.chunked_array([pc.take(new_values, c.indices) for c in chunks], type=values.type)
+    if was_dict:  # re-encoded: two names may have become one ("k_[redacted]")
+        return out.dictionary_encode().cast(col.type), cut
+    return out.cast(col.type), cut
+
+
+_PATH_KEYS = ("file", "path", "src", "source", "input", "report", "trace")
+
+
+def _scrub_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
+    from ..redact import redact
+
+    meta = redact(dict(meta))
+    source = meta.get("source")
+    if isinstance(source, dict):
+        for k in _PATH_KEYS:
+            v = source.get(k)
+            if isinstance(v, str) and (v.startswith(("/", "~")) or re.match(r"^[A-Za-z]:[\\/]", v)):
+                source[k] = re.split(r"[\\/]", v.rstrip("/\\"))[-1] or None  # the name, not where it lived
+    return meta
 
 
 def trace_from_table(table: pa.Table, meta: dict[str, Any], path: str | os.PathLike | None = None) -> Trace:
     """A `Trace` from an in-memory table (a file just read, or an import converted on the fly):
     validated, untimed rows dropped with a warning, optional columns added as nulls."""
-    warnings = validate(table, path)
-    table, meta = scrub(table, meta)
+    table, warnings = _validate(table, path)
+    table, meta, scrubbed = scrub_all(table, json_safe(meta, path))
+    warnings += scrubbed
     meta, meta_warnings = conform_meta(meta)
     warnings += meta_warnings
     table, dropped = _drop_untimed(table, path)
@@ -387,8 +592,9 @@ def _load_dir(path: Path) -> Trace:
     frames, metas, warnings, hosts = [], [], [], []
     for i, (rank, f) in enumerate(files):
         table, meta = _read_file(f)
-        warnings += validate(table, f)
-        table, meta = scrub(table, meta)
+        table, checked = _validate(table, f)
+        table, meta, scrubbed = scrub_all(table, meta)
+        warnings += checked + scrubbed
         table, dropped = _drop_untimed(table, f)
         warnings += dropped
         table, host = split_runtime(table)

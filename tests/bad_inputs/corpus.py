@@ -408,8 +408,224 @@ def _other_cases() -> list[Case]:
     ]
 
 
+# --- issue 13: hostile files (second pass) --------------------------------------------------------
+
+# One token of each shape rooftop scrubs (built from pieces so no scanner mistakes this file for a leak).
+SECRETS = {
+    "hf": "hf_" + "Q" * 30, "ghp": "ghp_" + "a1" * 18, "ghs": "ghs_" + "b2" * 18, "ghu": "ghu_" + "c3" * 18,
+    "ghr": "ghr_" + "d4" * 18, "github_pat": "github_pat_" + "11AB" * 8, "glpat": "glpat-" + "e5" * 10,
+    "npm": "npm_" + "f6" * 18, "slack": "xoxb-" + "1234567890-abcdefghij", "stripe": "sk_live_" + "g7" * 12,
+    "stripe_rk": "rk_live_" + "h8" * 12, "google": "AIza" + "Sy" + "i9" * 17, "aws_id": "AKIA" + "ABCDEFGHIJKLMNOP",
+    "aws_sts": "ASIA" + "QRSTUVWXYZ234567", "openai": "sk-" + "proj-" + "j0" * 20, "anthropic": "sk-ant-" + "api03-" + "k1" * 20,
+}
+# Secrets that only their context gives away: the value must go, the name may stay.
+CONTEXT_SECRETS = {
+    "aws_secret": ("aws_secret_access_key = ", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"),
+    "bearer": ("Authorization: Bearer ", "opaque.token-value_123456"),
+    "url": ("https://alice:", "pa55w0rd-x1@example.com/repo.git"),
+    "api_key": ("MY_SERVICE_API_KEY=", "zq8-opaque-value"),
+    "token_env": ("GITLAB_TOKEN=", "opaque987value"),
+    "secret_env": ("CLIENT_SECRET=", "opaque654value"),
+    "json_field": ('{"access_token": "', 'ya29.opaque-json-value"}'),
+}
+SECRET_VALUES = list(SECRETS.values()) + [v.split("@")[0] for _, v in CONTEXT_SECRETS.values()]
+
+
+def secret_strings() -> list[str]:
+    """Every secret, bare and in its context, as the strings a trace would carry."""
+    return [f"run --token {v}" if i % 2 else v for i, v in enumerate(SECRETS.values())] + \
+        [k + v for k, v in CONTEXT_SECRETS.values()]
+
+
+MARKUP = "[bold red]big[/] [@click=app.screenshot('pwned.svg')]click[/] [link=file:///etc/passwd]x[/link]"
+BIDI = "abc\u202edcba\u200b\u2066x\u2069\ufeff\u00ad"
+FORMULA = "=HYPERLINK(\"http://evil\",\"x\")"
+
+
+def _secret_kineto(tmp, fx):
+    """Every token shape in kernel names, NVTX ranges, ops and metadata of a Kineto trace."""
+    evs, t = [], 0
+    for i, sec in enumerate(secret_strings()):
+        t += 100
+        evs += [{"ph": "X", "cat": "user_annotation", "name": f"decode/{sec}", "pid": 1, "tid": 1, "ts": t, "dur": 90},
+                {"ph": "X", "cat": "cpu_op", "name": f"aten::mm {sec}", "pid": 1, "tid": 1, "ts": t + 1, "dur": 20,
+                 "args": {"External id": i + 1}},
+                {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t + 2, "dur": 3,
+                 "args": {"correlation": i + 1, "External id": i + 1}},
+                _kernel_ev(i + 1, t + 5, 4, name=f"gemm_{sec}")]
+    doc = _kineto_doc(evs, metadata={"cmdline": " ".join(secret_strings()), "env": {"HF_TOKEN": SECRETS["hf"]}},
+                      distributedInfo={"backend": "nccl", "rank": 0, "note": SECRETS["slack"]})
+    return _write(tmp, "secrets.json", json.dumps(doc).encode())
+
+
+def _secret_parquet(dictionary: bool):
+    def build(tmp, fx):
+        from rooftop.trace import encode_meta
+        secs = secret_strings()
+        rows = [_row(i, name=f"k_{s}", path=f"decode/step=0/{s}", op=f"aten::mm {s}") for i, s in enumerate(secs)]
+        from rooftop.trace import to_table
+        t = to_table(rows)
+        for c in ("name", "path", "op", "short_name"):
+            i = t.schema.get_field_index(c)
+            col = t.column(c)
+            t = t.set_column(i, c, col.dictionary_encode() if dictionary else col.cast(pa.large_string()))
+        md = encode_meta(_meta(source={"tool": "x", "file": "/home/alice/secret-project/run.json",
+                                       "cmd": " ".join(secs)},
+                               model={"name": secs[0]}, device={"name": "NVIDIA H100 80GB HBM3",
+                                                                   "note": secs[1]}, notes=secs))
+        t = t.replace_schema_metadata({b"rooftop": md})
+        p = tmp / f"secrets-{'dict' if dictionary else 'large'}.parquet"
+        pq.write_table(t, p)
+        return p
+    return build
+
+
+def _secret_nsys(tmp, fx):
+    secs = secret_strings()
+    return _sqlite("secrets", _KTABLE + "CREATE TABLE EXPORT_META_DATA (name TEXT, value TEXT);", None, rows={
+        "StringIds": [(i + 1, f"kernel_{s}") for i, s in enumerate(secs)],
+        "CUPTI_ACTIVITY_KIND_KERNEL": [(10 * i, 10 * i + 5, 0, 7, i + 1, i + 1, i + 1) for i in range(len(secs))],
+        "CUPTI_ACTIVITY_KIND_RUNTIME": [(10 * i - 2, 10 * i - 1, i + 1, 1) for i in range(len(secs))],
+        "NVTX_EVENTS": [(0, 10 * len(secs) + 10, 59, f"decode {secs[0]}", None, 1)],
+        "EXPORT_META_DATA": [("EXPORT_PRODUCT_VERSION", secs[2])]}).build(tmp, fx)
+
+
+def _secret_csv(tmp, fx):
+    head = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Section Name",' \
+           '"Metric Name","Metric Unit","Metric Value"\n'
+    body = "".join(f'"{i}","1","app","host","k_{s.replace(chr(34), "")}","1","7","S","gpu__time_duration.sum",'
+                   f'"usecond","1.5"\n' for i, s in enumerate(secret_strings()))
+    return _write(tmp, "secrets.csv", (head + body).encode())
+
+
+def _interpreted_parquet(tmp, fx):
+    """Markup, bidi overrides, zero-width characters and formulas in every place a trace has text."""
+    from rooftop.trace import encode_meta, to_table
+    texts = [MARKUP, BIDI, FORMULA, "+cmd|' /C calc'!A0", "@SUM(1+1)", "-2+3", "\tx", ESC_NAME]
+    rows = [_row(i, name=t, path=f"decode/step={i}/{t}", op=t) for i, t in enumerate(texts)]
+    t = to_table(rows).replace_schema_metadata({b"rooftop": encode_meta(_meta(
+        device={"name": MARKUP}, model={"name": BIDI}, source={"tool": FORMULA}, warnings=[MARKUP, BIDI]))})
+    p = tmp / "interpreted.parquet"
+    pq.write_table(t, p)
+    return p
+
+
+def _deep_ranges(tmp, fx, depth: int = 3000):
+    """Thousands of NVTX ranges inside each other, each with a long label: linear, not quadratic."""
+    evs = [{"ph": "X", "cat": "user_annotation", "name": f"r{i}_" + "x" * 200, "pid": 1, "tid": 1,
+            "ts": i, "dur": 2 * depth - 2 * i} for i in range(depth)]
+    evs += [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": depth + 1, "dur": 1,
+             "args": {"correlation": 1}}, _kernel_ev(1, depth + 3, 2)]
+    return _write(tmp, "deep-ranges.json", json.dumps(_kineto_doc(evs)).encode())
+
+
+def _malformed_mid(tmp, fx, n: int = 60_000):
+    """A syntax error half-way through a large events array: found once, not retried per chunk."""
+    evs = [json.dumps(_kernel_ev(i, 10 + i, 5)) for i in range(n)]
+    evs[n // 2] = evs[n // 2].replace('"ph": "X"', '"ph": X')
+    text = '{"schemaVersion": 1, "traceEvents": [' + ",".join(evs) + "]}"
+    return _write(tmp, "malformed-mid.json", text.encode())
+
+
+def _malformed_head(tmp, fx, n: int = 60_000):
+    evs = [json.dumps(_kernel_ev(i, 10 + i, 5)) for i in range(n)]
+    text = '{"schemaVersion": 1, "deviceProperties": [1,,2], "traceEvents": [' + ",".join(evs) + "]}"
+    return _write(tmp, "malformed-head.json", text.encode())
+
+
+def _gzip_bomb(tmp, fx):
+    """~320 MB of whitespace in a ~0.3 MB gzip: refused by the decompression budget, quickly."""
+    import zlib
+    co = zlib.compressobj(9, zlib.DEFLATED, 31)
+    parts = [co.compress(b'{"traceEvents": [')]
+    block = b" " * (16 << 20)
+    parts += [co.compress(block) for _ in range(20)]
+    parts += [co.compress(b"]}"), co.flush()]
+    return _write(tmp, "bomb.json.gz", b"".join(parts))
+
+
+def _absurd_patterns(tmp, fx):
+    """Names built to make a backtracking regex quadratic, in every text column."""
+    bad = ["(" * 200_000 + ")", "-eyJ" * 50_000, "ampere_" * 30_000, "a=" * 100_000 + "token",
+           "token=" * 40_000, "://a:" * 40_000, "/step=" + "1" * 200_000, "<" * 200_000]
+    return _write(tmp, "absurd.json", json.dumps(_kineto_doc(
+        [{"ph": "X", "cat": "user_annotation", "name": b, "pid": 1, "tid": 1, "ts": 0, "dur": 100} for b in bad] +
+        [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10 + i, "dur": 1,
+          "args": {"correlation": i + 1}} for i in range(len(bad))] +
+        [_kernel_ev(i + 1, 20 + i, 2, name=b) for i, b in enumerate(bad)])).encode())
+
+
+def _bad_events(tmp, fx):
+    """One bad event of each kind among good ones: each is dropped (or cleaned) with a warning."""
+    k = _kernel_ev
+    good = [k(i, 100 + 10 * i, 5) for i in range(1, 6)]
+    bad = [k(100, "NaN", 5), k(101, "1e400", 5), k(102, 1e300, 5), k(103, 30, 5, name="lone\udcffsurrogate"),
+           dict(k(104, 40, 5), args={"correlation": 104, "grid": [2 ** 40, 1, 1], "block": [128, 1, 1]}),
+           dict(k(105, 50, 5), args={"correlation": 105, "grid": [1, 1, 1], "block": [-1, 1, 1]}),
+           dict(k(106, 60, 5), args={"correlation": 106, "registers per thread": 2 ** 40}),
+           dict(k(107, 70, 5), args={"correlation": 107, "device": 2 ** 40})]
+    return _write(tmp, "bad-events.json", json.dumps(_kineto_doc(good + bad)).encode())
+
+
+def _wrong_arrow_type(column: str, arr_of):
+    def build(tmp, fx):
+        from rooftop.trace import encode_meta, to_table
+        t = to_table([_row(i) for i in range(4)])
+        arr = arr_of(t.num_rows)
+        t = t.set_column(t.schema.get_field_index(column), column, arr) if column in t.column_names \
+            else t.append_column(column, arr)
+        t = t.replace_schema_metadata({b"rooftop": encode_meta(_meta())})
+        p = tmp / f"type-{column}.parquet"
+        pq.write_table(t, p)
+        return p
+    return build
+
+
+_WRONG = {
+    "text": lambda n: pa.array([b"\xff\xfe"] * n, pa.binary()),
+    "number": lambda n: pa.array([1.5] * n),
+    "struct": lambda n: pa.array([{"a": 1}] * n),
+    "list": lambda n: pa.array([["a", "b"]] * n),
+    "big": lambda n: pa.array([2 ** 40] * n, pa.int64()),
+}
+
+
+def _meta_cases() -> list[Case]:
+    nan_meta = b'{"format": 1, "device": {"name": "x", "peaks": {"datasheet": {"bf16": NaN, "bw": Infinity}}},' \
+               b' "model": {"layers": 1e999, "hidden": 123456789012345678901234567890}, "x": -Infinity}'
+    return [
+        _parquet("meta-too-deep", "error", raw_meta=b'{"format": 1, "x": ' + b"[" * 500 + b"]" * 500 + b"}"),
+        _parquet("meta-not-json-safe", None, raw_meta=nan_meta),
+        _parquet("meta-lone-surrogate", None, raw_meta=b'{"format": 1, "model": {"name": "a\\udcffb"}}'),
+    ]
+
+
+def robust_cases() -> list[Case]:
+    """Issue 13's classes: secrets in every source, text that must not be interpreted, bounded work,
+    one bad event, every wrong Arrow type, metadata that is too deep or not JSON-safe."""
+    cases = [
+        Case("r13-secrets-kineto", _secret_kineto), Case("r13-secrets-parquet-dict", _secret_parquet(True)),
+        Case("r13-secrets-parquet-large", _secret_parquet(False)), Case("r13-secrets-nsys", _secret_nsys),
+        Case("r13-secrets-csv", _secret_csv), Case("r13-interpreted", _interpreted_parquet, expect="ok"),
+        Case("r13-deep-ranges", _deep_ranges, expect="warn"), Case("r13-malformed-mid", _malformed_mid, expect="warn"),
+        Case("r13-malformed-head", _malformed_head, expect="error"), Case("r13-gzip-bomb", _gzip_bomb, expect="error"),
+        Case("r13-absurd-patterns", _absurd_patterns, expect="warn"), Case("r13-bad-events", _bad_events, expect="warn"),
+        _bytes_case("r13-bom.csv", b"\xef\xbb\xbf" + b'"ID","Process ID","Process Name","Host Name","Kernel Name",'
+                    b'"Context","Stream","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+                    b'"0","1","app","host","k","1","7","S","gpu__time_duration.sum","usecond","1.5"\n', expect="ok"),
+    ]
+    for column in ("name", "kind", "start_ns", "dur_ns", "id", "path", "op", "device", "step", "grid", "flops",
+                   "counters", "sm_pct", "stall_wait", "phase", "rank"):
+        for label, arr in _WRONG.items():
+            expect = "error" if column in ("name", "kind", "start_ns", "dur_ns", "id") and label != "big" \
+                else None
+            cases.append(Case(f"r13-type-{column}-{label}", _wrong_arrow_type(column, arr), expect=expect))
+    return cases + _meta_cases()
+
+
 def all_cases() -> list[Case]:
-    return _mutation_cases() + _kineto_cases() + _parquet_cases() + _nsys_cases() + _csv_cases() + _other_cases()
+    return _mutation_cases() + _kineto_cases() + _parquet_cases() + _nsys_cases() + _csv_cases() + _other_cases() \
+        + robust_cases()
 
 
 CASES = all_cases()

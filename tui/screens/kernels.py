@@ -21,6 +21,7 @@ from ..widgets.breadcrumb import RooftopScreen
 from ..widgets.phase import phase_labels, trace_phases
 from ..widgets.table import Col, FrameTable
 from ..workers import post_if_current
+from ..widgets.text import safe_text
 
 # Time first after the name: at 80 columns the right-hand columns scroll off, the time must not.
 GROUP_COLS = [
@@ -122,7 +123,9 @@ class KernelsScreen(RooftopScreen):
         mixed = (self.mode != "raw" and "phase" in table.source.columns
                  and table.column("phase").astype(str).str.contains("(+", regex=False).any())
         legend = "phase a (+b): mostly a, also b" if mixed else ""
-        self.query_one("#kernels-status", Static).update(" · ".join(p for p in (mode, self.table.status(), note, legend) if p))
+        # the filter is user-typed text and the note may quote a trace: never markup
+        line = " · ".join(p for p in (mode, self.table.status(), note, legend) if p)
+        self.query_one("#kernels-status", Static).update(safe_text(line))
 
     def action_toggle_raw(self) -> None:
         self.mode = "short_name" if self.mode == "raw" else "raw"

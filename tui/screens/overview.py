@@ -288,7 +288,7 @@ class OverviewScreen(RooftopScreen):
             yield Static(Text("\n".join(model_lines(a))), id="model-level")
         if has_both_ceilings(a) and len(a.phases):
             yield Static(ceilings_table(a.phases), id="ceilings")
-        yield Static(sources_line(a), id="sources", classes="muted")
+        yield Static(safe_text(sources_line(a)), id="sources", classes="muted")  # may quote the device name
 
     def _rest(self, gap: pd.DataFrame | None):
         """The widgets below the sources line: rank note, findings, gap, ranks, step curve."""

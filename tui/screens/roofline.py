@@ -177,8 +177,8 @@ class RooflineScreen(RooftopScreen):
             other = self.analysis.with_peaks(source=want)
         except ValueError as exc:
             hint = "run `rooftop calibrate` on the GPU, then collect again" if want == "measured" else ""
-            self.notify(f"No {want} ceilings for this trace: {exc}" + (f" ({hint})" if hint else ""),
-                        severity="warning", title="Roofline")
+            self.notify(printable(f"No {want} ceilings for this trace: {exc}" + (f" ({hint})" if hint else "")),
+                        severity="warning", title="Roofline", markup=False)
             return
         self._compute(other, self._phase)
 

@@ -15,6 +15,7 @@ import pandas as pd
 from textual_plotext import PlotextPlot
 
 from ..textual_private import plotext_theme_name
+from rooftop.text import printable as _printable
 
 _SI = {-3: "0.001", -2: "0.01", -1: "0.1", 0: "1", 1: "10", 2: "100"}
 _PREFIXES = ((15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"))
@@ -122,8 +123,8 @@ def marker_for(time_ns: float, biggest: float) -> str:
 
 
 def printable(name: str) -> str:
-    """Drop control characters: plotext output is parsed as ANSI, so a name must never carry escapes."""
-    return "".join(ch for ch in str(name) if ch.isprintable())
+    """plotext output is parsed as ANSI, so a name must never carry escapes (see rooftop.text)."""
+    return _printable(name)
 
 
 class RooflinePlot(PlotextPlot):

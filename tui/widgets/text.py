@@ -1,25 +1,20 @@
-"""Trace strings are data: show them literally, never as Rich markup or terminal control."""
-from __future__ import annotations
+"""Trace strings are data: show them literally, never as Rich markup or terminal control.
 
-import re
+The cleaning itself is `rooftop.text.printable` (shared with the report, the diff and the CSV
+export); this module only adapts it to Rich: a `Text` is never parsed for markup.
+"""
+from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 from rich.text import Text
 
-# C0 controls, DEL and C1 controls: a kernel name holding `\x1b[31m` must not recolour the terminal.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def _escape_char(m: re.Match) -> str:
-    return f"\\x{ord(m.group()):02x}"
+from rooftop.text import printable
 
 
 def sanitize(s: object) -> str:
-    """A one-line printable string: control characters become visible `\\xNN` escapes."""
-    if s is None or (isinstance(s, float) and s != s):
-        return "—"
-    return _CONTROL.sub(_escape_char, str(s))
+    """A one-line printable string: controls, bidi and invisible characters become visible escapes."""
+    return printable(s)
 
 
 def safe_text(s: object, style: str = "") -> Text:

@@ -1,0 +1,57 @@
+"""Budgets that bound the work one input can cause (a hostile or damaged file must end quickly).
+
+Each is an environment variable with a default far above any real trace; crossing one is a
+one-line error that names the variable, so a user with a genuinely huge trace can raise it.
+"""
+from __future__ import annotations
+
+import os
+
+# Events (rows) in one trace file or one import: a 1M-kernel decode run is ~3M rows.
+MAX_ROWS_ENV = "ROOFTOP_MAX_ROWS"
+MAX_ROWS_DEFAULT = 200_000_000
+# Decompressed bytes per compressed byte of a gzipped trace: Kineto JSON
+# compresses 7-15x (real captures); a gzip bomb (zeros) 1000x. The first 32 MiB are always allowed.
+MAX_INFLATE_RATIO_ENV = "ROOFTOP_MAX_INFLATE_RATIO"
+MAX_INFLATE_RATIO_DEFAULT = 100
+INFLATE_FREE_BYTES = 32 << 20
+# Characters of one text value (a kernel name, an NVTX range, a metadata string): demangled
+# template names reach ~20 K; longer ones are cut (with a warning) so every pattern stays cheap.
+MAX_TEXT_ENV = "ROOFTOP_MAX_TEXT"
+MAX_TEXT_DEFAULT = 65_536
+# Bytes of one SQLite value read from an nsys export (a text or blob cell).
+MAX_SQL_VALUE_ENV = "ROOFTOP_MAX_SQL_VALUE"
+MAX_SQL_VALUE_DEFAULT = 1 << 20
+# Nesting depth of the metadata document.
+MAX_META_DEPTH = 64
+
+
+def budget(env: str, default: int) -> int:
+    """The budget in `env` (a positive integer), else `default`."""
+    try:
+        v = int(os.environ.get(env, ""))
+    except ValueError:
+        return default
+    return v if v > 0 else default
+
+
+def max_rows() -> int:
+    return budget(MAX_ROWS_ENV, MAX_ROWS_DEFAULT)
+
+
+def max_text() -> int:
+    return budget(MAX_TEXT_ENV, MAX_TEXT_DEFAULT)
+
+
+def max_inflate(compressed: int) -> int:
+    """Decompressed bytes allowed for a gzip stream of `compressed` bytes."""
+    return INFLATE_FREE_BYTES + budget(MAX_INFLATE_RATIO_ENV, MAX_INFLATE_RATIO_DEFAULT) * compressed
+
+
+def max_sql_value() -> int:
+    return budget(MAX_SQL_VALUE_ENV, MAX_SQL_VALUE_DEFAULT)
+
+
+def over_budget(what: str, env: str, limit: int) -> str:
+    """The wording of a budget error: what was too big, and how to raise the budget."""
+    return f"{what} exceeds the budget {env}={limit:,} (set {env} higher if the file is genuine)"
