@@ -26,6 +26,8 @@ class Result:
     status: str            # "ok", "timeout", "killed (memory)", "failed (rc N)"
     stdout: str = ""
     stderr: str = ""
+    tree_mb: float = 0.0   # peak of the summed RSS of the process and its workers (sampled)
+    cpu_s: float = 0.0     # user + system CPU seconds of the process and the children it waited for
 
     @property
     def ok(self) -> bool:
@@ -62,8 +64,14 @@ def run(cmd: list[str], timeout_s: float = 600, mem_gb: float | None = None, env
     fired = []
     timer = threading.Timer(timeout_s, lambda: (fired.append(1), _kill(p.pid)))
     timer.start()
+    tree = [0.0]
+    done = threading.Event()
+    sampler = threading.Thread(target=_sample_tree, args=(p.pid, tree, done), daemon=True)
+    sampler.start()
     _, status, usage = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
+    done.set()
+    sampler.join(1)
     timer.cancel()
     timed_out = bool(fired)
     p.returncode = os.waitstatus_to_exitcode(status)
@@ -80,7 +88,27 @@ def run(cmd: list[str], timeout_s: float = 600, mem_gb: float | None = None, env
         state = "killed (memory)"
     else:
         state = f"failed (rc {p.returncode})"
-    return Result(wall, rss_mb, state, out.get("out", ""), err)
+    return Result(wall, rss_mb, state, out.get("out", ""), err, max(tree[0], rss_mb),
+                  usage.ru_utime + usage.ru_stime)
+
+
+def _sample_tree(pgid: int, peak: list, done: threading.Event, every_s: float = 0.02) -> None:
+    """Peak of the summed RSS of every process in the child's process group: `wait4`'s
+    ru_maxrss is one process's peak, and a parallel reader's workers hold memory at once."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    while not done.wait(every_s):
+        total = 0
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{d}/stat").read_text()
+                fields = stat[stat.rindex(")") + 2:].split()
+                if int(fields[2]) == pgid:  # field 5 of stat: the process group
+                    total += int(Path(f"/proc/{d}/statm").read_text().split()[1]) * page
+            except (OSError, ValueError, IndexError):
+                continue
+        peak[0] = max(peak[0], total / (1 << 20))
 
 
 def _kill(pid: int) -> None:

@@ -347,6 +347,56 @@ class Collector:
         return hit
 
 
+    # --- merging the collectors of batches decoded in other processes (_kineto_parallel) ---
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        for k, v in state.items():
+            if isinstance(v, Columns):  # send only the filled part of the grown arrays
+                state[k] = {f: v.np(f) for f in v.fields}
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        fresh = Collector()
+        for k, v in state.items():
+            if isinstance(getattr(fresh, k, None), Columns):
+                cols = getattr(fresh, k)
+                if len(next(iter(v.values()), ())):
+                    cols.extend(v)
+                state[k] = cols
+        self.__dict__.update(state)
+
+    def merge(self, other: "Collector") -> None:
+        """Append another collector's events after this one's, as if they had been added here:
+        interned ids (columns `name`, `thread`, `shape`) are renumbered into this one's tables."""
+        names = np.array([self.names[k] for k in other.names.values_list()], dtype=np.int64)
+        threads = np.array([self.threads[k] for k in other.threads.values_list()], dtype=np.int64)
+        shapes = np.empty(len(other.shapes), dtype=np.int64)
+        for key, sid in other.shapes.items():
+            mine = self.shapes.get(key)
+            if mine is None:
+                mine = self.shapes[key] = len(self.shapes)
+                self.shape_inputs.append(other.shape_inputs[sid])
+            shapes[sid] = mine
+        remap = {"name": names, "thread": threads, "shape": shapes}
+        for attr, cols in vars(other).items():
+            if not isinstance(cols, Columns) or not len(cols):
+                continue
+            out = {}
+            for f in cols.fields:
+                a = cols.np(f)
+                table = remap.get(f)
+                if table is not None:
+                    known = a != NULL
+                    a = np.where(known, table[np.where(known, a, 0)], NULL) if len(table) else a
+                out[f] = a
+            getattr(self, attr).extend(out)
+        if other.origin is not None and (self.origin is None or other.origin < self.origin):
+            self.origin = other.origin
+        self.events += other.events
+        self.untimed += other.untimed
+
+
 class _ExactBatch:
     """The exact path: events as stdlib dicts with numbers as text, one at a time."""
 

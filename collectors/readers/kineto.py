@@ -26,6 +26,7 @@ from rooftop.trace import TraceError
 from . import _jsonstream
 from ._jsonstream import Progress
 from ._kineto_events import Collector
+from ._kineto_parallel import FALL_BACK, ParallelSink, workers_for
 from ._kineto_join import assemble, nest_intervals  # noqa: F401  (nest_intervals: used by nsys)
 
 CHUNK = 4 << 20  # bytes read at a time: big enough that per-batch overhead vanishes, small to bound memory
@@ -35,16 +36,31 @@ class KinetoError(TraceError):
     """A Kineto JSON trace could not be read."""
 
 
-def read_kineto(path: str | os.PathLike, progress: Progress | None = None) -> tuple[pd.DataFrame, dict]:
-    """Read one Kineto trace -> (rows for `rooftop.trace.to_table`, metadata document)."""
+def read_kineto(path: str | os.PathLike, progress: Progress | None = None,
+                workers: int | None = None) -> tuple[pd.DataFrame, dict]:
+    """Read one Kineto trace -> (rows for `rooftop.trace.to_table`, metadata document).
+
+    Large files are decoded on every core (`_kineto_parallel`); `workers` overrides how many
+    processes (1: this one only). The rows are the same either way."""
     path = Path(path)
     try:
         s = _jsonstream.Stream(path, progress, CHUNK)
     except OSError as exc:
         raise KinetoError(path, f"cannot read: {exc.strerror or exc}") from None
-    sink = Collector()
+    n = workers if workers is not None else workers_for(s.total, s.gz)
+    if n > 1:
+        try:
+            return _read(path, s, ParallelSink(n))
+        except FALL_BACK:  # a batch cut at a false boundary (one process re-cuts as it goes), or no pool
+            s = _jsonstream.Stream(path, progress, CHUNK)
+    return _read(path, s, None)
+
+
+def _read(path: Path, s: _jsonstream.Stream, parallel: ParallelSink | None) -> tuple[pd.DataFrame, dict]:
+    sink = parallel or Collector()
     warnings: list[str] = []
     head: dict = {}
+    failure: BaseException | None = None
     # millions of short-lived decoded objects, none in a cycle: the cyclic GC would only rescan them
     was_enabled = gc.isenabled()
     gc.disable()
@@ -52,20 +68,25 @@ def read_kineto(path: str | os.PathLike, progress: Progress | None = None) -> tu
         try:
             head = _jsonstream.document(s, "traceEvents", sink)
         except (ValueError, EOFError, RecursionError) as exc:
-            malformed = isinstance(exc, _jsonstream.Malformed)
+            failure = exc
+        finally:
+            if parallel is not None:
+                sink = parallel.finish()  # raises Recut, or closes the pool on any other error
+        if failure is not None:
+            malformed = isinstance(failure, _jsonstream.Malformed)
             if not sink.events:
-                what = s.truncated or str(exc) or exc.__class__.__name__
+                what = s.truncated or str(failure) or failure.__class__.__name__
                 if malformed:
-                    what = f"{exc} at character {exc.offset:,}"
+                    what = f"{failure} at character {failure.offset:,}"
                 raise KinetoError(path, f"not a readable Kineto trace: {what}",
                                   "expected PyTorch profiler JSON with a traceEvents array") from None
             lost = s.left
             if malformed:
-                warnings.append(f"{exc} at character {exc.offset:,}: kept the {sink.events} events before it; "
+                warnings.append(f"{failure} at character {failure.offset:,}: kept the {sink.events} events before it; "
                                 "the rest of the file is not read")
             else:
                 warnings.append(
-                    f"truncated trace ({s.truncated or exc}): kept {sink.events} complete events, dropped the "
+                    f"truncated trace ({s.truncated or failure}): kept {sink.events} complete events, dropped the "
                     f"last {lost} bytes (an incomplete event); anything written after the cut is lost")
         rows, meta = assemble(sink, head, path)
     finally:
