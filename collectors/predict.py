@@ -26,7 +26,7 @@ from rooftop.opmodel import gemm_cost, sdpa_cost
 
 ATTN_CHOICES = ("fused", "materialized")
 # The softmax of materialized attention computes in fp32; its scores and probabilities go through
-# HBM at 4 bytes (reference/roofline.md 3.2).
+# HBM at 4 bytes (docs/definitions.md).
 SCORE_BYTES = 4
 
 # cuBLAS GEMM kernel names by architecture family (compute capability major), as traces show them.

@@ -13,7 +13,7 @@ import pandas as pd
 
 # The shortest a kernel lasts on the GPU timeline, however little it does: launch latency as the
 # GPU sees it, scheduling one wave of blocks, and the tail. A few us per launch on H100
-# (reference/roofline.md 5.3: "a few us of gap per launch"; an average Llama-3-8B decode kernel
+# (docs/definitions.md): "a few us of gap per launch"; an average Llama-3-8B decode kernel
 # is 10-15 us). 2 us is the conservative end, so the floor never overstates the gap to ideal.
 LAUNCH_FLOOR_NS = 2_000.0
 
@@ -81,7 +81,7 @@ def attention_min_bytes(batch: Any, heads: Any, sq: Any, sk: Any, head_dim: Any,
 
     Q and O: batch·sq·heads·head_dim elements each; K and V: batch·sk·kv_heads·head_dim each
     (GQA reads each KV head once). `kv_bytes` defaults to `elem_bytes` (set 1 for an fp8 cache).
-    Llama-3-8B, S=2048, one sequence and layer: 41.9 MB (reference/roofline.md 3.4).
+    Llama-3-8B, S=2048, one sequence and layer: 41.9 MB (docs/definitions.md).
     """
     kvh = heads if kv_heads is None else kv_heads
     kvb = elem_bytes if kv_bytes is None else kv_bytes
@@ -96,7 +96,7 @@ def attention_materialized_bytes(batch: Any, heads: Any, sq: Any, sk: Any, head_
     """Traffic of attention that materializes the scores in HBM (QK^T GEMM, softmax, PV GEMM).
 
     The minimum plus the sq x sk score matrix per head written by QK^T, read and written (as
-    probabilities) by softmax, and read by PV: 4·batch·heads·sq·sk·score_bytes (reference/roofline.md
+    probabilities) by softmax, and read by PV: 4·batch·heads·sq·sk·score_bytes (docs/definitions.md)
     3.2; scores are fp32 by default, as the softmax computes them). At S=2048 on Llama-3-8B shapes
     this is ~50x the minimum, growing with S.
     """

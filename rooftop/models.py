@@ -166,7 +166,7 @@ class ModelConfig:
         """Weight bytes one dense decode step must read: every layer, the final norm and the LM head.
 
         The input embedding is a gather of B rows, not a full read, so it is excluded; a tied
-        LM head reads the same matrix once (reference/roofline.md, 1.3). (For MoE, quantized weights
+        LM head reads the same matrix once (docs/definitions.md). (For MoE, quantized weights
         and parallel ranks, see `rooftop.analysis.model_cost`.)
         """
         b = dtype_bytes(dtype)

@@ -1,7 +1,7 @@
 """The analytic minimum cost of a framework op, from its input shapes and dtypes.
 
 Pure Python (no torch): the collector, the Kineto importer and the analytic model all use it.
-Definitions (DESIGN.md): a GEMM costs 2·M·N·K FLOPs and moves each operand once plus the output
+Definitions (docs/definitions.md): a GEMM costs 2·M·N·K FLOPs and moves each operand once plus the output
 once; attention costs 4·B·H·Sq·Sk·D FLOPs (halved when causal) and moves Q, K, V and O once.
 An op's cost is split across the compute kernels it launched in proportion to their durations,
 never onto the memsets/memcpys it also issued (a zero-fill before a GEMM does none of its FLOPs).

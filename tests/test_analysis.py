@@ -1,4 +1,4 @@
-"""The definitions of DESIGN.md, checked on small traces whose numbers are worked out by hand."""
+"""The definitions of docs/definitions.md, checked on small traces whose numbers are worked out by hand."""
 import math
 
 import pytest

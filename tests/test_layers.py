@@ -1,4 +1,4 @@
-"""The layer rule (DESIGN.md): the core imports neither Textual nor torch; viewing never imports torch."""
+"""The layer rule (docs/architecture.md): the core imports neither Textual nor torch; viewing never imports torch."""
 import ast
 import subprocess
 import sys

@@ -72,7 +72,7 @@ def test_cutlass_report_matches_plain_reader(ncu_fixtures, ncu_report):
         assert set(present) == set(STALL_REASONS) - {"gmma"}  # gmma is Hopper-only
         assert rows["stall_gmma"].isna().all()
         total = sum(present.values())
-        assert total == pytest.approx(4.818, abs=1e-3) if i == 0 else True  # reference/ncu.md, A100
+        assert total == pytest.approx(4.818, abs=1e-3) if i == 0 else True  # (docs/formats.md), A100
         ours = rows[[f"stall_{s}" for s in present]].iloc[i]
         shares = ours / ours.sum()
         assert shares.sum() == pytest.approx(1.0)
@@ -94,7 +94,7 @@ def test_cutlass_meta(ncu_fixtures, ncu_report):
     assert dev["name"] == "NVIDIA A100 80GB PCIe" and dev["cc"] == "8.0" and dev["sms"] == 108
     assert meta["source"]["tool"] == "ncu"
     peaks = dev["peaks"]["ncu"]
-    # reference/ncu.md: A100 fixture 1.93 TB/s DRAM (1280 B/cycle x 1.507 GHz), ~14 TFLOP/s FP32.
+    # (docs/formats.md), ~14 TFLOP/s FP32.
     assert peaks["bw"] == pytest.approx(1280 * 1507163323.7822351)
     assert peaks["fp32_flops"] / 1e12 == pytest.approx(14.2, rel=0.02)
     assert peaks["flops"] is None  # no tensor roofline in this report

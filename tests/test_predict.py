@@ -1,6 +1,6 @@
 """The analytic model: roofline times (rooftop.ideal) and the predicted trace (collectors.predict).
 
-Expected numbers are worked out by hand from the shapes (reference/roofline.md 3 and 5.2).
+Expected numbers are worked out by hand from the shapes (docs/definitions.md).
 """
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def test_attention_bytes_reference_numbers():
     # Llama-3-8B, S=2048, one sequence and layer: Q+O 2*2048*32*128*2, K+V 2*2048*8*128*2 = 41.9 MB
     mn = attention_min_bytes(1, 32, 2048, 2048, 128, kv_heads=8)
     assert mn == 2 * 2048 * 32 * 128 * 2 + 2 * 2048 * 8 * 128 * 2 == 41_943_040
-    # bf16 scores: +4*S^2*H*2 = 1.07 GB, about 27x (reference/roofline.md 3.4)
+    # bf16 scores: +4*S^2*H*2 = 1.07 GB, about 27x (docs/definitions.md)
     bf16 = attention_materialized_bytes(1, 32, 2048, 2048, 128, kv_heads=8, score_bytes=2)
     assert bf16 - mn == 4 * 2048**2 * 32 * 2 == 1_073_741_824
     assert bf16 / mn == pytest.approx(26.6, abs=0.1)

@@ -44,7 +44,7 @@ METRICS = (
 ) + tuple(f"smsp__sass_thread_inst_executed_op_{p}{op}_pred_on.sum" for p in "fhd" for op in ("add", "mul", "fma"))
 
 # Replay cost: each profiled kernel is re-run once per pass after its memory is restored
-# (reference/ncu.md "Overhead": 42-47 passes for the full set, 9 for basic). These sections
+# (42-47 passes for the full section set, 9 for basic). These sections
 # are most of the full set. The per-pass and per-kernel seconds are a planning figure for
 # small decode kernels, not a measurement.
 PASSES_ESTIMATE = 40

@@ -237,7 +237,7 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
         kern = gkind[with_op] == 0
         krows, klocal = with_op[kern], local[kern]
         mflops[krows], mbytes[krows] = fl[klocal], by[klocal]
-        # an op that launched several kernels: its cost split by their durations (DESIGN.md)
+        # an op that launched several kernels: its cost split by their durations (docs/definitions.md)
         cnt = np.bincount(klocal, minlength=len(inst))
         multi = np.flatnonzero((cnt[klocal] > 1) & ~(np.isnan(fl[klocal]) & np.isnan(by[klocal])))
         if len(multi):

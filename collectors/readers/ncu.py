@@ -6,7 +6,7 @@ metric names (in base units) to trace columns, and `join_counters`. The readers 
 `collectors.readers.ncu` costs nothing (no `ncu_report`, no torch). The runner that puts a model
 under `ncu` is collection, not reading: `collectors.capture.ncu_run`.
 
-Metric names and formulas: `reference/ncu.md` (sections 1a-1d), checked against NVIDIA's section
+Metric names and formulas (docs/formats.md), checked against NVIDIA's section
 files. Everything is normalised to base units: bytes, ns, Hz, %; a metric the report lacks is
 null, never 0.
 """

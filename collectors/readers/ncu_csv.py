@@ -1,6 +1,6 @@
 """Read Nsight Compute CSV: `ncu --csv` with `--page details` (long) or `--page raw` (wide).
 
-Quirks handled (reference/ncu.md §2), all seen in real output or public parsers' fixtures:
+Quirks handled (docs/formats.md), all seen in real output or public parsers' fixtures:
 - `==PROF==` lines and the application's own prints before (and among) the CSV rows;
 - header generations: with `"Kernel Time"` (CUDA 11.4-era, a timestamp, ignored), with or without
   `Block Size`/`Grid Size`/`Device`/`CC`, with `Rule*`/`Estimated Speedup*` columns;

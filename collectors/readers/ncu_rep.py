@@ -1,7 +1,7 @@
 """Read an Nsight Compute report (`.ncu-rep`) through NVIDIA's `ncu_report` package.
 
 `ncu_report` (PyPI `ncu-report`, the `rooftop[ncu]` extra) reads reports without a GPU. It is
-imported only when a report is read. Quirks handled (ncu-report 2026.3.1, see reference/ncu.md §3):
+imported only when a report is read. Quirks handled (ncu-report 2026.3.1; docs/formats.md):
 a garbage file loads as a report with 0 ranges instead of raising; a metric the report did not
 collect is `None`; a failed collection is NaN. Both become null here, never 0.
 """

@@ -3,7 +3,7 @@
 Attention verdict: fused (FlashAttention-like: one fused kernel, bytes near the minimum) or
 materialized (separate QK^T GEMM, softmax and PV GEMM kernels, or bytes far above the minimum),
 with the measured/minimum byte ratio when counters exist. The minimum is read Q, K, V once and
-write O once (reference/roofline.md 3.2), computed from the model shapes and the step metadata.
+write O once (docs/definitions.md), computed from the model shapes and the step metadata.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pandas as pd
 from ..models import ModelConfig
 from .metrics import elem_bytes, labelled, step_meta
 
-# Kernel (or CPU op) names of fused attention implementations (reference/roofline.md 3.4).
+# Kernel (or CPU op) names of fused attention implementations (docs/definitions.md).
 FUSED_RE = re.compile(
     r"flash|fmha|cutlassF|efficient_attention|sdpa.*fprop|fprop.*sdpa|paged_attention|xformers|"
     r"FlashAttn|mha_fwd|fused_attention|flashinfer|_flash_attention_for_cpu|attention_kernel",

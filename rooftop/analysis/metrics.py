@@ -1,4 +1,4 @@
-"""Per-step and per-phase time, work and utilisation: the definitions of DESIGN.md, vectorised.
+"""Per-step and per-phase time, work and utilisation: the definitions of docs/definitions.md, vectorised.
 
 - Step span: last kernel end minus first kernel start among the step's kernels. Busy: the union of
   kernel intervals. Idle = span - busy (launch gaps).

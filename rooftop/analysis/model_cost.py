@@ -1,5 +1,5 @@
 """Model-level accounting: the bytes and FLOPs a step must move and do, from the model's description
-and the step's workload, not from per-kernel attribution (DESIGN.md, "Model MBU").
+and the step's workload, not from per-kernel attribution (docs/definitions.md, "Model MBU").
 
 Per step, on one rank (`--tp`/`--ep` shares):
 - weights, read once per step at their stored precision (block scales included): every layer's

@@ -1,7 +1,7 @@
 """A log-log roofline drawn with plotext on linear axes.
 
 plotext 5.3's log scales rewrite the figure's data in place on `build()`, so the second build (any
-resize) raises `math domain error` (reference/tui.md §5.3). We therefore take log10 ourselves, keep
+resize) raises `math domain error` (a plotext 5 quirk, measured here). We therefore take log10 ourselves, keep
 the axes linear, label the decades ourselves, and rebuild the figure from stored data on every render.
 The maths (ranges, roof curves, tick labels) are plain functions so they can be tested without an app.
 """

@@ -1,7 +1,7 @@
 """Horizontal bars of warp stall shares: reason, bar, share %, and what the reason means.
 
 Built as Rich `Text` (not a plotext chart): exact percentages and meanings fit beside each bar, and
-a plotext legend would overlap the bars at small heights (reference/tui.md §5.2).
+a plotext legend would overlap the bars at small heights (a plotext 5 quirk, measured here).
 """
 from __future__ import annotations
 

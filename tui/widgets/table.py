@@ -1,7 +1,7 @@
 """Arrow-backed tables (textual-fastdatatable): a frame, a column spec, sort, filter, search.
 
 The stock DataTable freezes for seconds on 100k rows; fastdatatable with an Arrow backend mounts a
-million in a fraction of a second (reference/tui.md, section 4). Cells keep their numeric types (so a
+million in a fraction of a second (a plotext 5 quirk, measured here). Cells keep their numeric types (so a
 sort is numeric and a million rows never pass through Python formatting); units live in the headers.
 Text cells are sanitized and rendered without markup: names from traces are data.
 """
