@@ -55,7 +55,7 @@ def _subparsers(parser: argparse.ArgumentParser):
     _model_args(p)
 
     p = sub.add_parser("import", help="convert a Kineto/nsys/ncu trace to a rooftop trace")
-    _lazy_args(p, "collectors.readers.importers", fallback=_import_fallback_args)
+    _lazy_args(p, "collectors.readers.importers")
 
     p = sub.add_parser("collect", help="run a built-in model under the profiler and write a trace")
     _lazy_args(p, "collectors.capture.collect")
@@ -140,11 +140,6 @@ def _model_options(args) -> dict:
     return {"model": spec, "workload": workload}
 
 
-def _import_fallback_args(p):
-    p.add_argument("src")
-    p.add_argument("-o", "--output")
-
-
 def _steps_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", metavar="REGEX", default=None,
                    help="the range names that mark a step, when rooftop does not know the tool's own: a regular "
@@ -172,13 +167,12 @@ def _use_steps(pattern: str | None, paths: list[str]) -> None:
                              "import the original Kineto/nsys file with --steps")
 
 
-def _lazy_args(p: argparse.ArgumentParser, module: str, fallback=None) -> None:
+def _lazy_args(p: argparse.ArgumentParser, module: str) -> None:
     """Let a command's own module declare its options, but only when that command is used.
 
     Importing collectors.capture.collect would import torch; `rooftop report` must not pay for that.
     """
     p.set_defaults(_module=module)
-    p._rooftop_fallback = fallback  # type: ignore[attr-defined]
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -7,7 +7,6 @@ traces get renamed (`trace.json` that is gzipped, `profile.sqlite` that is a Par
 from __future__ import annotations
 
 import argparse
-import gzip
 import os
 import stat
 import sys
@@ -27,8 +26,6 @@ from rooftop.trace import (Trace, TraceError, check_input, check_writable, json_
                            scrub_all, to_table, trace_from_table, write_trace)
 
 Progress = Callable[[int, int], None]
-FORMATS = ("rooftop", "kineto", "nsys-sqlite", "ncu-rep", "ncu-csv", "nsys-rep", "kineto-dir", "rooftop-dir",
-           "unknown")
 NCU_REP_MAGIC = b"NVR\x00"  # first bytes of every .ncu-rep seen (Nsight Compute 2021-2025)
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _PEEK = 1 << 20  # Kineto puts deviceProperties (one block per GPU) before traceEvents

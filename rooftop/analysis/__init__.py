@@ -364,10 +364,6 @@ class Analysis:
             out.append(("counters", f"{int(rows['counters'].fillna(False).sum())} of {len(rows)} launches", "counters"))
         return out
 
-    def kernel_stalls(self, key: str, by: str = "short_name") -> pd.Series | None:
-        sh = stalls.stall_shares(self.kernels(key=key, by=by), None)
-        return None if sh is None else sh.iloc[0]
-
 
 def trace_identity(trace: Trace, counters: bool | None) -> dict:
     """What ran, from the metadata alone (no rows needed: a big trace's first paint shows it while

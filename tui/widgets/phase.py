@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-PHASE_NOTE = "phase \"prefill (+decode)\": the group ran mostly in prefill, and also in decode"
 
 
 def phase_label(value: object, phases: list[str] | tuple[str, ...] = ("prefill", "decode")) -> object:

@@ -66,10 +66,6 @@ class StallBars(Widget):
         self.top = top
         self.meanings = meanings
 
-    def set_shares(self, shares: pd.Series) -> None:
-        self.shares = shares
-        self.refresh(layout=True)
-
     def get_content_height(self, container, viewport, width: int) -> int:
         return max(1, len(top_shares(self.shares, self.top)))
 
