@@ -45,9 +45,9 @@ def big(monkeypatch):
     release = threading.Event()
     real = loader.open_analysis
 
-    def held(path, progress=None):
+    def held(path, *args, **kwargs):
         assert release.wait(10), "the test never released the load"
-        return real(path, progress)
+        return real(path, *args, **kwargs)
     monkeypatch.setattr(loader, "open_analysis", held)
     return release
 
