@@ -96,6 +96,18 @@ def exact_ns(us: np.ndarray) -> np.ndarray | None:
     return out
 
 
+def first_index(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Index of the first row of `keys` equal to each query, -1 where none (or query unknown)."""
+    out = np.full(len(queries), -1, dtype=np.int64)
+    if not len(keys) or not len(queries):
+        return out
+    uniq, first = np.unique(keys, return_index=True)
+    pos = np.searchsorted(uniq, queries).clip(0, len(uniq) - 1)
+    hit = (uniq[pos] == queries) & (queries != NULL)
+    out[hit] = first[pos[hit]]
+    return out
+
+
 class Interner(dict):
     def __missing__(self, key):
         self[key] = n = len(self)

@@ -23,18 +23,7 @@ from rooftop.redact import redact_names
 
 from ._kineto_events import KIND_NAMES, NULL, Collector
 from ._kineto_runtime import append_runtime, runtime_rows
-
-
-def _lookup(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    """Index of the first row of `keys` equal to each query, -1 where none (or query unknown)."""
-    out = np.full(len(queries), -1, dtype=np.int64)
-    if not len(keys) or not len(queries):
-        return out
-    uniq, first = np.unique(keys, return_index=True)
-    pos = np.searchsorted(uniq, queries).clip(0, len(uniq) - 1)
-    hit = (uniq[pos] == queries) & (queries != NULL)
-    out[hit] = first[pos[hit]]
-    return out
+from ._kineto_events import first_index as _lookup
 
 
 # A path is built by appending a label to its parent's: bounded so that hostile nesting (100k

@@ -11,18 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._kineto_events import NULL, Collector
-
-
-def _lookup_first(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    out = np.full(len(queries), -1, dtype=np.int64)
-    if not len(keys) or not len(queries):
-        return out
-    uniq, first = np.unique(keys, return_index=True)
-    pos = np.searchsorted(uniq, queries).clip(0, len(uniq) - 1)
-    hit = (uniq[pos] == queries) & (queries != NULL)
-    out[hit] = first[pos[hit]]
-    return out
+from ._kineto_events import NULL, Collector, first_index as _lookup_first
 
 
 def thread_ids(sink: Collector) -> np.ndarray:
