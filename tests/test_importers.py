@@ -39,8 +39,6 @@ FACTS = {
     "ncu/" + DSOCR + "0001_67bdb7e29d1bb4e0ca0aec954ef18af3__ncu.details.csv": ("ncu-csv", 1, None),
 }
 EXPECTED = {rel: fact[0] for rel, fact in FACTS.items()}
-# ncu `--page details` CSVs import as 0 kernels until issue 10 item 6 lands (another change)
-_DETAILS_PENDING = {rel for rel in FACTS if rel.endswith("ncu.details.csv")}
 
 
 def test_every_fixture_is_listed(fixtures_dir):
@@ -48,9 +46,7 @@ def test_every_fixture_is_listed(fixtures_dir):
     assert files == set(EXPECTED)
 
 
-@pytest.mark.parametrize("rel", [pytest.param(r, marks=pytest.mark.xfail(reason="ncu details CSV: issue 10 item 6",
-                                                                         strict=False))
-                                 if r in _DETAILS_PENDING else r for r in sorted(FACTS)])
+@pytest.mark.parametrize("rel", sorted(FACTS))
 def test_fixture_facts(fixtures_dir, rel):
     if rel.endswith(".ncu-rep"):
         pytest.importorskip("ncu_report")
