@@ -88,23 +88,12 @@ def spreadsheet_safe(frame):
 def write_csv(path, frame) -> None:
     """Write `frame` as a spreadsheet-safe CSV atomically (a temporary file beside it, then a rename):
     an interrupted export leaves either nothing or the whole file, never a half one."""
-    import os
-    import tempfile
-    from pathlib import Path
+    from .atomic import replace_atomically
 
-    path = Path(path)
     safe = spreadsheet_safe(frame)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
             safe.to_csv(fh, index=False)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+
+    replace_atomically(path, write)

@@ -13,6 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..atomic import replace_atomically
 from .build import to_table
 from .schema import FORMAT_VERSION, META_KEY, TraceError
 
@@ -56,25 +57,7 @@ def write_trace(path: str | os.PathLike, events: pd.DataFrame | pa.Table | Itera
         table = table.drop(["rank"])
     table = table.replace_schema_metadata({META_KEY: encode_meta(meta)})
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp, compression="zstd", use_dictionary=True)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a trace is a normal file
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    return replace_atomically(path, lambda tmp: pq.write_table(table, tmp, compression="zstd", use_dictionary=True))
 
 
 def check_writable(path: str | os.PathLike) -> None:
