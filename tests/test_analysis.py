@@ -223,6 +223,21 @@ def test_range_tree(trace):
     assert node["kernels"] == 2 and node["kernel_ns"] == 200 and node["dur_ns"] == 250
 
 
+def test_range_tree_counts_copies_apart(tmp_path):
+    rows = [k("gemv", 0, 100, "decode/step=0/layer=0"),
+            dict(kind="memcpy", name="Memcpy HtoD", start_ns=150, dur_ns=20, path="decode/step=0/layer=0", device=0,
+                 stream=7)]
+    node = analyze(build(tmp_path, rows)).range_tree("decode", 0).set_index("path").loc["decode/step=0/layer=0"]
+    assert (node["kernels"], node["copies"], node["kernel_ns"]) == (1, 1, 120)
+
+
+def test_range_tree_deep_nesting_is_linear(tmp_path):
+    # 3,000 nested ranges: the depth-first walk must neither recurse (Python's limit is 1,000) nor copy
+    path = "decode/step=0/" + "/".join(f"r{i}" for i in range(3000))
+    tree = analyze(build(tmp_path, [k("gemv", 0, 100, path)])).range_tree("decode", 0)
+    assert len(tree) == 3002 and list(tree["depth"]) == list(range(3002))
+
+
 def test_compare(tmp_path, trace):
     rows = [k("gemv_a", 0, 50, "decode/step=0"), k("new_kernel", 50, 50, "decode/step=0")]
     b = analyze(build(tmp_path, rows, "b.parquet"))
