@@ -22,6 +22,11 @@ MAX_TEXT_DEFAULT = 65_536
 # Bytes of one SQLite value read from an nsys export (a text or blob cell).
 MAX_SQL_VALUE_ENV = "ROOFTOP_MAX_SQL_VALUE"
 MAX_SQL_VALUE_DEFAULT = 1 << 20
+# Lines of a text trace that are not data: an ncu CSV's preamble before its header (ncu's
+# `==PROF==` lines, the application's own output) and unreadable lines among its rows. A real
+# export has a few per profiled kernel; a file of junk stops here instead of being read to its end.
+MAX_SKIPPED_LINES_ENV = "ROOFTOP_MAX_SKIPPED_LINES"
+MAX_SKIPPED_LINES_DEFAULT = 100_000
 # Nesting depth of the metadata document.
 MAX_META_DEPTH = 64
 
@@ -50,6 +55,10 @@ def max_inflate(compressed: int) -> int:
 
 def max_sql_value() -> int:
     return budget(MAX_SQL_VALUE_ENV, MAX_SQL_VALUE_DEFAULT)
+
+
+def max_skipped_lines() -> int:
+    return budget(MAX_SKIPPED_LINES_ENV, MAX_SKIPPED_LINES_DEFAULT)
 
 
 def over_budget(what: str, env: str, limit: int) -> str:

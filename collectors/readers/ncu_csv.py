@@ -15,12 +15,16 @@ NVTX ranges are not in ncu's CSV: `path` is null (use a `.ncu-rep` for steps).
 from __future__ import annotations
 
 import csv
+import io
 import os
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from rooftop import limits
 
 from collectors.readers.ncu import NcuError, device_meta, finish_rows, row_from_metrics, total_only_warning
 
@@ -115,77 +119,148 @@ def _shape(text: str | None) -> list[int] | None:
     return [int(n) for n in nums] if len(nums) == 3 else None
 
 
-def _read_lines(path: Path) -> list[str]:
+# Every physical line is read with a cap, so a file of junk (one endless line, millions of lines
+# that are not CSV rows, a binary tail) stops early, in bounded memory, with one line naming the
+# budget it crossed. A line may hold a kernel name and a raw page's hundreds of metrics: it gets
+# LINE_VALUES times the text budget of one value.
+LINE_VALUES = 16
+
+
+def _open_text(path: Path) -> io.TextIOWrapper:
+    """The file as text: UTF-16 when it starts with a UTF-16 byte-order mark (PowerShell's `>`),
+    else UTF-8 without its BOM (Excel, PowerShell redirection); undecodable bytes become U+FFFD."""
     try:
-        raw = path.read_bytes()
+        fh = open(path, "rb")
+    except PermissionError:
+        raise NcuError(path, "permission denied") from None
     except OSError as exc:
         raise NcuError(path, f"cannot read: {exc.strerror or exc}") from None
-    # PowerShell's `>` writes UTF-16 with a byte-order mark; editors on Windows add a UTF-8 one
-    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        return raw.decode("utf-16", errors="replace").splitlines()
-    if b"\0" in raw[:4096]:
+    try:
+        head = fh.read(4096)
+        fh.seek(0)
+    except OSError as exc:
+        fh.close()
+        raise NcuError(path, f"cannot read: {exc.strerror or exc}") from None
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        encoding = "utf-16"
+    elif b"\0" in head:
+        fh.close()
         raise NcuError(path, "binary file, not ncu CSV", "a .ncu-rep is read with read_ncu_rep")
-    # "utf-8-sig": a UTF-8 BOM (Excel, PowerShell redirection) is not part of the header
-    return raw.decode("utf-8-sig", errors="replace").splitlines()
+    else:
+        encoding = "utf-8-sig"
+    return io.TextIOWrapper(fh, encoding=encoding, errors="replace", newline=None)
 
 
-def _grow_field_limit() -> None:
-    # Demangled template names run to megabytes; the csv module's default cap is 128 KiB per field.
-    if csv.field_size_limit() < _FIELD_LIMIT:
-        csv.field_size_limit(_FIELD_LIMIT)
+class _Lines:
+    """The file's lines (universal newlines, terminators removed), each within the line budget,
+    and the count of lines that are not CSV rows (`skip`) within the skipped-lines budget."""
+
+    def __init__(self, fh: io.TextIOWrapper, path: Path):
+        self.fh, self.path = fh, path
+        self.cap = LINE_VALUES * limits.max_text()
+        self.max_skipped = limits.max_skipped_lines()
+        self.number = 0  # physical lines read so far
+        self.skipped = 0
+        self.last = ""  # the line read last (an example for a warning)
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        try:
+            line = self.fh.readline(self.cap + 2)
+        except OSError as exc:
+            raise NcuError(self.path, f"cannot read: {exc.strerror or exc}") from None
+        if not line:
+            raise StopIteration
+        self.number += 1
+        line = line[:-1] if line.endswith("\n") else line
+        if len(line) > self.cap:
+            raise NcuError(self.path, limits.over_budget(
+                f"line {self.number:,} (over {self.cap:,} characters, {LINE_VALUES}x the text budget)",
+                limits.MAX_TEXT_ENV, limits.max_text()))
+        self.last = line
+        return line
+
+    def skip(self, n: int = 1) -> None:
+        """Count `n` lines that are no CSV row (a preamble, an unreadable line): a file of junk
+        ends at the budget instead of being read to its end."""
+        self.skipped += n
+        if self.skipped > self.max_skipped:
+            raise NcuError(self.path, limits.over_budget(
+                f"{self.skipped:,} lines that are not ncu CSV rows", limits.MAX_SKIPPED_LINES_ENV,
+                self.max_skipped), "is this an `ncu --csv` export?")
 
 
-_FIELD_LIMIT = 1 << 30
-
-
-def _find_header(lines: list[str], path: Path) -> tuple[int, list[str]]:
-    for i, line in enumerate(lines):
+def _find_header(lines: _Lines, path: Path) -> list[str]:
+    """The header's fields; the lines before it (ncu's `==PROF==` lines, the application's own
+    output) are skipped."""
+    for line in lines:
         if '"ID"' in line and "Kernel Name" in line:
             try:
                 fields = next(csv.reader([line]))
             except csv.Error:
-                continue
+                fields = []
             if "ID" in fields and "Kernel Name" in fields:
-                return i, fields
+                return fields
+        lines.skip()
     raise NcuError(path, "no ncu CSV header (\"ID\",...,\"Kernel Name\",...) found",
                    "export with `ncu --csv --page details` or `--page raw`")
 
 
-def _records(lines: list[str], header: list[str], path: Path) -> tuple[list[list[str]], int, str | None]:
-    """The CSV records after the header, fitted to the header's width.
+class _Records:
+    """The CSV records after the header, fitted to the header's width, read as they are used.
 
     ncu writes the rule columns (`Rule Name` ... `Estimated Speedup`) in the header but ends a
     metric row right after its value with a trailing comma: such a short row is padded with empty
     cells. Extra trailing empty cells are dropped. Lines ncu or the application printed among the
     rows (`==PROF==`, `==WARNING==`, the app's own output) are left out; any other record whose
-    width cannot be fitted is unreadable: counted, with one example line kept for the warning.
+    width cannot be fitted is unreadable: counted (`bad`), with one example line kept for the
+    warning. Records count against the row budget, skipped lines against the skipped-lines budget.
     """
-    body = [ln for ln in lines if ln.strip() and not ln.startswith("==")]
-    reader = csv.reader(body)
-    width = len(header)
-    out, bad, example = [], 0, None
-    while True:
-        before = reader.line_num
-        try:
-            rec = next(reader)
-        except StopIteration:
-            break
-        except csv.Error:
-            bad += 1
-            example = example or body[min(before, len(body) - 1)]
-            continue
-        if not rec:
-            continue
-        if len(rec) > width and not any(c.strip() for c in rec[width:]):
-            rec = rec[:width]
-        if len(rec) < width and len(rec) >= _min_width(header):
-            rec = rec + [""] * (width - len(rec))
-        if len(rec) != width:
-            bad += 1
-            example = example or body[reader.line_num - 1]
-            continue
-        out.append(rec)
-    return out, bad, example
+
+    def __init__(self, lines: _Lines, header: list[str], path: Path):
+        self.lines, self.header, self.path = lines, header, path
+        self.bad, self.example = 0, None
+
+    def _body(self) -> Iterator[str]:
+        for ln in self.lines:
+            if ln.strip() and not ln.startswith("=="):
+                yield ln
+            else:
+                self.lines.skip()
+
+    def __iter__(self) -> Iterator[dict[str, str]]:
+        header, width, least = self.header, len(self.header), _min_width(self.header)
+        cap, rows = limits.max_rows(), 0
+        reader = csv.reader(self._body())
+        while True:
+            try:
+                rec = next(reader)
+            except StopIteration:
+                return
+            except csv.Error:
+                self._unreadable()
+                continue
+            if not rec:
+                continue
+            if len(rec) > width and not any(c.strip() for c in rec[width:]):
+                rec = rec[:width]
+            if width > len(rec) >= least:
+                rec = rec + [""] * (width - len(rec))
+            if len(rec) != width:
+                self._unreadable()
+                continue
+            rows += 1
+            if rows > cap:
+                raise NcuError(self.path, limits.over_budget(f"more than {cap:,} CSV records",
+                                                             limits.MAX_ROWS_ENV, cap))
+            yield dict(zip(header, rec))
+
+    def _unreadable(self) -> None:
+        self.bad += 1
+        self.example = self.example or self.lines.last
+        self.lines.skip()
 
 
 def _min_width(header: list[str]) -> int:
@@ -197,25 +272,31 @@ def _min_width(header: list[str]) -> int:
 
 
 def read_ncu_csv(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """One row per profiled kernel from an ncu CSV export (details or raw page) and its metadata."""
+    """One row per profiled kernel from an ncu CSV export (details or raw page) and its metadata.
+    The file is streamed: what is kept is one entry per kernel, never the file's text."""
     path = Path(path)
     if not path.is_file():
         raise NcuError(path, "no such file" if not path.exists() else "not a file")
-    _grow_field_limit()
-    lines = _read_lines(path)
-    start, header = _find_header(lines, path)
-    # A header that ends with a comma has an empty last column: not a metric.
-    while header and not header[-1].strip():
-        header = header[:-1]
-    try:
-        records, bad, example = _records(lines[start + 1:], header, path)
-    except csv.Error as exc:
-        raise NcuError(path, f"malformed CSV: {exc}") from None
-    records = [dict(zip(header, r)) for r in records]
-    if "Metric Name" in header and "Metric Value" in header:
-        kernels, fmt = _details(records), "details"
-    else:
-        kernels, fmt = _raw(records, header, path), "raw"
+    with _open_text(path) as fh:
+        lines = _Lines(fh, path)
+        # Demangled template names are long (the csv module's default cap is 128 KiB per field); a
+        # field, like a line, stops at the line budget (a quote never closed must not swallow the file).
+        old_limit = csv.field_size_limit(lines.cap)
+        try:
+            header = _find_header(lines, path)
+            # A header that ends with a comma has an empty last column: not a metric.
+            while header and not header[-1].strip():
+                header = header[:-1]
+            records = _Records(lines, header, path)
+            if "Metric Name" in header and "Metric Value" in header:
+                kernels, fmt = _details(records), "details"
+            else:
+                kernels, fmt = _raw(records, header), "raw"
+        except UnicodeError as exc:
+            raise NcuError(path, f"cannot decode: {exc}") from None
+        finally:
+            csv.field_size_limit(old_limit)
+    bad, example = records.bad, records.example
     kernels = [(ident, m) for ident, m in kernels if ident.get("Kernel Name") or m]
     if not kernels:
         hint = f"{bad} unreadable line(s), e.g. {_quote(example)}" if bad else None
@@ -265,7 +346,7 @@ def _kernel_key(rec: dict[str, str]) -> tuple[str, str]:
     return rec.get("Process ID", ""), rec.get("ID", "")
 
 
-def _details(records: list[dict[str, str]]) -> list[tuple[dict[str, str], dict[str, Any]]]:
+def _details(records: Iterable[dict[str, str]]) -> list[tuple[dict[str, str], dict[str, Any]]]:
     """Long format: one row per (kernel, metric); rule rows have no metric name."""
     kernels: dict[tuple[str, str], tuple[dict[str, str], dict[str, Any]]] = {}
     for rec in records:
@@ -289,13 +370,14 @@ def _details(records: list[dict[str, str]]) -> list[tuple[dict[str, str], dict[s
     return list(kernels.values())
 
 
-def _raw(records: list[dict[str, str]], header: list[str], path: Path):
+def _raw(records: Iterable[dict[str, str]], header: list[str]):
     """Wide format: one column per metric, and a units row (empty ID) right after the header."""
     units: dict[str, str] = {}
-    if records and not records[0].get("ID", "").strip():
-        units = records.pop(0)  # the units row: empty identity cells, a unit under each metric
     kernels = []
-    for rec in records:
+    for i, rec in enumerate(records):
+        if i == 0 and not rec.get("ID", "").strip():
+            units = rec  # the units row: empty identity cells, a unit under each metric
+            continue
         ident = {k: rec[k] for k in _IDENTITY if k in rec}
         m: dict[str, Any] = {}
         for col in header:

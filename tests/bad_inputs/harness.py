@@ -77,3 +77,45 @@ def check(o: Outcome, path: Path, expect: str | None) -> None:
         assert expect in (None, "ok", "warn"), f"expected an error, got exit 0\n{o.out[-1500:]}"
         if expect == "warn":
             assert "warning" in (o.out + o.err).lower(), f"partial load without a warning:\n{o.out[-1500:]}"
+
+
+# `rooftop ARGV` in a child that reports its own peak memory (ru_maxrss, KiB on Linux) into a file.
+_MEASURED = ("import resource, sys\n"
+             "from rooftop.cli import main\n"
+             "try:\n"
+             "    rc = main(sys.argv[2:])\n"
+             "finally:\n"
+             "    open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n"
+             "sys.exit(rc)\n")
+
+
+@dataclass
+class Limited(Outcome):
+    seconds: float
+    peak_mb: float | None
+
+
+def run_limited(argv: list[str], tmp: Path, env: dict | None = None, timeout: float = 60,
+                mem_gb: float = 3.0) -> Limited:
+    """`rooftop ARGV` in a subprocess under an address-space limit and a wall-clock limit; its exit
+    code, output, wall time and peak resident memory."""
+    import os
+    import resource
+    import time
+
+    def limit():
+        cap = int(mem_gb * (1 << 30))
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    rss = tmp / ".peak-rss"
+    t = time.perf_counter()
+    try:
+        p = subprocess.run([sys.executable, "-c", _MEASURED, str(rss), *argv], capture_output=True, text=True,
+                           errors="replace", timeout=timeout, cwd=ROOT, preexec_fn=limit,
+                           env={**os.environ, **(env or {})})
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"rooftop {' '.join(argv)}: no answer within {timeout} s") from None
+    seconds = time.perf_counter() - t
+    peak = int(rss.read_text()) / 1024 if rss.exists() and rss.read_text().strip() else None
+    rss.unlink(missing_ok=True)
+    return Limited(p.returncode, p.stdout, p.stderr, seconds, peak)
