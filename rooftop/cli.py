@@ -421,7 +421,7 @@ def _main(argv: list[str]) -> int:
         _error("out of memory")
     except OSError as exc:  # name too long, permission denied, I/O error on a path the user gave
         where = f"{exc.filename}: " if exc.filename is not None else ""
-        _error(f"{where}{exc.strerror or exc}")
+        _error(f"{where}{'permission denied' if isinstance(exc, PermissionError) else exc.strerror or exc}")
     except Exception as exc:  # the last line of defence: never a traceback at the user
         if os.environ.get("ROOFTOP_DEBUG"):
             raise

@@ -29,9 +29,9 @@ def keymap_path() -> Path:
 def load_keymap(path: Path | None = None) -> tuple[dict[str, str], list[str]]:
     """({binding id: keys}, problems). No file: nothing to remap, no problem."""
     path = path or keymap_path()
-    if not path.is_file():
-        return {}, []
     try:
+        if not path.is_file():  # (raises when a parent cannot be searched: HOME of another user)
+            return {}, []
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return {}, [f"{path}: cannot read the keymap ({' '.join(str(exc).split())}); default keys in use"]

@@ -153,7 +153,9 @@ def detect(path: str | os.PathLike) -> str:
     path = Path(path)
     st = check_input(path)  # a FIFO, a device, /proc, permission denied: one line, before any open
     if stat.S_ISDIR(st.st_mode):
-        if parquet_files(path):
+        if files := parquet_files(path):
+            for f in files:  # an unreadable rank is named now, not after the screen has switched
+                check_input(f, allow_dir=False)
             return "rooftop-dir"
         if _kineto_files(path):
             return "kineto-dir"
@@ -186,14 +188,9 @@ def _kineto_files(path: Path) -> list[Path]:
     """The Kineto traces directly in a directory (regular files only: never a FIFO, never a walk)."""
     from .kineto import rank_files
 
-    out = []
-    for p in rank_files(path):
-        try:
-            if detect(p) == "kineto":
-                out.append(p)
-        except TraceError:
-            continue
-    return out
+    # A trace-named file that cannot be read (permission denied) is an error naming it, never a
+    # rank silently left out of the run.
+    return [p for p in rank_files(path) if detect(p) == "kineto"]
 
 
 def check_format(path: str | os.PathLike) -> str:

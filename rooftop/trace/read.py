@@ -155,6 +155,8 @@ def check_input(path: str | os.PathLike, allow_dir: bool = True) -> os.stat_resu
     if stat.S_ISDIR(st.st_mode):
         if not allow_dir:
             raise TraceError(path, "is a directory", "give a trace file")
+        if not os.access(path, os.R_OK | os.X_OK):  # its files can be neither listed nor opened
+            raise TraceError(path, "permission denied")
         return st
     resolved = str(path.resolve())
     if resolved.startswith(("/proc/", "/sys/")):  # (/dev/shm holds real files: devices are caught above)
@@ -389,6 +391,7 @@ def _rank_files(path: Path) -> list[tuple[int | None, Path]]:
     files = parquet_files(path)
     out = []
     for f in files:
+        check_input(f, allow_dir=False)  # permission denied names the file (not "cannot be read")
         rel = f.relative_to(path).as_posix()
         m = _RANK_RE.search(rel)
         out.append((int(m.group(1)) if m and len(m.group(1)) <= 9 else None, f))
@@ -396,14 +399,26 @@ def _rank_files(path: Path) -> list[tuple[int | None, Path]]:
 
 
 class NotOneRun(TraceError):
-    """A directory whose traces are not the ranks of one run: open one of `files` instead."""
+    """A directory whose traces are not the ranks of one run: open one of `files` instead.
+    `message` replaces the generic sentence where the problem is more precise (a duplicate rank)."""
 
-    def __init__(self, path: Path, files: list[Path], why: str):
+    def __init__(self, path: Path, files: list[Path], why: str, message: str | None = None):
         self.files, self.why = files, why
         names = [f.relative_to(path).as_posix() for f in files]
         shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
-        super().__init__(path, f"holds {len(files)} traces that are not one multi-rank run ({why}): {shown}",
+        super().__init__(path, message or f"holds {len(files)} traces that are not one multi-rank run ({why}): {shown}",
                          "open or report one of them")
+
+
+def _duplicate_rank(path: Path, ranks: list, files: list[Path]) -> None:
+    """Two files claiming one rank are two runs (or a copy) mixed in one directory: never merged."""
+    seen: dict = {}
+    for r, f in zip(ranks, files):
+        if r in seen:
+            a, b = (x.relative_to(path).as_posix() for x in (seen[r], f))
+            why = f"rank {r} appears twice"
+            raise NotOneRun(path, files, why, f"{why} ({a} and {b}): a duplicate rank is not one multi-rank run")
+        seen[r] = f
 
 
 def _run_identity(meta: Mapping[str, Any]) -> str:
@@ -436,8 +451,9 @@ def run_files(path: Path) -> list[tuple[int | None, Path]]:
              for (r, _), m in zip(files, metas)]
     if len({_run_identity(m) for m in metas}) > 1:
         raise NotOneRun(path, [f for _, f in files], "their metadata name different runs")
-    if any(r is None for r in ranks) or len(set(ranks)) < len(ranks):
+    if any(r is None for r in ranks):
         raise NotOneRun(path, [f for _, f in files], "no distinct rank for each")
+    _duplicate_rank(path, ranks, [f for _, f in files])
     return [(r, f) for r, (_, f) in zip(ranks, files)]
 
 
@@ -459,9 +475,10 @@ def check_run_directory(path: str | os.PathLike) -> None:
         return  # the reader that follows says what is wrong with the directory
     if len(files) <= 1:
         return
-    ranks = [m.group(1) if (m := _RANK_RE.search(f.name)) else None for f in files]
-    if None in ranks or len(set(ranks)) < len(ranks):
+    ranks = [int(m.group(1)) if (m := _RANK_RE.search(f.name)) and len(m.group(1)) <= 9 else None for f in files]
+    if None in ranks:
         raise NotOneRun(path, files, "no distinct rank in each file's name")
+    _duplicate_rank(path, ranks, files)
 
 
 def load_trace(path: str | os.PathLike) -> Trace:
