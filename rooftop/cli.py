@@ -356,6 +356,7 @@ def _on_sigterm(signum, frame):
 
 def main(argv: list[str] | None = None) -> int:
     try:
+        _restore_sigint()
         argv = list(sys.argv[1:] if argv is None else argv)
         old = _install_sigterm(argv)
         try:
@@ -374,6 +375,17 @@ def main(argv: list[str] | None = None) -> int:
     except Terminated:
         _quiet_print("rooftop: terminated")
         return 143
+
+
+def _restore_sigint() -> None:
+    """From here Ctrl-C is a KeyboardInterrupt again (caught below: one line, temporary files
+    removed); while the package was importing, `rooftop._interrupted_while_starting` answered it."""
+    from . import _interrupted_while_starting
+    try:
+        if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+    except (ValueError, OSError):
+        pass
 
 
 def _install_sigterm(argv: list[str]):

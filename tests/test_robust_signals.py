@@ -1,0 +1,85 @@
+"""Issue 13: Ctrl-C at any moment of a batch command prints one line and leaves no temporary file,
+from the moment the rooftop package is imported (before that it is Python's own start-up, which
+no program can word) to the last write."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bad_inputs.harness import ROOT
+
+
+def _big_kineto(path: Path, n: int = 300_000) -> Path:
+    ev = '{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": %d, "dur": 5, "args": {"correlation": %d}}'
+    path.write_text('{"traceEvents": [' + ",".join(ev % (10 + i, i) for i in range(n)) + "]}")
+    return path
+
+
+def _mapped(pid: int, library: str) -> bool:
+    try:
+        return library in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+def test_ctrl_c_while_the_package_imports_is_one_line():
+    """Deterministic: SIGINT right after `import rooftop` as `python -m rooftop` does it, while the
+    rest (pandas, pyarrow) is still to be imported."""
+    code = ("import os, signal, sys\n"
+            "sys.argv = ['-m']\n"
+            "import rooftop\n"
+            "os.kill(os.getpid(), signal.SIGINT)\n"
+            "import rooftop.cli\n"
+            "print('the interrupt was lost')\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert (p.returncode, p.stdout, p.stderr) == (130, "", "rooftop: interrupted\n")
+
+
+def test_importing_the_library_changes_no_signal_handler():
+    code = "import signal, rooftop, rooftop.cli; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert p.stdout.strip() == "True", p.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc to see where the child is")
+@pytest.mark.parametrize("after", [0.0, 0.4, 1.2, 2.5])
+def test_ctrl_c_at_any_moment_of_an_import(after, tmp_path):
+    """From the moment pyarrow is loaded (rooftop's own code is running), SIGINT `after` seconds
+    later: exit 130, one line, no temporary file; or the import had finished."""
+    src = _big_kineto(tmp_path / "big.json")
+    out_dir = tmp_path / "out"
+    p = subprocess.Popen([sys.executable, "-m", "rooftop", "import", str(src), "-o", str(out_dir / "t.parquet")],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not _mapped(p.pid, "libarrow") and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(after)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    if p.returncode == 0:
+        assert (out_dir / "t.parquet").is_file()
+        return
+    said = [line for line in err.splitlines() if line.strip() and not line.startswith("importing ")]
+    assert p.returncode == 130 and said == ["rooftop: interrupted"], err
+    leftovers = sorted(q.name for q in out_dir.iterdir()) if out_dir.exists() else []
+    assert not leftovers, leftovers
+
+
+def test_sigterm_while_the_package_imports_leaves_nothing(tmp_path):
+    """SIGTERM before main runs: the default action (nothing was written, nothing is left)."""
+    src = _big_kineto(tmp_path / "big.json", n=1000)
+    out_dir = tmp_path / "out"
+    p = subprocess.Popen([sys.executable, "-m", "rooftop", "import", str(src), "-o", str(out_dir / "t.parquet")],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode in (0, -signal.SIGTERM, 143), err
+    assert "Traceback" not in err
+    if p.returncode != 0:
+        assert not out_dir.exists() or not list(out_dir.iterdir())
