@@ -101,7 +101,7 @@ def test_redaction_is_linear_on_hostile_text(text):
 
 
 @pytest.mark.parametrize("name", ["r13-secrets-kineto", "r13-secrets-nsys", "r13-secrets-csv",
-                                  "r13-secrets-parquet-dict", "r13-secrets-parquet-large"])
+                                  "r13-secrets-parquet-dict", "r13-secrets-parquet-large", "r13-secrets-parquet-plain"])
 def test_no_secret_reaches_a_written_trace_or_a_report(name, tmp_path):
     path = _build(name, tmp_path)
     out = tmp_path / "out.parquet"

@@ -208,6 +208,9 @@ def _reject(path: Path, fmt: str) -> None:
         raise UnknownFormatError(path, "Nsight Systems reports (.nsys-rep) are not read directly",
                                  f"run `nsys export --type sqlite -o {path.with_suffix('.sqlite').name} "
                                  f"{path.name}` and open the .sqlite")
+    if fmt == "unknown" and path.is_dir():
+        raise UnknownFormatError(path, "is a directory that holds no trace files (.parquet, Kineto .json/.json.gz)",
+                                 "give a trace file, or a directory of per-rank traces")
     if fmt == "unknown":
         raise UnknownFormatError(path, "unrecognised trace format",
                                  "rooftop reads rooftop Parquet, Kineto JSON, nsys SQLite, .ncu-rep and ncu CSV")

@@ -417,6 +417,8 @@ SECRETS = {
     "npm": "npm_" + "f6" * 18, "slack": "xoxb-" + "1234567890-abcdefghij", "stripe": "sk_live_" + "g7" * 12,
     "stripe_rk": "rk_live_" + "h8" * 12, "google": "AIza" + "Sy" + "i9" * 17, "aws_id": "AKIA" + "ABCDEFGHIJKLMNOP",
     "aws_sts": "ASIA" + "QRSTUVWXYZ234567", "openai": "sk-" + "proj-" + "j0" * 20, "anthropic": "sk-ant-" + "api03-" + "k1" * 20,
+    "gho": "gho_" + "l2" * 18, "slack_user": "xoxp-" + "2345678901-bcdefghijk", "openai_plain": "sk-" + "m3N4" * 12,
+    "jwt": "eyJhbGciOiJIUzI1NiJ9" + "." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0" + "." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
 }
 # Secrets that only their context gives away: the value must go, the name may stay.
 CONTEXT_SECRETS = {
@@ -427,6 +429,8 @@ CONTEXT_SECRETS = {
     "token_env": ("GITLAB_TOKEN=", "opaque987value"),
     "secret_env": ("CLIENT_SECRET=", "opaque654value"),
     "json_field": ('{"access_token": "', 'ya29.opaque-json-value"}'),
+    "json_api_key": ('{"api_key": "', 'opaque-json-api-key-321"}'),
+    "token_flag": ("--hf-token ", "opaque-flag-value-987"),
 }
 SECRET_VALUES = list(SECRETS.values()) + [v.split("@")[0] for _, v in CONTEXT_SECRETS.values()]
 
@@ -458,7 +462,9 @@ def _secret_kineto(tmp, fx):
     return _write(tmp, "secrets.json", json.dumps(doc).encode())
 
 
-def _secret_parquet(dictionary: bool):
+def _secret_parquet(kind: str):
+    """Every secret in the text columns of a Parquet trace stored as `kind` strings (dictionary,
+    large or plain) and in its metadata."""
     def build(tmp, fx):
         from rooftop.trace import encode_meta
         secs = secret_strings()
@@ -468,13 +474,16 @@ def _secret_parquet(dictionary: bool):
         for c in ("name", "path", "op", "short_name"):
             i = t.schema.get_field_index(c)
             col = t.column(c)
-            t = t.set_column(i, c, col.dictionary_encode() if dictionary else col.cast(pa.large_string()))
+            if pa.types.is_dictionary(col.type):
+                col = col.cast(pa.string())
+            t = t.set_column(i, c, {"dict": col.dictionary_encode(), "large": col.cast(pa.large_string()),
+                                    "plain": col.cast(pa.string())}[kind])
         md = encode_meta(_meta(source={"tool": "x", "file": "/home/alice/secret-project/run.json",
                                        "cmd": " ".join(secs)},
                                model={"name": secs[0]}, device={"name": "NVIDIA H100 80GB HBM3",
                                                                    "note": secs[1]}, notes=secs))
         t = t.replace_schema_metadata({b"rooftop": md})
-        p = tmp / f"secrets-{'dict' if dictionary else 'large'}.parquet"
+        p = tmp / f"secrets-{kind}.parquet"
         pq.write_table(t, p)
         return p
     return build
@@ -604,8 +613,9 @@ def robust_cases() -> list[Case]:
     """Issue 13's classes: secrets in every source, text that must not be interpreted, bounded work,
     one bad event, every wrong Arrow type, metadata that is too deep or not JSON-safe."""
     cases = [
-        Case("r13-secrets-kineto", _secret_kineto), Case("r13-secrets-parquet-dict", _secret_parquet(True)),
-        Case("r13-secrets-parquet-large", _secret_parquet(False)), Case("r13-secrets-nsys", _secret_nsys),
+        Case("r13-secrets-kineto", _secret_kineto), Case("r13-secrets-parquet-dict", _secret_parquet("dict")),
+        Case("r13-secrets-parquet-large", _secret_parquet("large")),
+        Case("r13-secrets-parquet-plain", _secret_parquet("plain")), Case("r13-secrets-nsys", _secret_nsys),
         Case("r13-secrets-csv", _secret_csv), Case("r13-interpreted", _interpreted_parquet, expect="ok"),
         Case("r13-deep-ranges", _deep_ranges, expect="warn"), Case("r13-malformed-mid", _malformed_mid, expect="warn"),
         Case("r13-malformed-head", _malformed_head, expect="error"), Case("r13-gzip-bomb", _gzip_bomb, expect="error"),

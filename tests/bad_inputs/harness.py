@@ -66,6 +66,8 @@ def check(o: Outcome, path: Path, expect: str | None) -> None:
     assert o.rc in (0, 2), where
     assert not control_chars(o.out), f"control characters on stdout: {control_chars(o.out)}"
     assert not control_chars(o.err), f"control characters on stderr: {control_chars(o.err)}"
+    # "internal error" is for rooftop's own bugs, never a bad input's problem (nor in a warning)
+    assert "internal error" not in o.err + o.out, where
     if o.rc == 2:
         lines = o.err.strip().splitlines()
         assert len(lines) == 1, where
