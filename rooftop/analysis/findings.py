@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..format import fmt_bytes, fmt_ns, fmt_pct
 from ..ideal import LAUNCH_FLOOR_NS, kernel_bound
+from ..steps import OUTSIDE_STEPS
 from .attention import Verdict
 from .metrics import MIN_COVERAGE, VERDICT_COVERAGE
 from .stalls import STALL_MEANING, top_reason
@@ -118,7 +119,7 @@ def _utilization_findings(row: pd.Series, peaks) -> list[Finding]:
                                "custom kernels, ops recorded without shapes) count as moving nothing; "
                                "the model-level MBU (a model config) needs no per-kernel bytes",
                                evidence_b, _cov(cov_b)))
-        else:
+        elif ph not in OUTSIDE_STEPS:  # work between or around steps: its unknown MBU is noise, not a finding
             out.append(Finding(f"{ph}-mbu", "info", f"{ph}: MBU unknown ({known})",
                                "too few kernels have per-kernel bytes to bound the bandwidth; the model-level MBU "
                                "(a model config) needs no per-kernel bytes", evidence_b, _cov(cov_b)))
