@@ -181,8 +181,11 @@ class Analysis:
 
     @cached_property
     def findings(self) -> list[Finding]:
-        return findings.phase_findings(self.phases, self.peaks, self.trace.meta, self.attention,
-                                       self.stalls("phase"), self.trace.modeled, self.timed)
+        out = findings.phase_findings(self.phases, self.peaks, self.trace.meta, self.attention,
+                                      self.stalls("phase"), self.trace.modeled, self.timed)
+        if not self.trace.modeled:  # a modeled kernel sits exactly on its roof
+            out += findings.above_roof_findings(self.groups("short_name"), self.peaks)
+        return out
 
     @cached_property
     def gap(self) -> pd.DataFrame | None:
