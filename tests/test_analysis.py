@@ -305,3 +305,15 @@ def test_unconfirmed_materialized_attention_is_hedged(tmp_path):
     assert [(v.verdict, v.confirmed) for v in a.attention] == [("materialized", False)]
     f = [x for x in a.findings if x.id.endswith("-attention")][0]
     assert f.severity == "warn" and "looks materialized" in f.title and "kernel names alone" in f.detail
+
+
+def test_kernel_detail_says_unknown_never_nan(tmp_path):
+    # a kernel without costs (a CUDA-graph replay): every number "—", every source "unknown"
+    a = analyze(build(tmp_path, [k("graph_replayed", 0, 1000, "decode/step=0")]))
+    detail = {label: (value, source) for label, value, source in a.kernel_detail("graph_replayed")}
+    assert not any("nan" in f"{v} {s}".lower() for v, s in detail.values())
+    for label in ("FLOPs", "bytes", "arithmetic intensity", "achieved", "achieved bandwidth", "% of roof"):
+        assert detail[label] == ("—", "unknown"), label
+    costed = analyze(build(tmp_path, [k("gemv", 0, 1000, "decode/step=0", model_bytes=1e6, model_flops=1e6)], "c.parquet"))
+    detail = {label: (value, source) for label, value, source in costed.kernel_detail("gemv")}
+    assert detail["bytes"][1] == "model" and detail["% of roof"][1] == "model vs datasheet peaks"
