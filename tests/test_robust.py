@@ -22,11 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rooftop.redact import REDACTED, redact, redact_text
-from rooftop.text import has_unsafe, printable, spreadsheet_cell, spreadsheet_safe, write_csv
-from rooftop.trace import TraceError, encode_meta, load_trace, to_table, write_trace
+from rooftop.text import has_unsafe, printable, spreadsheet_cell, write_csv
+from rooftop.trace import TraceError, load_trace, write_trace
 
-from bad_inputs.corpus import (BIDI, CONTEXT_SECRETS, FORMULA, MARKUP, SECRET_VALUES, SECRETS, Case, _kernel_ev,
-                               _kineto_doc, _meta, _row, robust_cases)
+from bad_inputs.corpus import (BIDI, CONTEXT_SECRETS, FORMULA, SECRET_VALUES, SECRETS, _kernel_ev, _kineto_doc, _meta,
+                               _row, robust_cases)
 from bad_inputs.harness import ROOT, check, run_in_process
 
 BY_NAME = {c.name: c for c in robust_cases()}

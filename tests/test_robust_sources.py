@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
