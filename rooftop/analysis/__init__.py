@@ -40,8 +40,8 @@ class Analysis:
     # --- ceilings -------------------------------------------------------------------------------
     @property
     def ridge(self) -> float | None:
-        p = self.peaks
-        return p.flops / p.bw if p.flops and p.bw else None
+        """Peak FLOP/s / peak bandwidth of the peaks in use (`devices.ridge_point`)."""
+        return self.peaks.ridge
 
     def with_peaks(self, source: str) -> "Analysis":
         """The same trace judged against the other ceilings ("datasheet" or "measured")."""
