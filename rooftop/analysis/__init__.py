@@ -126,6 +126,15 @@ class Analysis:
             self._groups[key] = groups.kernel_groups(rows, by, peak, self.peaks.bw)
         return self._groups[key]
 
+    @cached_property
+    def first_rank(self) -> int | None:
+        """The lowest rank among the timed rows: the one the phase table and the gap describe (ranks
+        run side by side, so their kernels do not add up); None when the rows carry no rank."""
+        t = self.timed
+        if "rank" not in t.columns or not t["rank"].notna().any():
+            return None
+        return int(t["rank"].min())
+
     def kernels(self, phase=None, step=None, path_prefix=None, key=None, by="short_name", rank=None) -> pd.DataFrame:
         rows = self.timed
         if rank is not None and "rank" in rows.columns:
@@ -269,6 +278,13 @@ class Analysis:
             return self.roofline(by)
         pts = groups.roofline_points(self.scoped_groups(by, phase, step, rank))
         return pts if phase is None else pts.assign(phase=phase)
+
+    def group_point(self, key: str, by: str = "short_name", phase: str | None = None, step: int | None = None,
+                    rank: int | None = None) -> pd.DataFrame:
+        """The roofline point of one kernel group in a scope (over the whole trace, one per phase it
+        ran in); empty where its FLOPs and bytes are not both known."""
+        pts = self.scoped_roofline(by, phase, step, rank)
+        return pts[pts["key"] == key].reset_index(drop=True)
 
     def groups_by_phase(self, by: str = "short_name") -> pd.DataFrame:
         """One row per (group, phase): each phase's own numbers for the group; `time_share` is of all

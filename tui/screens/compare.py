@@ -7,7 +7,6 @@ name is what gets cut. Enter on a group opens its A and B detail side by side.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,20 +21,22 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate
+from rooftop.analysis.columns import PHASES
+from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
 from tui.widgets.breadcrumb import RooftopScreen, trace_title
 from tui.widgets.table import Col, FrameTable
 from tui.widgets.text import safe_text
 from tui.workers import post_if_current
 
-# (column stem in Diff.phases, label, formatter, higher is better, a 0..1 fraction: Δ in points)
+# (phase column, whose stem names the columns of Diff.phases and whose words label the row;
+# formatter; higher is better). A 0..1 fraction changes by points, anything else by a percentage.
 PHASE_METRICS = (
-    ("span_ns", "time", fmt_ns, False, False),
-    ("tokens_per_s", "tokens/s", lambda v: fmt_rate(v, ""), True, False),
-    ("tflops", "TFLOP/s", lambda v: _num(v), True, False),
-    ("tbps", "TB/s", lambda v: _num(v), True, False),
-    ("mfu", "MFU", fmt_pct, True, True),
-    ("mbu", "MBU", fmt_pct, True, True),
+    (PHASES["span_ns"], fmt_ns, False),
+    (PHASES["tokens_per_s"], lambda v: fmt_rate(v, ""), True),
+    (PHASES["tflops"], lambda v: _num(v), True),
+    (PHASES["tbps"], lambda v: _num(v), True),
+    (PHASES["mfu"], fmt_pct, True),
+    (PHASES["mbu"], fmt_pct, True),
 )
 GROUP_SORTS = {"time": "abs_time_change", "bytes": "abs_bytes_change"}
 
@@ -56,13 +57,9 @@ def _num(v) -> str:
     return fmt_num(v)
 
 
-def _unknown(v) -> bool:
-    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
-
-
 def rel_change(a, b) -> float | None:
     """(b - a) / a, or None when either is unknown or a is 0."""
-    if _unknown(a) or _unknown(b) or float(a) == 0:
+    if is_unknown(a) or is_unknown(b) or float(a) == 0:
         return None
     return (float(b) - float(a)) / float(a)
 
@@ -76,7 +73,7 @@ def verdict(a, b, higher_is_better: bool, tolerance: float = 0.01) -> str | None
 
 
 def _signed(fmt, delta) -> str:
-    if _unknown(delta):
+    if is_unknown(delta):
         return "—"
     s = fmt(abs(delta))
     return ("+" if delta > 0 else "−" if delta < 0 else "±") + s
@@ -85,7 +82,7 @@ def _signed(fmt, delta) -> str:
 def change_text(a, b, fraction: bool) -> str:
     """How B differs from A: a fraction (MFU 0.878 -> 0.574) in points (`−30.4 pts`), anything else
     relative (`+5.2%`)."""
-    if _unknown(a) or _unknown(b):
+    if is_unknown(a) or is_unknown(b):
         return "—"
     if fraction:
         return f"{100 * (float(b) - float(a)):+.1f} pts"
@@ -97,13 +94,14 @@ def phase_rows(phases: pd.DataFrame) -> pd.DataFrame:
     """One row per phase and metric: A, B, Δ, the change (points or percent) and better/worse, as text."""
     out = []
     for row in phases.to_dict("records"):
-        for stem, label, fmt, higher, fraction in PHASE_METRICS:
+        for column, fmt, higher in PHASE_METRICS:
+            stem, fraction = column.key, column.unit == "fraction"
             if f"{stem}_a" not in row:
                 continue
             a, b = row[f"{stem}_a"], row[f"{stem}_b"]
-            delta = None if _unknown(a) or _unknown(b) else float(b) - float(a)
+            delta = None if is_unknown(a) or is_unknown(b) else float(b) - float(a)
             fmt_delta = (lambda v: f"{100 * v:.1f} pts") if fraction else fmt
-            out.append({"phase": row["phase"], "metric": label, "a": fmt(a), "b": fmt(b),
+            out.append({"phase": row["phase"], "metric": column.words, "a": fmt(a), "b": fmt(b),
                         "delta": _signed(fmt_delta, delta),
                         "change": " ".join(x for x in (change_text(a, b, fraction), verdict(a, b, higher)) if x)})
     return pd.DataFrame(out, columns=[c.key for c in PHASE_COLS])
