@@ -92,7 +92,7 @@ def _c(key: str, label: str, unit: str, kind: str, meaning: str, **kw) -> Column
 # --- shared definitions: the same words in every table that has them ---------------------------
 _PHASE = _c("phase", "phase", "", "text", "the phase (`prefill`, `decode`, ...; `run` where no phase range encloses the rows)")
 _STEP = _c("step", "step", "count", "int", "the step number within its phase")
-_RANK = _c("rank", "rank", "count", "int", "the rank (GPU process) of a multi-rank run")
+_RANK = _c("rank", "rank", "count", "int", "the rank (GPU process); only on a multi-rank run")
 _KERNELS = _c("kernels", "kernels", "count", "int", "timed rows (kernel launches; ops on a CPU-only run)")
 _BUSY = _c("busy_ns", "busy", "ns", "ns", "the union of the kernel intervals")
 _IDLE = _c("idle_ns", "idle", "ns", "ns", "span - busy: the GPU idle between kernels (launch gaps)")
@@ -126,7 +126,7 @@ _MODEL_MFU = _c("model_mfu", "model MFU", "fraction", "pct", "the model's FLOPs 
 _MODEL_MFU_BUSY = _c("model_mfu_busy", "model MFU busy", "fraction", "pct", "model FLOPs / busy time / peak FLOP/s")
 _MODEL_BYTES = _c("model_bytes", "model bytes", "B", "bytes", "bytes the model must move: weights read once, KV read and written")
 _MODEL_FLOPS = _c("model_flops", "model FLOPs", "FLOP", "flops", "2 x active parameters x tokens plus attention over the context")
-_MODEL_REASON = _c("model_reason", "model", "", "text", "why the model-level numbers are unknown, where they are")
+_MODEL_REASON = _c("model_reason", "model", "", "text", "where the model-level numbers are unknown: why")
 
 
 PHASES = Table("phases", "one row per phase; on a multi-rank run, the lowest rank's", (
@@ -198,7 +198,7 @@ _GAP_PARTS = (
     _c("launch_gaps_ns", "launch gaps", "ns", "ns", "span - busy: the GPU idle between kernels"),
     _c("unmodeled_ns", "unmodeled", "ns", "ns", "time of kernels with no cost (norms, elementwise, copies): reported, not judged"),
     _c("ideal_frac", "ideal %", "fraction", "pct", "ideal / measured"),
-    _c("basis", "basis", "", "text", "`kernels` (per-kernel costs cover half the kernel time) or `model` (the step's model bytes)"),
+    _c("basis", "basis", "", "text", "`kernels` (per-kernel costs cover half the kernel time), `model` (the step's model bytes); a phase whose steps differ: `mixed`"),
 )
 
 GAP = Table("gap", "gap to ideal per phase, on one rank", (_PHASE, *_GAP_PARTS))
