@@ -9,14 +9,14 @@ UNKNOWN = "—"
 def is_unknown(v) -> bool:
     """Whether a value is missing: None, NaN, pandas' NA or NaT, of any type (text included).
     The one test the report, the analysis and the TUI use for "unknown"."""
-    if v is None or isinstance(v, str):
-        return v is None
+    if v is None:
+        return True
+    if isinstance(v, str) or hasattr(v, "__len__"):  # text, a launch shape, an array: a value
+        return False
     try:
         return bool(v != v)  # NaN and NaT are the values unequal to themselves
     except TypeError:  # pandas' NA: its comparisons are NA, whose truth is undefined
         return True
-    except ValueError:  # an array: a value, not a missing one
-        return False
 
 
 def _no_number(v) -> bool:

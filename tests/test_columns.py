@@ -12,6 +12,7 @@ from rooftop import devices
 from rooftop.analysis import analyze, columns
 from rooftop.analysis.columns import GAP, GAP_STEPS, GROUPS, PHASES, RANK_STEPS, STEPS, Column
 from rooftop.format import fmt_value, is_unknown
+from rooftop.trace import load_trace
 from rooftop.report import GAP_KEYS, GROUP_KEYS, PHASE_KEYS, STEP_KEYS, report_dict
 from test_model_cost import graph_trace, llama  # noqa: F401  (llama is a fixture)
 
@@ -53,8 +54,12 @@ def test_registry_declares_only_columns_the_analysis_computes(tmp_path, llama): 
     a = analyze(t, model=llama)
     for table, frame in ((PHASES, a.phases), (STEPS.pick(*[k for k in STEPS.keys if k != "rank"]), a.steps),
                          (GAP, a.gap), (GAP_STEPS, a.gap_steps), (GROUPS, a.groups("short_name"))):
+        assert len(frame), table
         missing = [c.key for c in table if c.key not in frame.columns]
         assert not missing, missing
+    # a trace whose kernels are costed has roofline points
+    pts = analyze(load_trace(ROOT / "sample_traces" / "llama3-8b_h100-sxm_b1_fused.modeled.parquet")).roofline()
+    assert len(pts) and tuple(pts.columns) == columns.ROOFLINE.keys
     # the JSON records carry the registry's keys in its order
     doc = report_dict(a)
     assert tuple(doc["phases"][0]) == JSON_PHASE_KEYS

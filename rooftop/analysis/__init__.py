@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..devices import Peaks, peaks as device_peaks
-from ..format import fmt_bytes, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate
+from ..format import fmt_bytes, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
 from ..trace import STALL_COLUMNS, Trace
 from ..models import ModelSpec
 from ..names import gpu_work_counts
@@ -239,7 +239,7 @@ class Analysis:
         if "bytes_coverage" in ph.columns:
             for r in ph[["phase", "bytes_coverage"]].to_dict("records"):
                 cov = r["bytes_coverage"]
-                if cov == cov and cov is not None and cov < self.COVERAGE_WARN_BELOW:
+                if not is_unknown(cov) and cov < self.COVERAGE_WARN_BELOW:
                     out.append(("coverage", f"{r['phase']}: bytes known for {fmt_pct(cov, 0)} of kernel time; "
                                             "MBU and TB/s count only that part"))
         return out
@@ -341,7 +341,7 @@ class Analysis:
         r = grow.iloc[0]
         src = r["bytes_source"] or "unknown"
         dtype = r.get("dtype") if isinstance(r.get("dtype"), str) else None
-        peak = float(r.get("peak_flops", self.peaks.flops) or float("nan"))
+        peak = r.get("peak_flops", self.peaks.flops)
         names = rows["name"].dropna().unique()
         out = [
             ("name", names[0] if len(names) == 1 else f"{len(names)} distinct names", "trace"),
@@ -351,24 +351,24 @@ class Analysis:
             ("total time", fmt_ns(r["time_ns"]), "trace"),
             ("mean time", fmt_ns(r["mean_ns"]), "trace"),
             (f"share of {scope_name(phase, step, rank) or 'all'} kernel time", fmt_pct(r["time_share"]), "trace"),
-            ("FLOPs", fmt_flops(r["flops"]), src if r["flops"] == r["flops"] else "unknown"),
+            ("FLOPs", fmt_flops(r["flops"]), "unknown" if is_unknown(r["flops"]) else src),
             ("bytes", fmt_bytes(r["bytes"]), src),
             ("arithmetic intensity", f"{fmt_num(r['ai'])} FLOP/B", src),
-            ("achieved", fmt_rate(r["tflops"] * 1e12 if r["tflops"] == r["tflops"] else None, "FLOP/s"), src),
-            ("achieved bandwidth", fmt_rate(r["tbps"] * 1e12 if r["tbps"] == r["tbps"] else None, "B/s"), src),
+            ("achieved", fmt_rate(None if is_unknown(r["tflops"]) else r["tflops"] * 1e12, "FLOP/s"), src),
+            ("achieved bandwidth", fmt_rate(None if is_unknown(r["tbps"]) else r["tbps"] * 1e12, "B/s"), src),
             ("% of roof", fmt_pct(r["pct_of_roof"]), f"{src} vs {self.peaks.source or 'no'} peaks"),
             ("compute dtype", dtype or f"{self.peaks.dtype} (the trace's)", "kernel name" if dtype else "trace"),
-            ("peak", fmt_rate(peak if peak == peak else None, "FLOP/s"), self.peaks.source or "unknown"),
+            ("peak", fmt_rate(None if is_unknown(peak) or not peak else peak, "FLOP/s"), self.peaks.source or "unknown"),
             ("bound", str(r["bound"] or "—"), "rooftop"),
         ]
         first = rows.iloc[0]
         for col, label in (("grid", "grid"), ("block", "block")):
             v = first.get(col)
-            if v is not None and not (isinstance(v, float) and v != v):
+            if not is_unknown(v):
                 out.append((label, "x".join(str(int(x)) for x in v), "trace"))
         for col, label, fmt in (("registers", "registers/thread", fmt_num), ("shared_mem", "shared memory/block", fmt_bytes)):
             v = first.get(col)
-            if v is not None and not pd.isna(v):
+            if not is_unknown(v):
                 out.append((label, fmt(v), "trace"))
         for col, label in (("sm_pct", "SM throughput"), ("dram_pct", "DRAM throughput"), ("occupancy_pct", "achieved occupancy"),
                            ("l1_hit_pct", "L1 hit rate"), ("l2_hit_pct", "L2 hit rate")):

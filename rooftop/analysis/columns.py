@@ -190,6 +190,16 @@ GROUPS = Table("groups", "one row per kernel group (short name, full name or cat
     _FLOPS_SOURCE, _FLOPS_COV, _BYTES_COV, _AI_COV,
 ))
 
+ROOFLINE = Table("roofline", "one point per kernel group (and phase): the groups whose AI and FLOP rate are known", (
+    GROUPS["key"],
+    _c("phase", "phase", "", "text", "the phase of the point (the same kernel is memory-bound in decode, compute-bound in prefill)"),
+    GROUPS["category"], GROUPS["ai"],
+    _c("achieved_flops", "FLOP/s", "FLOP/s", "rate", "the point's height: FLOPs / time of the launches whose FLOPs and bytes are known"),
+    _c("achieved_bw", "B/s", "B/s", "rate", "the group's achieved bandwidth"),
+    GROUPS["time_ns"], GROUPS["time_share"], GROUPS["pct_of_roof"], GROUPS["bound"],
+    _FLOPS_COV, _BYTES_COV, _AI_COV, GROUPS["peak_flops"], GROUPS["dtype"],
+))
+
 _GAP_PARTS = (
     _c("measured_ns", "measured", "ns", "ns", "measured span = ideal + slow kernels + extra bytes + launch gaps + unmodeled"),
     _c("ideal_ns", "ideal", "ns", "ns", "each costed kernel at its roofline time (basis kernels), or the model bytes at the roof"),
@@ -220,7 +230,7 @@ RANK_STEPS = Table("rank_steps", "per step of a multi-rank run: how its time dif
     _c("spread", "spread", "fraction", "pct", "(max - min) / median"),
 ))
 
-TABLES = (PHASES, STEPS, GROUPS, GAP, GAP_STEPS, RANK_PHASES, RANK_STEPS)
+TABLES = (PHASES, STEPS, GROUPS, ROOFLINE, GAP, GAP_STEPS, RANK_PHASES, RANK_STEPS)
 
 
 def markdown() -> str:
@@ -237,5 +247,5 @@ def markdown() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-__all__ = ["Column", "Table", "KINDS", "PHASES", "STEPS", "GROUPS", "GAP", "GAP_STEPS", "RANK_PHASES",
+__all__ = ["Column", "Table", "KINDS", "PHASES", "STEPS", "GROUPS", "ROOFLINE", "GAP", "GAP_STEPS", "RANK_PHASES",
            "RANK_STEPS", "TABLES", "markdown"]

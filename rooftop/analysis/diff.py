@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from ..format import is_unknown
 from .findings import Finding
 
 PHASE_METRICS = ("span_ns", "busy_ns", "idle_frac", "tokens_per_s", "tflops", "tbps", "mfu", "mbu", "model_mbu",
@@ -23,7 +24,7 @@ class Diff:
 
     def to_dict(self) -> dict:
         def records(df):
-            return [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+            return [{k: (None if is_unknown(v) else v) for k, v in r.items()}
                     for r in df.to_dict(orient="records")]
         return {
             "a": self.label_a, "b": self.label_b,

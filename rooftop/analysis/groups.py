@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..devices import ridge_point
 from .ceilings import group_peak
-from .columns import GROUPS
+from .columns import GROUPS, ROOFLINE
 from .metrics import VERDICT_COVERAGE, add_coverage, known_sums, prepare, source_labels
 
 LATENCY_NS = 5_000
@@ -125,7 +125,4 @@ def roofline_points(groups: pd.DataFrame) -> pd.DataFrame:
     pts = groups[groups["ai"].notna() & groups["tflops"].notna() & (groups["ai"] > 0) & (groups["tflops"] > 0)]
     # the point sits at the achieved rate of the launches whose FLOPs and bytes are both known
     pts = pts.assign(achieved_flops=pts["tflops"] * 1e12, achieved_bw=pts["tbps"] * 1e12)
-    keep = ["key", "phase", "category", "ai", "achieved_flops", "achieved_bw", "time_ns", "time_share",
-            "pct_of_roof", "bound"] + [c for c in ("flops_coverage", "bytes_coverage", "ai_coverage",
-                                                  "peak_flops", "dtype") if c in pts]
-    return pts[keep].reset_index(drop=True)
+    return pts[[k for k in ROOFLINE.keys if k in pts]].reset_index(drop=True)
