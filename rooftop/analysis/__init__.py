@@ -190,8 +190,11 @@ class Analysis:
 
     @cached_property
     def findings(self) -> list[Finding]:
-        return findings.phase_findings(self.phases, self.peaks, self.trace.meta, self.attention,
-                                       self.stalls("phase"), self.trace.modeled, self.timed)
+        out = findings.phase_findings(self.phases, self.peaks, self.trace.meta, self.attention,
+                                      self.stalls("phase"), self.trace.modeled, self.timed)
+        if not self.trace.modeled:  # a modeled kernel sits exactly on its roof
+            out += findings.above_roof_findings(self.groups("short_name"), self.peaks)
+        return out
 
     @cached_property
     def gap(self) -> pd.DataFrame | None:
@@ -339,7 +342,13 @@ class Analysis:
         if rows.empty or grow.empty:
             return []
         r = grow.iloc[0]
-        src = r["bytes_source"] or "unknown"
+        bsrc = r["bytes_source"] if isinstance(r["bytes_source"], str) else None
+        fsrc = r.get("flops_source") if isinstance(r.get("flops_source"), str) else bsrc
+
+        def said(v, source: str | None) -> str:
+            """Where a number came from; `unknown` for a number nobody knows (never "nan")."""
+            return (source or "trace") if not is_unknown(v) else "unknown"
+
         dtype = r.get("dtype") if isinstance(r.get("dtype"), str) else None
         peak = r.get("peak_flops", self.peaks.flops)
         names = rows["name"].dropna().unique()
@@ -351,12 +360,14 @@ class Analysis:
             ("total time", fmt_ns(r["time_ns"]), "trace"),
             ("mean time", fmt_ns(r["mean_ns"]), "trace"),
             (f"share of {scope_name(phase, step, rank) or 'all'} kernel time", fmt_pct(r["time_share"]), "trace"),
-            ("FLOPs", fmt_flops(r["flops"]), "unknown" if is_unknown(r["flops"]) else src),
-            ("bytes", fmt_bytes(r["bytes"]), src),
-            ("arithmetic intensity", f"{fmt_num(r['ai'])} FLOP/B", src),
-            ("achieved", fmt_rate(None if is_unknown(r["tflops"]) else r["tflops"] * 1e12, "FLOP/s"), src),
-            ("achieved bandwidth", fmt_rate(None if is_unknown(r["tbps"]) else r["tbps"] * 1e12, "B/s"), src),
-            ("% of roof", fmt_pct(r["pct_of_roof"]), f"{src} vs {self.peaks.source or 'no'} peaks"),
+            ("FLOPs", fmt_flops(r["flops"]), said(r["flops"], fsrc)),
+            ("bytes", fmt_bytes(r["bytes"]), said(r["bytes"], bsrc)),
+            ("arithmetic intensity", f"{fmt_num(r['ai'])} FLOP/B" if not is_unknown(r["ai"]) else "—", said(r["ai"], bsrc)),
+            ("achieved", fmt_rate(r["tflops"] * 1e12 if not is_unknown(r["tflops"]) else None, "FLOP/s"), said(r["tflops"], fsrc)),
+            ("achieved bandwidth", fmt_rate(r["tbps"] * 1e12 if not is_unknown(r["tbps"]) else None, "B/s"),
+             said(r["tbps"], bsrc)),
+            ("% of roof", fmt_pct(r["pct_of_roof"]),
+             f"{bsrc} vs {self.peaks.source} peaks" if not is_unknown(r["pct_of_roof"]) and self.peaks.source else "unknown"),
             ("compute dtype", dtype or f"{self.peaks.dtype} (the trace's)", "kernel name" if dtype else "trace"),
             ("peak", fmt_rate(None if is_unknown(peak) or not peak else peak, "FLOP/s"), self.peaks.source or "unknown"),
             ("bound", str(r["bound"] or "—"), "rooftop"),
