@@ -274,6 +274,12 @@ class Analysis:
         """`stalls(by)` over one scope's launches only."""
         return stalls.stall_shares(self.kernels(phase=phase, step=step, rank=rank), by)
 
+    def group_stalls(self, key: str, by: str = "short_name", phase: str | None = None, step: int | None = None,
+                     rank: int | None = None) -> pd.Series | None:
+        """One kernel group's stall shares in a scope (`scoped_stalls`); None without counters for it."""
+        sh = self.scoped_stalls(by, phase, step, rank)
+        return sh.loc[key] if sh is not None and key in sh.index else None
+
     def scoped_roofline(self, by: str = "short_name", phase: str | None = None, step: int | None = None,
                         rank: int | None = None) -> pd.DataFrame:
         """Roofline points of one scope's groups; the whole trace gives one point per group and phase."""

@@ -91,9 +91,7 @@ class KernelDetailScreen(RooftopScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="detail")
     def _compute(self) -> None:
         a, scope = self.analysis, dict(phase=self.phase, step=self.step, rank=self.rank)
-        stalls = a.scoped_stalls(self.by, **scope)
-        shares = stalls.loc[self.key] if stalls is not None and self.key in stalls.index else None
-        data = DetailData(a.kernel_detail(self.key, by=self.by, **scope), shares,
+        data = DetailData(a.kernel_detail(self.key, by=self.by, **scope), a.group_stalls(self.key, self.by, **scope),
                           a.launches(self.key, by=self.by, **scope), a.group_point(self.key, self.by, **scope))
         post_if_current(self, self.Ready(data))
 

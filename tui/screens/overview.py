@@ -93,11 +93,12 @@ def has_both_ceilings(a) -> bool:
 def ceilings_table(phases: pd.DataFrame) -> Table:
     """Per phase, MBU and MFU against both ceilings (decode: MBU 79.8% of datasheet, 99.8% of measured)."""
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for label in ("phase", "MBU of datasheet", "of measured", "MFU of datasheet", "of measured"):
-        table.add_column(label, justify="left" if label == "phase" else "right", no_wrap=True)
+    pairs = PHASES.pick("mbu_datasheet", "mbu_measured", "mfu_datasheet", "mfu_measured")
+    table.add_column(PHASES["phase"].label, justify="left", no_wrap=True)
+    for i, c in enumerate(pairs):  # `MBU of datasheet`, `of measured`: each pair reads as one
+        table.add_column(c.label if i % 2 == 0 else c.label.split(" ", 1)[1], justify="right", no_wrap=True)
     for r in phases.to_dict("records"):
-        table.add_row(safe_text(r.get("phase")), *(fmt_pct(r.get(k)) for k in
-                      ("mbu_datasheet", "mbu_measured", "mfu_datasheet", "mfu_measured")))
+        table.add_row(safe_text(r.get("phase")), *(c.format(r.get(c.key)) for c in pairs))
     return table
 
 

@@ -26,7 +26,7 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from rooftop.analysis import timeline as tl
-from rooftop.format import fmt_ns
+from rooftop.format import fmt_ns, is_unknown
 
 from ..widgets.breadcrumb import RooftopScreen, trace_title
 from ..widgets.table import Col, FrameTable
@@ -384,7 +384,7 @@ def open_for_screen(app, screen) -> bool:
             return False
         phase, step = row.get("phase"), int(row["step"])
         rank = row.get("straggler") if "straggler" in row.index else row.get("rank")
-        rank = None if rank is None or pd.isna(rank) else int(rank)
+        rank = None if is_unknown(rank) else int(rank)
     if analysis is None or step is None:
         return False
     crumbs = list(getattr(screen, "crumbs", [trace_title(analysis)]))
