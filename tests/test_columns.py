@@ -112,3 +112,24 @@ def test_one_ridge():
     from tui.widgets.roofline_plot import ridge
 
     assert ridge({"flops": 989.4e12, "bw": 3.35e12}) == p.ridge and ridge({"flops": None, "bw": 1}) is None
+
+
+def test_core_helpers_the_tui_reads_instead_of_filtering(tmp_path):
+    """first_rank, group_point and group_stalls: what the Timeline and the kernel detail used to
+    derive by hand from the rows."""
+    from rooftop.trace import write_trace
+    from test_analysis import k
+
+    for r, dur in ((1, 1000), (3, 3000)):  # ranks 1 and 3: the lowest is not 0
+        rows = [k("gemv", 0, dur, "decode/step=0", model_bytes=3.35e6, model_flops=1e6),
+                k("gemv", 5000, dur, "decode/step=1", model_bytes=3.35e6, model_flops=1e6)]
+        write_trace(tmp_path / "run" / f"rank={r}" / "trace.parquet", rows, {"device": {"name": "NVIDIA H100 80GB HBM3"}})
+    a = analyze(load_trace(tmp_path / "run"))
+    assert a.first_rank == 1
+    p = a.group_point("gemv", rank=3)
+    assert len(p) == 1 and p["achieved_flops"].iloc[0] == pytest.approx(2e6 / 6000e-9)  # 2 MFLOP in 6 µs
+    assert p["ai"].iloc[0] == pytest.approx(1e6 / 3.35e6)
+    whole = a.group_point("gemv")
+    assert list(whole["phase"]) == ["decode"] and whole["time_ns"].iloc[0] == 8000  # both ranks' 4 launches
+    assert a.group_point("no such kernel").empty
+    assert a.group_stalls("gemv") is None  # no counters: no stalls, not zeros
