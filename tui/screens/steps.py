@@ -169,16 +169,32 @@ class StepScreen(RooftopScreen):
         self.query_one("#range-tree", Tree).focus()
         self._load()
 
-    @on(Tree.NodeHighlighted, "#range-tree")
-    async def show_range(self, event: Tree.NodeHighlighted) -> None:
-        path = event.node.data
-        frame = self._kernels(path)
-        await self.query_one("#step-kernels", FrameTable).set_frame(frame)
+    @dataclass
+    class RangeReady(Message):
+        """The kernels under one range, filtered off the UI thread."""
 
+        path: str | None
+        kernels: pd.DataFrame
+
+    @on(Tree.NodeHighlighted, "#range-tree")
+    def show_range(self, event: Tree.NodeHighlighted) -> None:
+        path = event.node.data
+        self._load_range(path)  # a million-row filter per key press would stall the UI
         crumb = self.query_one("#breadcrumb")
         rel = _relative(path, self.phase, self.step) if path else None
         crumb.crumbs = self.crumbs + ([rel] if rel else [])
         crumb.refresh()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="step-range")
+    def _load_range(self, path: str | None) -> None:
+        post_if_current(self, self.RangeReady(path, self._kernels(path)))
+
+    @on(RangeReady)
+    async def _show_range(self, message: RangeReady) -> None:
+        node = self.query_one("#range-tree", Tree).cursor_node
+        if node is not None and node.data != message.path:
+            return  # the cursor moved on: a newer result follows
+        await self.query_one("#step-kernels", FrameTable).set_frame(message.kernels)
 
     @on(Tree.NodeSelected, "#range-tree")
     def focus_kernels(self, event: Tree.NodeSelected) -> None:
