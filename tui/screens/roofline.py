@@ -13,9 +13,10 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate
+from rooftop.text import printable
 from tui.widgets.breadcrumb import RooftopScreen
 from tui.widgets.phase import phase_label, trace_phases
-from tui.widgets.roofline_plot import BIG, MID, SELECTED, SMALL, RooflinePlot, printable, ridge
+from tui.widgets.roofline_plot import BIG, MID, SELECTED, SMALL, RooflinePlot, ridge
 from tui.widgets.text import safe_text
 from tui.workers import post_if_current
 

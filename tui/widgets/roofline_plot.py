@@ -16,7 +16,7 @@ from textual_plotext import PlotextPlot
 
 from ..textual_private import plotext_theme_name
 from rooftop.devices import ridge_point
-from rooftop.text import printable as _printable
+from rooftop.text import printable  # plotext parses its text as ANSI: a name must never carry escapes
 
 _SI = {-3: "0.001", -2: "0.01", -1: "0.1", 0: "1", 1: "10", 2: "100"}
 _PREFIXES = ((15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"))
@@ -118,11 +118,6 @@ def marker_for(time_ns: float, biggest: float) -> str:
         return SMALL
     share = time_ns / biggest
     return BIG if share >= 0.3 else MID if share >= 0.05 else SMALL
-
-
-def printable(name: str) -> str:
-    """plotext output is parsed as ANSI, so a name must never carry escapes (see rooftop.text)."""
-    return _printable(name)
 
 
 class RooflinePlot(PlotextPlot):
