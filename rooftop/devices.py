@@ -10,11 +10,14 @@ MBU/MFU on screen. The user can always say (`--gpu`, `--peaks`).
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Mapping
+
+import numpy as np
 
 # Compute dtypes with a peak of their own. fp32 is the non-tensor (FMA pipe) rate; tf32, bf16,
 # fp16, fp8 and fp4 are tensor-core rates; int8 is tensor TOPS (integer ops, not FLOPs).
@@ -46,6 +49,22 @@ BW_RATIO = (0.90, 1.10)
 DIFFER = 0.10
 
 HOW_TO_SAY = "pass --gpu KEY (see `rooftop gpus`) or --peaks BW_TBps,TFLOPs"
+
+
+def ridge_point(flops: Any, bw: Any) -> Any:
+    """The ridge point in FLOP/byte: peak FLOP/s over peak bytes/s (H100 SXM bf16: 295). Left of it
+    a kernel is memory-bound, right of it compute-bound. The one definition every ridge in rooftop
+    comes from. Scalars: None unless both peaks are known and positive. Arrays (a peak per kernel
+    group): element-wise, NaN where a peak is unknown (int8 has no FLOP/s peak)."""
+    if np.ndim(flops) or np.ndim(bw):
+        f, b = np.asarray(flops, dtype="float64"), np.asarray(bw, dtype="float64")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where((f > 0) & (b > 0), f / np.where(b > 0, b, np.nan), np.nan)
+    try:
+        f, b = float(flops), float(bw)
+    except (TypeError, ValueError):
+        return None
+    return f / b if f > 0 and b > 0 and math.isfinite(f) and math.isfinite(b) else None
 
 
 def normalize_dtype(dtype: str | None) -> str | None:
@@ -99,8 +118,7 @@ class GPUSpec:
 
     def ridge(self, dtype: str | None = DEFAULT_DTYPE) -> float | None:
         """Ridge point in FLOP/byte: peak FLOP/s over peak bytes/s (H100 SXM bf16: 295)."""
-        flops = self.peak_flops(dtype)
-        return flops / self.peak_bw if flops and self.peak_bw else None
+        return ridge_point(self.peak_flops(dtype), self.peak_bw)
 
 
 @dataclass(frozen=True)
@@ -356,7 +374,8 @@ class Peaks:
 
     @property
     def ridge(self) -> float | None:
-        return self.flops / self.bw if self.flops and self.bw else None
+        """The ridge of the peaks in use (`ridge_point`)."""
+        return ridge_point(self.flops, self.bw)
 
     def flops_for(self, dtype: str | None) -> float | None:
         """Peak FLOP/s for kernels of this compute dtype: the value in use for the trace's own

@@ -6,13 +6,28 @@ import math
 UNKNOWN = "—"
 
 
-def _unknown(v) -> bool:
+def is_unknown(v) -> bool:
+    """Whether a value is missing: None, NaN, pandas' NA or NaT, of any type (text included).
+    The one test the report, the analysis and the TUI use for "unknown"."""
     if v is None:
         return True
+    if isinstance(v, str) or hasattr(v, "__len__"):  # text, a launch shape, an array: a value
+        return False
     try:
-        return math.isnan(float(v))
+        return bool(v != v)  # NaN and NaT are the values unequal to themselves
+    except TypeError:  # pandas' NA: its comparisons are NA, whose truth is undefined
+        return True
+
+
+def _no_number(v) -> bool:
+    """Unknown, or not a number at all: the formatters show an em dash for both."""
+    if is_unknown(v):
+        return True
+    try:
+        float(v)
     except (TypeError, ValueError):
         return True
+    return False
 
 
 _SI = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
@@ -24,7 +39,7 @@ _SUB = [(1e-3, "m"), (1e-6, "µ"), (1e-9, "n"), (1e-12, "p"), (1e-15, "f")]
 def _scaled(v, units: list[tuple[float, str]], base: str, suffix: str = "", small: str = ".0f") -> str:
     """`v` in the largest unit it reaches (3 significant digits), else in the base unit; below one
     base unit, a value the base format would show as 0 gets a sub-unit prefix."""
-    if _unknown(v):
+    if _no_number(v):
         return UNKNOWN
     v = float(v)
     for scale, prefix in units:
@@ -45,7 +60,7 @@ def _sub(v: float, unit: str) -> str:
 
 def fmt_ns(v) -> str:
     """Duration in ns -> `12.3 µs`, `4.56 ms`, `1.2 s`; under 1 ns in ps (`500 ps`)."""
-    if not _unknown(v) and 0 < abs(float(v)) < 1:
+    if not _no_number(v) and 0 < abs(float(v)) < 1:
         return _sub(float(v) * 1e-9, "s")
     return _scaled(v, _TIME, "ns")
 
@@ -65,7 +80,7 @@ def fmt_rate(v, unit: str = "B/s") -> str:
 
 def fmt_pct(v, digits: int = 1) -> str:
     """A 0..1 fraction as a percentage."""
-    if _unknown(v):
+    if _no_number(v):
         return UNKNOWN
     v = 100 * float(v)
     if 0 < abs(v) < 1e-4:  # what `.2g` would print with an exponent
@@ -78,7 +93,7 @@ def fmt_pct(v, digits: int = 1) -> str:
 def fmt_num(v, digits: int = 3) -> str:
     """A plain number: whole numbers as they are, others to `digits` significant digits; from a
     million up and below 0.001 with an SI prefix (`1.5 M`, `79.7 µ`), never an exponent."""
-    if _unknown(v):
+    if _no_number(v):
         return UNKNOWN
     v = float(v)
     if v == int(v) and abs(v) < 1e6:
@@ -88,3 +103,21 @@ def fmt_num(v, digits: int = 3) -> str:
     if abs(v) < 1e-3:
         return _sub(v, "")
     return f"{v:.{digits}g}"
+
+
+def fmt_value(v, kind: str, unit: str = "") -> str:
+    """A value by its column's format kind (`rooftop.analysis.columns`): ns, pct, bytes, flops,
+    rate (per second, `unit`), int or num; text passes through (unknown: an em dash)."""
+    if kind == "text":
+        return UNKNOWN if is_unknown(v) else str(v)
+    if kind == "ns":
+        return fmt_ns(v)
+    if kind == "pct":
+        return fmt_pct(v)
+    if kind == "bytes":
+        return fmt_bytes(v)
+    if kind == "flops":
+        return fmt_flops(v)
+    if kind == "rate":
+        return fmt_rate(v, unit)
+    return fmt_num(v)

@@ -6,17 +6,20 @@ from typing import Any
 
 import pandas as pd
 
-from .analysis import Analysis, compare
+from .analysis import Analysis, columns, compare
 from .analysis.gap import STEP_GAP_KEYS
 from .text import printable
 from .format import fmt_bytes, fmt_ns, fmt_num, fmt_pct, fmt_rate
 
-PHASE_KEYS = ('phase', 'steps', 'kernels', 'span_ns', 'busy_ns', 'idle_ns', 'idle_frac', 'flops', 'bytes', 'bytes_source', 'bytes_coverage', 'flops_source', 'tflops', 'tbps', 'mfu', 'mbu', 'model_mbu', 'tokens', 'tokens_per_s', 'ai', 'bound', 'mbu_datasheet', 'mbu_measured', 'mfu_datasheet', 'mfu_measured', 'model_steps', 'model_bytes', 'model_bytes_per_step', 'model_flops', 'model_mbu_busy', 'model_mfu', 'model_mfu_busy', 'model_reason', 'flops_coverage', 'ai_coverage', 'mbu_status', 'mfu_status')
-STEP_KEYS = ('rank', 'phase', 'step', 'kernels', 'start_ns', 'span_ns', 'busy_ns', 'idle_ns', 'idle_frac', 'flops', 'bytes', 'bytes_source', 'tflops', 'tbps', 'mfu', 'mbu', 'model_mbu', 'batch', 'new_tokens', 'context', 'tokens_per_s', 'bound', 'model_bytes', 'model_weight_bytes', 'model_kv_read_bytes', 'model_kv_write_bytes', 'model_flops', 'experts_touched', 'model_mbu_busy', 'model_mfu', 'model_mfu_busy', 'model_ideal_ns', 'model_reason', 'workload_source', 'flops_source', 'bytes_coverage', 'flops_coverage', 'ai', 'ai_coverage', 'mbu_status', 'mfu_status')
-GAP_KEYS = ('phase', 'measured_ns', 'ideal_ns', 'slow_kernels_ns', 'extra_bytes_ns', 'launch_gaps_ns', 'unmodeled_ns', 'ideal_frac', 'basis')
+# The published columns and their order come from the registry (rooftop/analysis/columns.py), the
+# one place a table's columns are declared; `report --json` keys follow it.
+PHASE_KEYS = columns.PHASES.keys
+STEP_KEYS = columns.STEPS.keys
+GAP_KEYS = columns.GAP.keys
 # coverage: the share of the group's kernel time whose FLOPs/bytes (both, for ai) are known; the
 # rates are over those launches only
-GROUP_KEYS = ('key', 'category', 'phase', 'count', 'time_ns', 'time_share', 'mean_ns', 'flops', 'bytes', 'bytes_source', 'ai', 'tflops', 'tbps', 'pct_of_roof', 'bound', 'dtype', 'peak_flops', 'flops_source', 'flops_coverage', 'bytes_coverage', 'ai_coverage')
+GROUP_KEYS = columns.GROUPS.keys
+RANK_STEP_KEYS = columns.RANK_STEPS.keys
 
 
 def _clean(v: Any) -> Any:

@@ -70,8 +70,8 @@ def test_compare_deltas(tmp_path):
             mbu = rows[("decode", "MBU")]
             assert mbu[3].endswith(("pts worse", "pts better", "pts")) and "%" not in mbu[3]
             groups = screen.query_one("#compare-groups").view
-            assert groups["key"].iloc[0].startswith("sm90_xmma_gemm") and groups["time_change"].iloc[0] == 24_000
-            assert list(groups["time_change"].iloc[1:]) == [0, 0]
+            assert groups["key"].iloc[0].startswith("sm90_xmma_gemm") and groups["time_delta"].iloc[0] == 24_000
+            assert list(groups["time_delta"].iloc[1:]) == [0, 0]
             assert "Findings:" in str(screen.query_one("#compare-findings").render())
             await pilot.press("s")
             await pilot.pause()

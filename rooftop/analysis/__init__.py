@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..devices import Peaks, peaks as device_peaks
-from ..format import fmt_bytes, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate
+from ..format import fmt_bytes, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
 from ..trace import STALL_COLUMNS, Trace
 from ..models import ModelSpec
 from ..names import gpu_work_counts
@@ -40,8 +40,8 @@ class Analysis:
     # --- ceilings -------------------------------------------------------------------------------
     @property
     def ridge(self) -> float | None:
-        p = self.peaks
-        return p.flops / p.bw if p.flops and p.bw else None
+        """Peak FLOP/s / peak bandwidth of the peaks in use (`devices.ridge_point`)."""
+        return self.peaks.ridge
 
     def with_peaks(self, source: str) -> "Analysis":
         """The same trace judged against the other ceilings ("datasheet" or "measured")."""
@@ -125,6 +125,15 @@ class Analysis:
             peak = self.row_peaks if len(rows) else self.peaks.flops
             self._groups[key] = groups.kernel_groups(rows, by, peak, self.peaks.bw)
         return self._groups[key]
+
+    @cached_property
+    def first_rank(self) -> int | None:
+        """The lowest rank among the timed rows: the one the phase table and the gap describe (ranks
+        run side by side, so their kernels do not add up); None when the rows carry no rank."""
+        t = self.timed
+        if "rank" not in t.columns or not t["rank"].notna().any():
+            return None
+        return int(t["rank"].min())
 
     def kernels(self, phase=None, step=None, path_prefix=None, key=None, by="short_name", rank=None) -> pd.DataFrame:
         rows = self.timed
@@ -233,7 +242,7 @@ class Analysis:
         if "bytes_coverage" in ph.columns:
             for r in ph[["phase", "bytes_coverage"]].to_dict("records"):
                 cov = r["bytes_coverage"]
-                if cov == cov and cov is not None and cov < self.COVERAGE_WARN_BELOW:
+                if not is_unknown(cov) and cov < self.COVERAGE_WARN_BELOW:
                     out.append(("coverage", f"{r['phase']}: bytes known for {fmt_pct(cov, 0)} of kernel time; "
                                             "MBU and TB/s count only that part"))
         return out
@@ -265,6 +274,12 @@ class Analysis:
         """`stalls(by)` over one scope's launches only."""
         return stalls.stall_shares(self.kernels(phase=phase, step=step, rank=rank), by)
 
+    def group_stalls(self, key: str, by: str = "short_name", phase: str | None = None, step: int | None = None,
+                     rank: int | None = None) -> pd.Series | None:
+        """One kernel group's stall shares in a scope (`scoped_stalls`); None without counters for it."""
+        sh = self.scoped_stalls(by, phase, step, rank)
+        return sh.loc[key] if sh is not None and key in sh.index else None
+
     def scoped_roofline(self, by: str = "short_name", phase: str | None = None, step: int | None = None,
                         rank: int | None = None) -> pd.DataFrame:
         """Roofline points of one scope's groups; the whole trace gives one point per group and phase."""
@@ -272,6 +287,13 @@ class Analysis:
             return self.roofline(by)
         pts = groups.roofline_points(self.scoped_groups(by, phase, step, rank))
         return pts if phase is None else pts.assign(phase=phase)
+
+    def group_point(self, key: str, by: str = "short_name", phase: str | None = None, step: int | None = None,
+                    rank: int | None = None) -> pd.DataFrame:
+        """The roofline point of one kernel group in a scope (over the whole trace, one per phase it
+        ran in); empty where its FLOPs and bytes are not both known."""
+        pts = self.scoped_roofline(by, phase, step, rank)
+        return pts[pts["key"] == key].reset_index(drop=True)
 
     def groups_by_phase(self, by: str = "short_name") -> pd.DataFrame:
         """One row per (group, phase): each phase's own numbers for the group; `time_share` is of all
@@ -329,15 +351,12 @@ class Analysis:
         bsrc = r["bytes_source"] if isinstance(r["bytes_source"], str) else None
         fsrc = r.get("flops_source") if isinstance(r.get("flops_source"), str) else bsrc
 
-        def known(v) -> bool:
-            return v is not None and v == v
-
         def said(v, source: str | None) -> str:
             """Where a number came from; `unknown` for a number nobody knows (never "nan")."""
-            return (source or "trace") if known(v) else "unknown"
+            return (source or "trace") if not is_unknown(v) else "unknown"
 
         dtype = r.get("dtype") if isinstance(r.get("dtype"), str) else None
-        peak = float(r.get("peak_flops", self.peaks.flops) or float("nan"))
+        peak = r.get("peak_flops", self.peaks.flops)
         names = rows["name"].dropna().unique()
         out = [
             ("name", names[0] if len(names) == 1 else f"{len(names)} distinct names", "trace"),
@@ -349,24 +368,24 @@ class Analysis:
             (f"share of {scope_name(phase, step, rank) or 'all'} kernel time", fmt_pct(r["time_share"]), "trace"),
             ("FLOPs", fmt_flops(r["flops"]), said(r["flops"], fsrc)),
             ("bytes", fmt_bytes(r["bytes"]), said(r["bytes"], bsrc)),
-            ("arithmetic intensity", f"{fmt_num(r['ai'])} FLOP/B" if known(r["ai"]) else "—", said(r["ai"], bsrc)),
-            ("achieved", fmt_rate(r["tflops"] * 1e12 if known(r["tflops"]) else None, "FLOP/s"), said(r["tflops"], fsrc)),
-            ("achieved bandwidth", fmt_rate(r["tbps"] * 1e12 if known(r["tbps"]) else None, "B/s"),
+            ("arithmetic intensity", f"{fmt_num(r['ai'])} FLOP/B" if not is_unknown(r["ai"]) else "—", said(r["ai"], bsrc)),
+            ("achieved", fmt_rate(r["tflops"] * 1e12 if not is_unknown(r["tflops"]) else None, "FLOP/s"), said(r["tflops"], fsrc)),
+            ("achieved bandwidth", fmt_rate(r["tbps"] * 1e12 if not is_unknown(r["tbps"]) else None, "B/s"),
              said(r["tbps"], bsrc)),
             ("% of roof", fmt_pct(r["pct_of_roof"]),
-             f"{bsrc} vs {self.peaks.source} peaks" if known(r["pct_of_roof"]) and self.peaks.source else "unknown"),
+             f"{bsrc} vs {self.peaks.source} peaks" if not is_unknown(r["pct_of_roof"]) and self.peaks.source else "unknown"),
             ("compute dtype", dtype or f"{self.peaks.dtype} (the trace's)", "kernel name" if dtype else "trace"),
-            ("peak", fmt_rate(peak if peak == peak else None, "FLOP/s"), self.peaks.source or "unknown"),
+            ("peak", fmt_rate(None if is_unknown(peak) or not peak else peak, "FLOP/s"), self.peaks.source or "unknown"),
             ("bound", str(r["bound"] or "—"), "rooftop"),
         ]
         first = rows.iloc[0]
         for col, label in (("grid", "grid"), ("block", "block")):
             v = first.get(col)
-            if v is not None and not (isinstance(v, float) and v != v):
+            if not is_unknown(v):
                 out.append((label, "x".join(str(int(x)) for x in v), "trace"))
         for col, label, fmt in (("registers", "registers/thread", fmt_num), ("shared_mem", "shared memory/block", fmt_bytes)):
             v = first.get(col)
-            if v is not None and not pd.isna(v):
+            if not is_unknown(v):
                 out.append((label, fmt(v), "trace"))
         for col, label in (("sm_pct", "SM throughput"), ("dram_pct", "DRAM throughput"), ("occupancy_pct", "achieved occupancy"),
                            ("l1_hit_pct", "L1 hit rate"), ("l2_hit_pct", "L2 hit rate")):

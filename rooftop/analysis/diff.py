@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
+from ..format import is_unknown
 from .findings import Finding
 
 PHASE_METRICS = ("span_ns", "busy_ns", "idle_frac", "tokens_per_s", "tflops", "tbps", "mfu", "mbu", "model_mbu",
@@ -23,7 +25,7 @@ class Diff:
 
     def to_dict(self) -> dict:
         def records(df):
-            return [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+            return [{k: (None if is_unknown(v) else v) for k, v in r.items()}
                     for r in df.to_dict(orient="records")]
         return {
             "a": self.label_a, "b": self.label_b,
@@ -58,6 +60,11 @@ def group_diff(ga: pd.DataFrame, gb: pd.DataFrame) -> pd.DataFrame:
     out["bytes_delta"] = out["bytes_b"] - out["bytes_a"]
     out["status"] = ["only in B" if pd.isna(x) else ("only in A" if pd.isna(y) else "both")
                      for x, y in zip(out["time_ns_a"], out["time_ns_b"])]
+    # Signed B - A like time_delta: a group only one run has counts by its own bytes (new in B: +B,
+    # gone from A: -A), so it ranks by its size; null where a run that has the group lacks its bytes.
+    only_b, only_a = out["status"] == "only in B", out["status"] == "only in A"
+    ba, bb = out["bytes_a"].astype("float64"), out["bytes_b"].astype("float64")
+    out["bytes_change"] = np.where(only_b, bb, np.where(only_a, -ba, bb - ba))
     out = out.drop(columns=["category_a", "category_b"])
     out = out.reindex(out["time_delta"].abs().sort_values(ascending=False).index)
     return out.reset_index().rename(columns={"index": "key"})

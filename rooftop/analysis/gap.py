@@ -24,11 +24,12 @@ import numpy as np
 import pandas as pd
 
 from ..ideal import kernel_ideal_ns
+from .columns import GAP_STEPS
 from .metrics import labelled
 
 MIN_KERNEL_COVERAGE = 0.5  # below this share of kernel time with costs, per-kernel ideals say too little
 PARTS = ("ideal_ns", "slow_kernels_ns", "extra_bytes_ns", "launch_gaps_ns", "unmodeled_ns")
-STEP_GAP_KEYS = ("phase", "step", "measured_ns", *PARTS, "ideal_frac", "basis", "kernel_coverage")
+STEP_GAP_KEYS = GAP_STEPS.keys  # declared in columns.py, with PARTS in this order
 
 
 def _per_kernel(rows: pd.DataFrame, peak_flops, peak_bw) -> dict[str, np.ndarray]:

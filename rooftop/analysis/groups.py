@@ -16,7 +16,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..devices import ridge_point
 from .ceilings import group_peak
+from .columns import GROUPS, ROOFLINE
 from .metrics import VERDICT_COVERAGE, add_coverage, known_sums, prepare, source_labels
 
 LATENCY_NS = 5_000
@@ -25,9 +27,9 @@ LATENCY_ROOF_FRAC = 0.10
 
 def kernel_groups(timed: pd.DataFrame, by: str = "short_name", peak_flops=None, peak_bw=None) -> pd.DataFrame:
     """One row per group: key, category, phase (dominant by time), count, time, share, work, rates, bound."""
-    cols = ["key", "category", "phase", "count", "time_ns", "time_share", "mean_ns", "flops", "bytes",
-            "bytes_source", "ai", "tflops", "tbps", "pct_of_roof", "bound", "flops_source", "flops_coverage",
-            "bytes_coverage", "ai_coverage"]
+    # The published columns (columns.py); peak_flops and dtype only where each row has its dtype's peak.
+    per_dtype = ("peak_flops", "dtype")
+    cols = [k for k in GROUPS.keys if k not in per_dtype]
     if timed.empty:
         return pd.DataFrame(columns=cols)
     timed = prepare(timed)
@@ -64,12 +66,11 @@ def kernel_groups(timed: pd.DataFrame, by: str = "short_name", peak_flops=None, 
         peak_flops = group_peak(timed["work_flops"].to_numpy(dtype="float64"), row_peak, gid, n,
                                 timed["dur_ns"].to_numpy(dtype="float64"))
         out["peak_flops"] = peak_flops
-        cols = cols + ["peak_flops"]
         if "dtype" in timed.columns:
-            cols = cols + ["dtype"]
             out["dtype"] = _dominant(gid, timed["dtype"].to_numpy(dtype=object), timed["dur_ns"].to_numpy(), n)
     add_rates(out, peak_flops, peak_bw)
     out = out.reset_index().rename(columns={"index": "key"})
+    cols = [k for k in GROUPS.keys if k in out.columns]
     return out.sort_values("time_ns", ascending=False, kind="stable").reset_index(drop=True)[cols]
 
 
@@ -100,7 +101,7 @@ def add_rates(out: pd.DataFrame, peak_flops=None, peak_bw=None) -> pd.DataFrame:
         pct = (per_s(out["both_flops"], "both_ns") / attainable).where(ai > 0, per_s(out["bytes"], "bytes_ns") / peak_bw)
         pct = pct.where(~link)
         out["pct_of_roof"] = pct
-        ridge = peak_flops / peak_bw
+        ridge = np.asarray(ridge_point(peak_flops, peak_bw), dtype="float64")  # NaN: no ridge
         by_ai = ai.notna() & (out["ai_coverage"] >= VERDICT_COVERAGE)
         # no FLOPs but bytes (copies): memory-bound, if the bytes cover the group's time
         by_bytes = ai.isna() & out["bytes"].notna() & out["flops_coverage"].isna() \
@@ -124,7 +125,4 @@ def roofline_points(groups: pd.DataFrame) -> pd.DataFrame:
     pts = groups[groups["ai"].notna() & groups["tflops"].notna() & (groups["ai"] > 0) & (groups["tflops"] > 0)]
     # the point sits at the achieved rate of the launches whose FLOPs and bytes are both known
     pts = pts.assign(achieved_flops=pts["tflops"] * 1e12, achieved_bw=pts["tbps"] * 1e12)
-    keep = ["key", "phase", "category", "ai", "achieved_flops", "achieved_bw", "time_ns", "time_share",
-            "pct_of_roof", "bound"] + [c for c in ("flops_coverage", "bytes_coverage", "ai_coverage",
-                                                  "peak_flops", "dtype") if c in pts]
-    return pts[keep].reset_index(drop=True)
+    return pts[[k for k in ROOFLINE.keys if k in pts]].reset_index(drop=True)

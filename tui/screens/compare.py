@@ -7,10 +7,8 @@ name is what gets cut. Enter on a group opens its A and B detail side by side.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 from rich.table import Table
 from rich.text import Text
@@ -22,20 +20,22 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate
+from rooftop.analysis.columns import PHASES
+from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
 from tui.widgets.breadcrumb import RooftopScreen, trace_title
 from tui.widgets.table import Col, FrameTable
 from tui.widgets.text import safe_text
 from tui.workers import post_if_current
 
-# (column stem in Diff.phases, label, formatter, higher is better, a 0..1 fraction: Δ in points)
+# (phase column, whose stem names the columns of Diff.phases and whose words label the row;
+# formatter; higher is better). A 0..1 fraction changes by points, anything else by a percentage.
 PHASE_METRICS = (
-    ("span_ns", "time", fmt_ns, False, False),
-    ("tokens_per_s", "tokens/s", lambda v: fmt_rate(v, ""), True, False),
-    ("tflops", "TFLOP/s", lambda v: _num(v), True, False),
-    ("tbps", "TB/s", lambda v: _num(v), True, False),
-    ("mfu", "MFU", fmt_pct, True, True),
-    ("mbu", "MBU", fmt_pct, True, True),
+    (PHASES["span_ns"], fmt_ns, False),
+    (PHASES["tokens_per_s"], lambda v: fmt_rate(v, ""), True),
+    (PHASES["tflops"], lambda v: _num(v), True),
+    (PHASES["tbps"], lambda v: _num(v), True),
+    (PHASES["mfu"], fmt_pct, True),
+    (PHASES["mbu"], fmt_pct, True),
 )
 GROUP_SORTS = {"time": "abs_time_change", "bytes": "abs_bytes_change"}
 
@@ -45,7 +45,7 @@ PHASE_COLS = [
 ]
 # Numbers first: at 80 columns the name is cut, never A, B or Δ.
 GROUP_COLS = [
-    Col("time_change", "Δ time µs", "ns", 0), Col("time_ns_a", "A µs", "ns", 0), Col("time_ns_b", "B µs", "ns", 0),
+    Col("time_delta", "Δ time µs", "ns", 0), Col("time_ns_a", "A µs", "ns", 0), Col("time_ns_b", "B µs", "ns", 0),
     Col("bytes_change", "Δ MB", "mb"), Col("status", "in", "text"), Col("key", "kernel group", "text"),
     Col("bytes_a", "A MB", "mb"), Col("bytes_b", "B MB", "mb"),
 ]
@@ -56,13 +56,9 @@ def _num(v) -> str:
     return fmt_num(v)
 
 
-def _unknown(v) -> bool:
-    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
-
-
 def rel_change(a, b) -> float | None:
     """(b - a) / a, or None when either is unknown or a is 0."""
-    if _unknown(a) or _unknown(b) or float(a) == 0:
+    if is_unknown(a) or is_unknown(b) or float(a) == 0:
         return None
     return (float(b) - float(a)) / float(a)
 
@@ -76,7 +72,7 @@ def verdict(a, b, higher_is_better: bool, tolerance: float = 0.01) -> str | None
 
 
 def _signed(fmt, delta) -> str:
-    if _unknown(delta):
+    if is_unknown(delta):
         return "—"
     s = fmt(abs(delta))
     return ("+" if delta > 0 else "−" if delta < 0 else "±") + s
@@ -85,7 +81,7 @@ def _signed(fmt, delta) -> str:
 def change_text(a, b, fraction: bool) -> str:
     """How B differs from A: a fraction (MFU 0.878 -> 0.574) in points (`−30.4 pts`), anything else
     relative (`+5.2%`)."""
-    if _unknown(a) or _unknown(b):
+    if is_unknown(a) or is_unknown(b):
         return "—"
     if fraction:
         return f"{100 * (float(b) - float(a)):+.1f} pts"
@@ -97,28 +93,24 @@ def phase_rows(phases: pd.DataFrame) -> pd.DataFrame:
     """One row per phase and metric: A, B, Δ, the change (points or percent) and better/worse, as text."""
     out = []
     for row in phases.to_dict("records"):
-        for stem, label, fmt, higher, fraction in PHASE_METRICS:
+        for column, fmt, higher in PHASE_METRICS:
+            stem, fraction = column.key, column.unit == "fraction"
             if f"{stem}_a" not in row:
                 continue
             a, b = row[f"{stem}_a"], row[f"{stem}_b"]
-            delta = None if _unknown(a) or _unknown(b) else float(b) - float(a)
+            delta = None if is_unknown(a) or is_unknown(b) else float(b) - float(a)
             fmt_delta = (lambda v: f"{100 * v:.1f} pts") if fraction else fmt
-            out.append({"phase": row["phase"], "metric": label, "a": fmt(a), "b": fmt(b),
+            out.append({"phase": row["phase"], "metric": column.words, "a": fmt(a), "b": fmt(b),
                         "delta": _signed(fmt_delta, delta),
                         "change": " ".join(x for x in (change_text(a, b, fraction), verdict(a, b, higher)) if x)})
     return pd.DataFrame(out, columns=[c.key for c in PHASE_COLS])
 
 
 def group_rows(groups: pd.DataFrame) -> pd.DataFrame:
-    """The diff's groups with each change signed as B − A, where a group only one run has counts by
-    its own size (new in B: +B; gone from A: −A), and the |change| the sort keys read."""
+    """The diff's groups (`time_delta`, `bytes_change`: signed B − A, computed by the core) with the
+    |change| the sort keys read and the status in short words."""
     g = groups.copy()
-    only_b, only_a = g["status"] == "only in B", g["status"] == "only in A"
-    ta, tb = g["time_ns_a"].astype("float64"), g["time_ns_b"].astype("float64")
-    ba, bb = g["bytes_a"].astype("float64"), g["bytes_b"].astype("float64")
-    g["time_change"] = np.where(only_b, tb, np.where(only_a, -ta, tb - ta))
-    g["bytes_change"] = np.where(only_b, bb, np.where(only_a, -ba, bb - ba))
-    g["abs_time_change"] = g["time_change"].abs()
+    g["abs_time_change"] = g["time_delta"].abs()
     g["abs_bytes_change"] = g["bytes_change"].abs()
     g["status"] = g["status"].map({"only in B": "B only", "only in A": "A only", "both": "both"}).fillna(g["status"])
     return g

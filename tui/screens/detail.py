@@ -6,7 +6,6 @@ number is of that scope's launches only, and the breadcrumb and the scope line s
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import pandas as pd
@@ -19,7 +18,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from rooftop.analysis import scope_name
-from rooftop.format import fmt_num, fmt_rate
+from rooftop.format import fmt_num, fmt_rate, is_unknown
 
 from ..widgets.breadcrumb import RooftopScreen
 from ..widgets.stall_bars import StallBars, top_shares
@@ -92,11 +91,8 @@ class KernelDetailScreen(RooftopScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="detail")
     def _compute(self) -> None:
         a, scope = self.analysis, dict(phase=self.phase, step=self.step, rank=self.rank)
-        stalls = a.scoped_stalls(self.by, **scope)
-        shares = stalls.loc[self.key] if stalls is not None and self.key in stalls.index else None
-        points = a.scoped_roofline(self.by, **scope)
-        data = DetailData(a.kernel_detail(self.key, by=self.by, **scope), shares,
-                          a.launches(self.key, by=self.by, **scope), points[points["key"] == self.key])
+        data = DetailData(a.kernel_detail(self.key, by=self.by, **scope), a.group_stalls(self.key, self.by, **scope),
+                          a.launches(self.key, by=self.by, **scope), a.group_point(self.key, self.by, **scope))
         post_if_current(self, self.Ready(data))
 
     @on(Ready)
@@ -167,7 +163,7 @@ class KernelDetailScreen(RooftopScreen):
             side = "left of" if r["ai"] < ridge else "right of"
             text.append(f" · {side} the ridge ({ridge:.0f} FLOP/B, {sanitize(self.analysis.peaks.source)} peaks)")
         pct = r.get("pct_of_roof")
-        if pct is not None and not (isinstance(pct, float) and math.isnan(pct)):
+        if not is_unknown(pct):
             text.append(f" · {100 * pct:.0f}% of its roof")
         if r.get("bound"):
             text.append(f" · {sanitize(r['bound'])}-bound")

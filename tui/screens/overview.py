@@ -1,7 +1,6 @@
 """Overview (screen 1): what ran, how each phase did against the roofs, what looks wrong."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import pandas as pd
@@ -14,7 +13,8 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
-from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate
+from rooftop.analysis.columns import GAP, PHASES, RANK_PHASES, RANK_STEPS
+from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
 
 from ..loader import Preview, overview_ready, phases_ready, warm_overview_rest
 from ..widgets.breadcrumb import MODELED, RooftopScreen
@@ -23,10 +23,6 @@ from ..widgets.text import safe_text, sanitize
 from ..workers import post_if_current
 
 _SEVERITY_MARK = {"bad": "✖", "warn": "▲", "info": "•"}
-
-
-def _known(v) -> bool:
-    return v is not None and not (isinstance(v, float) and math.isnan(v))
 
 
 class StyledStatic(Static):
@@ -53,18 +49,16 @@ class PhaseTable(StyledStatic):
 
     def on_mount(self) -> None:
         table = Table(box=None, pad_edge=False, expand=False, header_style="bold")
-        for label, justify in (("phase", "left"), ("time", "right"), ("tok/s", "right"), ("TFLOP/s", "right"),
-                               ("TB/s", "right"), ("MFU", "right"), ("MBU", "right"), ("bound", "left")):
-            table.add_column(label, justify=justify, no_wrap=True)
+        _add_columns(table, PHASES.pick("phase", "span_ns", "tokens_per_s", "tflops", "tbps", "mfu", "mbu", "bound"))
         for r in self.phases.to_dict("records"):
             phase, bound = r.get("phase"), r.get("bound")
             table.add_row(
                 safe_text(phase, self.style_of(f"phase--{phase}")), fmt_ns(r.get("span_ns")),
-                fmt_rate(r.get("tokens_per_s"), "").strip() if _known(r.get("tokens_per_s")) else "—",
+                fmt_rate(r.get("tokens_per_s"), "").strip(),
                 fmt_num(r.get("tflops")),
                 fmt_num(r.get("tbps")),
                 fmt_pct(r.get("mfu")), fmt_pct(r.get("mbu")),
-                safe_text(bound if _known(bound) else "—", self.style_of(f"bound--{bound}")),
+                safe_text("—" if is_unknown(bound) else bound, self.style_of(f"bound--{bound}")),
             )
         self.table = table  # kept for tests and export
         self.update(table)
@@ -99,16 +93,22 @@ def has_both_ceilings(a) -> bool:
 def ceilings_table(phases: pd.DataFrame) -> Table:
     """Per phase, MBU and MFU against both ceilings (decode: MBU 79.8% of datasheet, 99.8% of measured)."""
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for label in ("phase", "MBU of datasheet", "of measured", "MFU of datasheet", "of measured"):
-        table.add_column(label, justify="left" if label == "phase" else "right", no_wrap=True)
+    pairs = PHASES.pick("mbu_datasheet", "mbu_measured", "mfu_datasheet", "mfu_measured")
+    table.add_column(PHASES["phase"].label, justify="left", no_wrap=True)
+    for i, c in enumerate(pairs):  # `MBU of datasheet`, `of measured`: each pair reads as one
+        table.add_column(c.label if i % 2 == 0 else c.label.split(" ", 1)[1], justify="right", no_wrap=True)
     for r in phases.to_dict("records"):
-        table.add_row(safe_text(r.get("phase")), *(fmt_pct(r.get(k)) for k in
-                      ("mbu_datasheet", "mbu_measured", "mfu_datasheet", "mfu_measured")))
+        table.add_row(safe_text(r.get("phase")), *(c.format(r.get(c.key)) for c in pairs))
     return table
 
 
-GAP_PARTS = (("ideal_ns", "ideal"), ("slow_kernels_ns", "slow kernels"), ("extra_bytes_ns", "extra bytes"),
-             ("launch_gaps_ns", "launch gaps"), ("unmodeled_ns", "unmodeled"))
+GAP_PARTS = GAP.pick("ideal_ns", "slow_kernels_ns", "extra_bytes_ns", "launch_gaps_ns", "unmodeled_ns")
+
+
+def _add_columns(table: Table, columns) -> None:
+    """Registry columns as a Rich table's columns: text on the left, numbers on the right."""
+    for c in columns:
+        table.add_column(c.label, justify="left" if c.kind == "text" else "right", no_wrap=True)
 
 
 def gap_table(gap: pd.DataFrame) -> Table:
@@ -119,23 +119,21 @@ def gap_table(gap: pd.DataFrame) -> Table:
     records = gap.to_dict("records")
     for r in records:
         table.add_column(safe_text(r.get("phase")), justify="right", no_wrap=True)
-    table.add_row("measured", *(fmt_ns(r.get("measured_ns")) for r in records))
-    for i, (key, label) in enumerate(GAP_PARTS):
+    table.add_row(GAP["measured_ns"].label, *(fmt_ns(r.get("measured_ns")) for r in records))
+    for i, part in enumerate(GAP_PARTS):
         cells = []
         for r in records:
-            total = r.get("measured_ns")
-            share = r.get(key) / total if _known(r.get(key)) and _known(total) and total > 0 else None
-            cells.append(f"{fmt_ns(r.get(key))} {fmt_pct(share, 0):>4}")
-        table.add_row(f"{'=' if i == 0 else '+'} {label}", *cells)
+            value, total = r.get(part.key), r.get("measured_ns")
+            share = value / total if not is_unknown(value) and not is_unknown(total) and total > 0 else None
+            cells.append(f"{fmt_ns(value)} {fmt_pct(share, 0):>4}")
+        table.add_row(f"{'=' if i == 0 else '+'} {part.label}", *cells)
     return table
 
 
 def rank_phase_table(rank_phases: pd.DataFrame) -> Table:
     """Per rank and phase: time, MBU, MFU, TB/s."""
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for label, justify in (("rank", "right"), ("phase", "left"), ("time", "right"), ("MBU", "right"),
-                           ("MFU", "right"), ("TB/s", "right")):
-        table.add_column(label, justify=justify, no_wrap=True)
+    _add_columns(table, RANK_PHASES.pick("rank", "phase", "span_ns", "mbu", "mfu", "tbps"))
     for r in rank_phases.to_dict("records"):
         table.add_row(str(r["rank"]), safe_text(r.get("phase")), fmt_ns(r.get("span_ns")), fmt_pct(r.get("mbu")),
                       fmt_pct(r.get("mfu")), fmt_num(r.get("tbps")))
@@ -148,24 +146,12 @@ WORST_STEPS = 5
 def spread_table(rank_steps: pd.DataFrame, n: int = WORST_STEPS) -> Table:
     """The steps whose time differs most between ranks, with the slowest (straggler) rank."""
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for label in ("phase", "step", "min", "median", "max", "spread", "straggler"):
-        table.add_column(label, justify="left" if label == "phase" else "right", no_wrap=True)
+    _add_columns(table, RANK_STEPS.pick("phase", "step", "min_ns", "median_ns", "max_ns", "spread", "straggler"))
     worst = rank_steps.sort_values("spread", ascending=False, kind="stable").head(n)
     for r in worst.to_dict("records"):
         table.add_row(safe_text(r.get("phase")), str(r["step"]), fmt_ns(r.get("min_ns")), fmt_ns(r.get("median_ns")),
                       fmt_ns(r.get("max_ns")), fmt_pct(r.get("spread")), f"rank {r['straggler']}")
     return table
-
-
-def rank_gap(a) -> pd.DataFrame | None:
-    """`a.gap`, but on a multi-rank run from the lowest rank's kernels only, as the phase table is:
-    summing every rank's kernels against one rank's span made the parts exceed the whole."""
-    ranks = a.trace.ranks
-    if len(ranks) < 2 or a.gap is None or "rank" not in a.timed.columns:
-        return a.gap
-    from rooftop.analysis.gap import gap_table as core_gap_table
-
-    return core_gap_table(a.timed[a.timed["rank"] == ranks[0]], a.phases, a.peaks.flops, a.peaks.bw, a.steps)
 
 
 class OverviewScreen(RooftopScreen):
@@ -201,7 +187,7 @@ class OverviewScreen(RooftopScreen):
             if phases_ready(a):
                 yield from self._phases()
                 if overview_ready(a):
-                    yield from self._rest(rank_gap(a))
+                    yield from self._rest(a.gap)
                     return
             yield Static("computing the phase table, findings, gap to ideal, step curve …",
                          id="overview-pending", classes="muted")
@@ -236,7 +222,7 @@ class OverviewScreen(RooftopScreen):
             if not post_if_current(self, self.PhasesReady()):
                 return
         warm_overview_rest(a)
-        if not post_if_current(self, self.RestReady(rank_gap(a))):
+        if not post_if_current(self, self.RestReady(a.gap)):
             return
         a.groups(by="short_name")  # the Kernels screen's table, ready before `3` is pressed
 

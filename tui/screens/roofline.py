@@ -13,9 +13,10 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate
+from rooftop.text import printable
 from tui.widgets.breadcrumb import RooftopScreen
 from tui.widgets.phase import phase_label, trace_phases
-from tui.widgets.roofline_plot import BIG, MID, SELECTED, SMALL, RooflinePlot, printable, ridge
+from tui.widgets.roofline_plot import BIG, MID, SELECTED, SMALL, RooflinePlot, ridge
 from tui.widgets.text import safe_text
 from tui.workers import post_if_current
 
@@ -72,6 +73,9 @@ class RooflineScreen(RooftopScreen):
     EXPORT_NAME = "roofline"
     # The phase filter asked for (None: all); `_phase` is the one whose points are shown.
     phase: reactive[str | None] = reactive(None, init=False)
+    # The ceilings asked for (`m`): "datasheet" or "measured"; the watcher recomputes against them.
+    # always_update: asking again for ceilings the trace lacks says so again.
+    roofs: reactive[str | None] = reactive(None, init=False, always_update=True)
 
     def __init__(self, analysis, crumbs: list[str] | None = None) -> None:
         super().__init__(analysis, crumbs)
@@ -172,7 +176,11 @@ class RooflineScreen(RooftopScreen):
         self._compute(self.analysis, phase)
 
     def action_toggle_peaks(self) -> None:
-        want = "datasheet" if self._ceilings.get("source") == "measured" else "measured"
+        self.roofs = "datasheet" if self._ceilings.get("source") == "measured" else "measured"
+
+    def watch_roofs(self, want: str | None) -> None:
+        if want is None:
+            return
         try:
             other = self.analysis.with_peaks(source=want)
         except ValueError as exc:

@@ -16,27 +16,22 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static, Tree
 
+from rooftop.analysis.columns import RANK_STEPS, STEPS
 from rooftop.format import fmt_ns
 
 from ..widgets.breadcrumb import RooftopScreen
+from ..widgets.columns import grid_col, grid_cols
 from ..widgets.table import Col, FrameTable
 from ..widgets.text import sanitize
 from ..workers import post_if_current
 
-STEP_COLS = [
-    Col("phase", "phase", "text"), Col("step", "step", "int"), Col("kernels", "kernels", "int"),
-    Col("span_ns", "span µs", "ns"), Col("busy_ns", "busy µs", "ns"), Col("idle_frac", "idle %", "pct"),
-    Col("tflops", "TFLOP/s", "num", 2), Col("tbps", "TB/s", "num", 2), Col("mfu", "MFU %", "pct"),
-    Col("mbu", "MBU %", "pct"), Col("tokens_per_s", "tok/s", "num", 0),
-]
+# Headers and units come from the core's column registry (rooftop/analysis/columns.py).
+STEP_COLS = grid_cols(STEPS, "phase", "step", "kernels", "span_ns", "busy_ns", "idle_frac", "tflops", "tbps",
+                      "mfu", "mbu", "tokens_per_s")
 
-RANK_COL = Col("rank", "rank", "int")
+RANK_COL = grid_col(STEPS["rank"])
 
-SPREAD_COLS = [
-    Col("phase", "phase", "text"), Col("step", "step", "int"), Col("ranks", "ranks", "int"),
-    Col("min_ns", "min µs", "ns"), Col("median_ns", "median µs", "ns"), Col("max_ns", "max µs", "ns"),
-    Col("spread", "spread %", "pct"), Col("straggler", "straggler", "int"),
-]
+SPREAD_COLS = grid_cols(RANK_STEPS, "phase", "step", "ranks", "min_ns", "median_ns", "max_ns", "spread", "straggler")
 
 HINT = "Enter: open the step · e: export"
 NO_STEPS = ("No steps: this trace marks none (no step ranges such as `decode/step=3`, no step metadata); "
@@ -129,17 +124,10 @@ class StepScreen(RooftopScreen):
         self.phase, self.step, self.rank = phase, step, rank
 
     def _kernels(self, path_prefix: str | None = None) -> pd.DataFrame:
-        rows = self.analysis.kernels(phase=self.phase, step=self.step, path_prefix=path_prefix)
-        return rows if self.rank is None else rows[rows["rank"] == self.rank]
+        return self.analysis.kernels(phase=self.phase, step=self.step, path_prefix=path_prefix, rank=self.rank)
 
     def _ranges(self) -> pd.DataFrame:
-        if self.rank is None:
-            return self.analysis.range_tree(self.phase, self.step)
-        from rooftop.analysis import tree
-
-        events, timed = self.analysis.trace.events, self.analysis.timed
-        return tree.range_tree(events[events["rank"] == self.rank], timed[timed["rank"] == self.rank],
-                               self.phase, self.step)
+        return self.analysis.range_tree(self.phase, self.step, rank=self.rank)
 
     @dataclass
     class StepReady(Message):
@@ -181,16 +169,32 @@ class StepScreen(RooftopScreen):
         self.query_one("#range-tree", Tree).focus()
         self._load()
 
-    @on(Tree.NodeHighlighted, "#range-tree")
-    async def show_range(self, event: Tree.NodeHighlighted) -> None:
-        path = event.node.data
-        frame = self._kernels(path)
-        await self.query_one("#step-kernels", FrameTable).set_frame(frame)
+    @dataclass
+    class RangeReady(Message):
+        """The kernels under one range, filtered off the UI thread."""
 
+        path: str | None
+        kernels: pd.DataFrame
+
+    @on(Tree.NodeHighlighted, "#range-tree")
+    def show_range(self, event: Tree.NodeHighlighted) -> None:
+        path = event.node.data
+        self._load_range(path)  # a million-row filter per key press would stall the UI
         crumb = self.query_one("#breadcrumb")
         rel = _relative(path, self.phase, self.step) if path else None
         crumb.crumbs = self.crumbs + ([rel] if rel else [])
         crumb.refresh()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="step-range")
+    def _load_range(self, path: str | None) -> None:
+        post_if_current(self, self.RangeReady(path, self._kernels(path)))
+
+    @on(RangeReady)
+    async def _show_range(self, message: RangeReady) -> None:
+        node = self.query_one("#range-tree", Tree).cursor_node
+        if node is not None and node.data != message.path:
+            return  # the cursor moved on: a newer result follows
+        await self.query_one("#step-kernels", FrameTable).set_frame(message.kernels)
 
     @on(Tree.NodeSelected, "#range-tree")
     def focus_kernels(self, event: Tree.NodeSelected) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,22 +26,25 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from rooftop.analysis import timeline as tl
-from rooftop.format import fmt_ns
+from rooftop.format import fmt_ns, is_unknown
 
 from ..widgets.breadcrumb import RooftopScreen, trace_title
 from ..widgets.table import Col, FrameTable
 from ..widgets.text import sanitize
 from ..widgets.timeline import GLYPHS, PARTIAL, TimelineView
+from ..workers import post_if_current
 
 ZOOM = 2.0
 PAN = 0.25  # of the view per h/l
 GAP_VIEW = 3.0  # a selected gap fills a third of the view
 
 
+@dataclass
 class TimelineReady(Message):
-    def __init__(self, timeline: tl.Timeline) -> None:
-        super().__init__()
-        self.timeline = timeline
+    """The lanes and gaps, built off the UI thread, and the rank whose streams they are."""
+
+    timeline: tl.Timeline
+    rank: int | None
 
 
 class TimelineScreen(RooftopScreen):
@@ -82,24 +86,19 @@ class TimelineScreen(RooftopScreen):
         self._build()
 
     # --- data -----------------------------------------------------------------------------------
-    def _rows(self) -> pd.DataFrame:
-        a = self.analysis
-        rank = self.rank
-        if rank is None and "rank" in a.timed.columns and a.timed["rank"].notna().any():
-            rank = int(a.timed["rank"].min())  # one rank's streams: ranks run side by side
-            self.rank = rank
-        return a.kernels(phase=self.phase, step=self.step, rank=rank)
-
     @work(thread=True, exclusive=True, exit_on_error=False, group="timeline", description="building the timeline")
     def _build(self) -> None:
-        gpu = self._rows()
-        calls = self.analysis.trace.host
+        a = self.analysis
+        # One rank's streams (ranks run side by side): the one asked for, else the lowest.
+        rank = self.rank if self.rank is not None else a.first_rank
+        gpu = a.kernels(phase=self.phase, step=self.step, rank=rank)
+        calls = a.trace.host
         within = None
-        if calls is not None and self.rank is not None and "rank" in calls.columns:
-            within = (calls["rank"] == self.rank).fillna(False).to_numpy(dtype=bool)
+        if calls is not None and rank is not None and "rank" in calls.columns:
+            within = (calls["rank"] == rank).fillna(False).to_numpy(dtype=bool)
         t = tl.build(gpu, calls, within)
         _give_back_heap()
-        self.post_message(TimelineReady(t))
+        post_if_current(self, TimelineReady(t, rank))
 
     async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         # A bug in building must not take the app down: say so in one line where the lanes would be.
@@ -112,7 +111,7 @@ class TimelineScreen(RooftopScreen):
 
     @on(TimelineReady)
     async def _ready(self, message: TimelineReady) -> None:
-        self.timeline = message.timeline
+        self.timeline, self.rank = message.timeline, message.rank
         body = self.query_one("#timeline-body", Vertical)
         await body.remove_children()
         if not self.timeline.lanes:
@@ -385,7 +384,7 @@ def open_for_screen(app, screen) -> bool:
             return False
         phase, step = row.get("phase"), int(row["step"])
         rank = row.get("straggler") if "straggler" in row.index else row.get("rank")
-        rank = None if rank is None or pd.isna(rank) else int(rank)
+        rank = None if is_unknown(rank) else int(rank)
     if analysis is None or step is None:
         return False
     crumbs = list(getattr(screen, "crumbs", [trace_title(analysis)]))

@@ -15,7 +15,8 @@ import pandas as pd
 from textual_plotext import PlotextPlot
 
 from ..textual_private import plotext_theme_name
-from rooftop.text import printable as _printable
+from rooftop.devices import ridge_point
+from rooftop.text import printable  # plotext parses its text as ANSI: a name must never carry escapes
 
 _SI = {-3: "0.001", -2: "0.01", -1: "0.1", 0: "1", 1: "10", 2: "100"}
 _PREFIXES = ((15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"))
@@ -42,11 +43,8 @@ def decade_ticks(lo: float, hi: float) -> tuple[list[int], list[str]]:
 
 
 def ridge(ceilings: dict) -> float | None:
-    """Peak FLOP/s over peak bytes/s (FLOP/byte): left of it memory-bound, right compute-bound."""
-    bw, flops = ceilings.get("bw"), ceilings.get("flops")
-    if not _positive(bw) or not _positive(flops):
-        return None
-    return flops / bw
+    """The ridge of `Analysis.ceilings` (FLOP/byte), as the core defines it (`devices.ridge_point`)."""
+    return ridge_point(ceilings.get("flops"), ceilings.get("bw"))
 
 
 def _positive(v) -> bool:
@@ -122,11 +120,6 @@ def marker_for(time_ns: float, biggest: float) -> str:
     return BIG if share >= 0.3 else MID if share >= 0.05 else SMALL
 
 
-def printable(name: str) -> str:
-    """plotext output is parsed as ANSI, so a name must never carry escapes (see rooftop.text)."""
-    return _printable(name)
-
-
 class RooflinePlot(PlotextPlot):
     """x = arithmetic intensity (FLOP/byte), y = achieved FLOP/s; HBM and compute roofs; one point per group.
 
@@ -148,9 +141,7 @@ class RooflinePlot(PlotextPlot):
     @classmethod
     def for_kernel(cls, analysis, key: str, by: str = "short_name", **kwargs) -> "RooflinePlot":
         """The mini roofline of the kernel-detail screen: this group's point under the trace's roofs."""
-        pts = analysis.roofline(by=by)
-        pts = pts[pts["key"] == key]
-        return cls(pts, analysis.ceilings, selected=0, compact=True, **kwargs)
+        return cls(analysis.group_point(key, by), analysis.ceilings, selected=0, compact=True, **kwargs)
 
     @property
     def points(self) -> pd.DataFrame:

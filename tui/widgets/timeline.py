@@ -76,7 +76,6 @@ class TimelineView(Widget, can_focus=True):
         "timeline--label", "timeline--label-selected", "timeline--ruler", "timeline--gap", "timeline--cursor",
         "timeline--partial",
     }
-    DEFAULT_CSS = "TimelineView { height: auto; }"
 
     def __init__(self, timeline: tl.Timeline, **kwargs) -> None:
         super().__init__(**kwargs)
