@@ -16,9 +16,11 @@ import pyarrow as pa
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual_fastdatatable import ArrowBackend, DataTable
+from textual_fastdatatable import DataTable
 
-from .text import sanitize_series
+from .frame_backend import FrameBackend, _NumberCells, _TextCells
+from .text import sanitize, sanitize_series
+from rooftop.text import has_unsafe
 
 
 @dataclass(frozen=True)
@@ -83,24 +85,37 @@ BIG = 1e6
 MAX_DIGITS = 9
 
 
-def _number_array(values: pd.Series, digits: int) -> pa.Array:
-    """Numbers as the table shows them: rounded to `digits`; a column reaching a million as whole
-    numbers; a column holding non-zero values too small for `digits` as text with enough decimals
-    for two significant digits of its smallest (never `0`, never `7.97e-05`). Sorting reads the
-    frame, not these cells, so it stays numeric either way."""
-    mag = values.abs()
-    small = mag[(mag > 0) & (mag < 0.5 * 10.0 ** -digits)]
+def _number_format(values: np.ndarray, digits: int) -> tuple[str, int]:
+    """How a column of numbers reads: ("round", d) rounded to d digits; ("int", 0) whole numbers
+    (a column reaching a million); ("fixed", d) text with d decimals, for a column holding non-zero
+    values too small for `digits` (two significant digits of its smallest: never `0`, never
+    `7.97e-05`). Decided once per column, over all its rows, from two reductions."""
+    mag = np.abs(values)
+    with np.errstate(invalid="ignore"):
+        small = mag[(mag > 0) & (mag < 0.5 * 10.0 ** -digits)]
+    top = np.nanmax(mag) if len(mag) and not np.isnan(mag).all() else np.nan
     if len(small):
         need = min(MAX_DIGITS, max(digits, 1 - int(np.floor(np.log10(small.min())))))
-        if small.min() >= 1e-4 and mag.max() < BIG:  # still printed without an exponent: stays a number
-            return pa.array(values.round(need), type=pa.float64(), from_pandas=True)
-        arr = values.to_numpy(dtype="float64", na_value=np.nan)
-        text = np.char.mod(f"%.{need}f", np.where(np.isnan(arr), 0.0, arr)).astype(object)
+        if small.min() >= 1e-4 and top < BIG:  # still printed without an exponent: stays a number
+            return "round", need
+        return "fixed", need
+    if top >= BIG:
+        return "int", 0
+    return "round", digits
+
+
+def _number_array(values: pd.Series, digits: int) -> pa.Array:
+    """Numbers as the table shows them (see `_number_format`). Sorting reads the frame, not these
+    cells, so it stays numeric either way."""
+    arr = values.to_numpy(dtype="float64", na_value=np.nan)
+    how, d = _number_format(arr, digits)
+    if how == "fixed":
+        text = np.char.mod(f"%.{d}f", np.where(np.isnan(arr), 0.0, arr)).astype(object)
         text[np.isnan(arr)] = None
         return pa.array(text, type=pa.string())
-    if mag.max() >= BIG:
+    if how == "int":
         return pa.array(values.round().astype("Int64"), type=pa.int64(), from_pandas=True)
-    return pa.array(values.round(digits), type=pa.float64(), from_pandas=True)
+    return pa.array(values.round(d), type=pa.float64(), from_pandas=True)
 
 
 def display_table(frame: pd.DataFrame, cols: list[Col], order: np.ndarray | None = None,
@@ -120,6 +135,45 @@ def display_table(frame: pd.DataFrame, cols: list[Col], order: np.ndarray | None
             arrays.append(_number_array(_numeric(s) * scale, c.digits))
     table = pa.Table.from_arrays(arrays, names=[c.label for c in cols])
     return table if order is None else table.take(pa.array(order))
+
+
+def _clean_labels(uniques) -> list[str | None]:
+    """Distinct values as printable text (None for a missing one). One scan of them all joined
+    decides whether any needs cleaning: 200k distinct range paths are cleaned in one C-level
+    search, not 200k Python calls, when none holds a control character (the usual case)."""
+    values = pd.Index(uniques).astype(object).tolist() if not isinstance(uniques, list) else uniques
+    values = [v if isinstance(v, str) or v is None else (None if v != v else str(v)) for v in values]
+    present = [v for v in values if v is not None]
+    if has_unsafe(" ".join(present)):
+        return [sanitize(v) if v is not None else None for v in values]
+    return values
+
+
+def frame_cells(frame: pd.DataFrame, cols: list[Col], fit: dict[str, int] | None = None) -> list:
+    """Per shown column, what `FrameBackend` formats a cell from (the same values `display_table`
+    holds, without building them for every row): codes and cleaned distinct text, or one float
+    array and how it reads. A million rows cost an array per numeric column, no strings."""
+    out = []
+    for c in cols:
+        s = frame[c.key] if c.key in frame.columns else pd.Series([None] * len(frame), index=frame.index)
+        if c.kind == "text":
+            codes, uniques = _codes(s)
+            labels = _clean_labels(uniques)
+            width = (fit or {}).get(c.key)
+            if width:
+                cut = fit_unique([v for v in labels if v is not None], width)
+                labels = [cut.get(v, v) if v is not None else None for v in labels]
+            out.append(_TextCells(np.asarray(codes), labels))
+        elif c.kind == "int":
+            out.append(_NumberCells(_numeric(s).to_numpy(dtype="float64", na_value=np.nan), "int", 0))
+        else:
+            scale = {"ns": 1e-3, "pct": 100.0, "mb": 1e-6}.get(c.kind, 1.0)
+            values = _numeric(s).to_numpy(dtype="float64", na_value=np.nan)
+            if scale != 1.0:
+                values = values * scale
+            how, digits = _number_format(values, c.digits)
+            out.append(_NumberCells(values, how, digits))
+    return out
 
 
 def _codes(values: pd.Series) -> tuple[np.ndarray, pd.Index | np.ndarray]:
@@ -205,6 +259,8 @@ class FrameTable(Vertical):
         self._order: np.ndarray = np.arange(len(self.source))  # source positions, in view order
         self._view: pd.DataFrame | None = None
         self._serial = 0
+        self._cells: list = []
+        self._cells_key: tuple | None = None
 
     def compose(self) -> ComposeResult:
         self._derive()
@@ -262,9 +318,15 @@ class FrameTable(Vertical):
         # cut here, head…tail, so that two names never show the same text (the table's own cut
         # keeps only the head).
         widest = max(16, min(60, self.app.size.width - 48))
-        table = display_table(self.source, self.cols, None if self._is_identity() else self._order,
-                              fit={self.search_key: widest})
-        return DataTable(backend=ArrowBackend(table), column_labels=self._labels(), cursor_type="row",
+        # Cells are formatted when painted (FrameBackend): a million-row view costs its row order
+        # and a float array per numeric column, never a million display values.
+        key = (id(self.source), tuple(self.cols), self.search_key, widest)
+        if self._cells_key != key:  # a sort or a filter reorders rows: the cells stay
+            self._cells, self._cells_key = frame_cells(self.source, self.cols, fit={self.search_key: widest}), key
+        cells = self._cells
+        backend = FrameBackend([c.label for c in self.cols], cells,
+                               None if self._is_identity() else self._order, len(self.source))
+        return DataTable(backend=backend, column_labels=self._labels(), cursor_type="row",
                          render_markup=False, null_rep="—", show_row_labels=False, zebra_stripes=True,
                          max_column_content_width=widest, id=f"{self.id or 'frame'}-table-{self._serial}")
 
@@ -287,9 +349,6 @@ class FrameTable(Vertical):
         await self.mount(new)
         if had_focus:  # `g`, `c`, a sort: the rebuilt table keeps the keyboard
             self.screen.set_focus(new)
-        # Measuring a million cells allocates Arrow temporaries whose pages pyarrow's allocator
-        # would keep (~100-300 MB of RSS at 1M rows); give them back.
-        pa.default_memory_pool().release_unused()
         if self.shown:
             new.move_cursor(row=min(row, self.shown - 1))
         self.post_message(self.Changed(self))
