@@ -191,7 +191,7 @@ def _read_file(path: Path) -> tuple[pa.Table, dict[str, Any]]:
         if rows > cap:
             raise TraceError(path, limits.over_budget(f"{rows:,} rows", limits.MAX_ROWS_ENV, cap))
         text = [c for c in TEXT_COLUMNS if c in schema.names and pa.types.is_string(schema.field(c).type)]
-        table = pq.ParquetFile(path, read_dictionary=text).read()
+        table = pq.ParquetFile(path, read_dictionary=text).read(columns=_columns_with_values(pf))
         table.validate(full=True)  # a flipped byte can leave dictionary indices out of range
     except TraceError:
         raise
@@ -203,6 +203,25 @@ def _read_file(path: Path) -> tuple[pa.Table, dict[str, Any]]:
                 reason = "truncated Parquet file (no footer)"
         raise TraceError(path, f"{reason}: {one_line(exc, 160)}") from None
     return table, meta
+
+
+def _columns_with_values(pf: pq.ParquetFile) -> list[str]:
+    """The file's columns less the optional schema columns its statistics say hold no value at
+    all (a trace without ncu leaves ~30 counter and stall columns empty; read, each would still
+    fill a buffer per row: 150 MB at 1M kernels). `_to_frame` gives them back as nulls."""
+    md, names = pf.metadata, pf.schema_arrow.names
+    empty = set()
+    if md.num_row_groups:
+        flat = {md.schema.column(j).path: j for j in range(md.num_columns)}
+        for name in names:
+            j = flat.get(name)
+            if name in REQUIRED or name not in SCHEMA.names or j is None:
+                continue
+            stats = [md.row_group(g).column(j).statistics for g in range(md.num_row_groups)]
+            if all(st is not None and st.has_null_count and st.null_count == md.row_group(g).num_rows
+                   for g, st in enumerate(stats)):
+                empty.add(name)
+    return [n for n in names if n not in empty]
 
 
 def _type_name(t: pa.DataType) -> str:
@@ -334,10 +353,17 @@ def _to_frame(table: pa.Table) -> pd.DataFrame:
     # A column without any value (most counters and stall columns of a trace without ncu) is
     # converted from one row and repeated: its Arrow nulls are never held beside their pandas copy.
     empty = [c for c in names if c not in late and n and table.column(c).null_count == n]
-    if empty:
-        one = table.select(empty).slice(0, 1).to_pandas(types_mapper=_PANDAS_TYPES, split_blocks=True)
-        late.update({c: one[c].array.take(np.zeros(n, dtype=np.intp)) for c in empty})
-    rest = table.drop_columns(list(late))
+    missing = [f for f in SCHEMA if f.name not in names]  # left out by the producer or by the read
+    if empty or missing:
+        one = {c: table.column(c).slice(0, 1) for c in empty}
+        for f in missing:
+            null = pa.nulls(1, f.type)
+            one[f.name] = null.dictionary_encode() if f.name in TEXT_COLUMNS else null
+        one = pa.table(one).to_pandas(types_mapper=_PANDAS_TYPES, split_blocks=True)
+        late.update({c: one[c].array.take(np.zeros(n, dtype=np.intp)) for c in one.columns})
+        given = set(names) | {f.name for f in missing}
+        names = [c for c in SCHEMA.names if c in given] + [c for c in names if c not in SCHEMA.names]
+    rest = table.drop_columns([c for c in late if c in table.column_names])
     del table
     frame = rest.to_pandas(types_mapper=_PANDAS_TYPES, split_blocks=True)
     del rest
@@ -345,10 +371,10 @@ def _to_frame(table: pa.Table) -> pd.DataFrame:
         if c in frame.columns:
             col = frame[c].astype("float64")
             frame[c] = col.where(col >= 0)
-    # back where the file had them, in order (a reorder would copy every column)
-    for i, c in sorted((names.index(c), c) for c in late):
-        frame.insert(i, c, late[c])
-    return frame
+    # Joined and put back in order without a copy (`insert` would copy each array it is given).
+    late = {c: v.to_numpy() if isinstance(v, pd.arrays.NumpyExtensionArray) else v for c, v in late.items()}
+    frame = pd.concat([frame, pd.DataFrame(late, index=frame.index, copy=False)], axis=1)
+    return frame[names]
 
 
 def give_back_memory() -> None:
@@ -655,7 +681,7 @@ def _trace_from(held: list, path: str | os.PathLike | None) -> Trace:
     table, dropped = _drop_untimed(table, path)
     table, host = split_runtime(table)
     rank = table.column("rank") if "rank" in table.column_names else None
-    events = _to_frame(_conform_loaded(table))
+    events = _to_frame(table)  # (it adds the schema columns the file left out)
     del table
     if rank is not None:
         events["rank"] = rank.to_pandas().astype("Int32")
