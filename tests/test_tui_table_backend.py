@@ -68,3 +68,50 @@ def test_million_rows_build_no_per_row_text():
     # 999,999 ns = 999.999 µs; the column holds 0.001 µs, so it shows 3 decimals, not 1
     assert b.get_row_at(0) == ["a", 999.999]
     assert list(b.column_content_widths) == [3, len("999.999")]  # max 999.999 µs, min 0
+
+
+def test_sort_and_filter_are_reactive_and_a_superseded_order_is_dropped(monkeypatch):
+    """Setting `sort`/`filter` rebuilds the view through the watchers; with the order derived in a
+    worker (big views), an order for an older state never replaces a newer one."""
+    import asyncio
+
+    from textual.app import App
+
+    from tui.widgets.table import FrameTable
+
+    monkeypatch.setattr(FrameTable, "DERIVE_IN_WORKER_FROM", 0)  # every view through the worker
+    f = pd.DataFrame({"name": ["b", "a", "c", "ab"], "t": [2.0, 1.0, 3.0, 4.0]})
+    cols = [Col("name", "kernel", "text"), Col("t", "time µs", "num")]
+    seen = {}
+
+    class T(App):
+        def compose(self):
+            yield FrameTable(cols, f, id="t")
+
+    async def main():
+        app = T()
+        async with app.run_test() as pilot:
+            t = app.query_one(FrameTable)
+            changed = []
+            t.watch(t, "sort", lambda *_: changed.append("sort"), init=False)
+            t.sort = ("t", True)
+            t.sort = ("name", False)  # supersedes the first before its worker reports
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            seen["names"] = [t.row(i)["name"] for i in range(t.shown)]
+            seen["changed"] = changed
+            stale = FrameTable.OrderReady((("t", True), None, id(f), "name"), np.array([3, 2, 1, 0]), False)
+            t.post_message(stale)
+            await pilot.pause()
+            seen["after_stale"] = [t.row(i)["name"] for i in range(t.shown)]
+            t.filter = "^a"
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            seen["filtered"] = [t.row(i)["name"] for i in range(t.shown)]
+            seen["status"] = t.status()
+            seen["pattern"] = t.pattern
+    asyncio.run(main())
+    assert seen["names"] == ["a", "ab", "b", "c"] and seen["changed"] == ["sort", "sort"]
+    assert seen["after_stale"] == ["a", "ab", "b", "c"]
+    assert seen["filtered"] == ["a", "ab"] and seen["pattern"] == "^a"
+    assert seen["status"] == "2 of 4 rows · sort: kernel ▲ · filter: /^a/"

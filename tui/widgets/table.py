@@ -13,9 +13,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
+from textual.reactive import reactive
+from textual.worker import get_current_worker
 from textual_fastdatatable import DataTable
 
 from .frame_backend import FrameBackend, _NumberCells, _TextCells
@@ -247,13 +250,30 @@ class FrameTable(Vertical):
         def control(self) -> "FrameTable":
             return self.table
 
+    # The state a user changes; the watchers rebuild the view. (sort column, descending) is one
+    # value so that choosing a column and its direction is one rebuild, not two.
+    sort: reactive[tuple[str | None, bool]] = reactive((None, False), init=False)
+    filter: reactive[str | None] = reactive(None, init=False)
+
+    # Views from this many rows derive their order (regex filter, argsort) in a thread worker,
+    # which a newer sort or filter cancels; smaller ones inline (a few ms, and screens that await
+    # `set_frame` see the table at once).
+    DERIVE_IN_WORKER_FROM = 100_000
+
+    @dataclass
+    class OrderReady(Message):
+        """A worker derived the view's row order for `state` (sort, filter, source)."""
+
+        state: tuple
+        order: np.ndarray
+        keep_cursor: bool
+
     def __init__(self, cols: list[Col], frame: pd.DataFrame | None = None, *, search_key: str | None = None,
                  sort: tuple[str, bool] | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.cols = cols
         self.search_key = search_key or next((c.key for c in cols if c.kind == "text"), cols[0].key)
-        self.sort_key, self.sort_desc = sort if sort else (None, False)
-        self.filter: str | None = None
+        self.set_reactive(FrameTable.sort, sort if sort else (None, False))
         self.pattern: str | None = None  # last search pattern: n/N jump between its matches
         self.source = frame if frame is not None else pd.DataFrame(columns=[c.key for c in cols])
         self._order: np.ndarray = np.arange(len(self.source))  # source positions, in view order
@@ -269,17 +289,73 @@ class FrameTable(Vertical):
     # --- state -> view ------------------------------------------------------------------------
     # The view is `_order`, positions into the source: a million-row frame of ~60 columns is never
     # sorted or copied as a whole; only the shown columns are, as Arrow, and rows on demand.
-    def _derive(self) -> None:
+    @property
+    def sort_key(self) -> str | None:
+        return self.sort[0]
+
+    @sort_key.setter
+    def sort_key(self, key: str | None) -> None:  # no rebuild: the caller refreshes (or sets `sort`)
+        self.set_reactive(FrameTable.sort, (key, self.sort[1]))
+
+    @property
+    def sort_desc(self) -> bool:
+        return self.sort[1]
+
+    @sort_desc.setter
+    def sort_desc(self, desc: bool) -> None:
+        self.set_reactive(FrameTable.sort, (self.sort[0], desc))
+
+    def _state(self) -> tuple:
+        return (self.sort, self.filter, id(self.source), self.search_key)
+
+    def _order_of(self, cancelled=lambda: False) -> np.ndarray | None:
+        """Source positions in view order for the current filter and sort (None if `cancelled()`
+        says a newer state superseded this one)."""
         src = self.source
         rows = np.arange(len(src))
         if self.filter and len(src):
             rows = np.flatnonzero(matches(src[self.search_key], self.filter))
+        if cancelled():
+            return None
         if self.sort_key and self.sort_key in src.columns and len(rows):
             key = src[self.sort_key]
             if len(rows) < len(src):
                 key = key.iloc[rows]
             rows = rows[sort_order(key, self.sort_desc, self._kind(self.sort_key))]
-        self._order, self._view = rows, None
+        return rows
+
+    def _derive(self) -> None:
+        self._order, self._view = self._order_of(), None
+
+    async def watch_sort(self) -> None:
+        await self._rederive(keep_cursor=False)
+
+    async def watch_filter(self, pattern: str | None) -> None:
+        if pattern:
+            self.pattern = pattern
+        await self._rederive(keep_cursor=False)
+
+    async def _rederive(self, keep_cursor: bool) -> None:
+        if not self.is_mounted:
+            return  # compose derives the first view
+        if len(self.source) >= self.DERIVE_IN_WORKER_FROM:
+            self._derive_worker(self._state(), keep_cursor)
+        else:
+            await self.refresh_view(keep_cursor)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="frame-table-order")
+    def _derive_worker(self, state: tuple, keep_cursor: bool) -> None:
+        worker = get_current_worker()
+        order = self._order_of(lambda: worker.is_cancelled)
+        if order is not None and not worker.is_cancelled:
+            self.post_message(self.OrderReady(state, order, keep_cursor))
+
+    @on(OrderReady)
+    async def _order_ready(self, message: OrderReady) -> None:
+        message.stop()
+        if message.state != self._state():
+            return  # superseded (another sort, filter or frame came after it)
+        await self._rebuild(message.order, message.keep_cursor)
 
     def _kind(self, key: str) -> str:
         col = next((c for c in self.cols if c.key == key), None)
@@ -339,10 +415,14 @@ class FrameTable(Vertical):
         return next(iter(self.query(DataTable)), None)
 
     async def refresh_view(self, keep_cursor: bool = False) -> None:
+        """Derive the order and rebuild now (on the UI thread)."""
+        await self._rebuild(self._order_of(), keep_cursor)
+
+    async def _rebuild(self, order: np.ndarray, keep_cursor: bool) -> None:
         old = self.table
         row = old.cursor_row if old is not None and keep_cursor else 0
         had_focus = old is not None and old.has_focus
-        self._derive()
+        self._order, self._view = order, None
         if old is not None:
             await old.remove()
         new = self._make_table()
@@ -368,26 +448,22 @@ class FrameTable(Vertical):
             self.search_key = search_key
         await self.refresh_view()
 
-    async def cycle_sort(self) -> str:
-        """Next column becomes the sort column (numbers descending first: biggest on top)."""
+    def cycle_sort(self) -> str:
+        """Next column becomes the sort column (numbers descending first: biggest on top); the
+        watcher rebuilds the view."""
         keys = [c.key for c in self.cols]
         i = keys.index(self.sort_key) + 1 if self.sort_key in keys else 0
         col = self.cols[i % len(keys)]
-        self.sort_key, self.sort_desc = col.key, col.kind != "text"
-        await self.refresh_view()
+        self.sort = (col.key, col.kind != "text")
         return col.label
 
-    async def reverse_sort(self) -> None:
-        if self.sort_key is None:
-            self.sort_key = self.cols[0].key
-        self.sort_desc = not self.sort_desc
-        await self.refresh_view(keep_cursor=False)
+    def reverse_sort(self) -> None:
+        self.sort = (self.sort_key or self.cols[0].key, not self.sort_desc)
 
-    async def set_filter(self, pattern: str | None) -> None:
-        self.filter = pattern or None
+    def set_filter(self, pattern: str | None) -> None:
         if pattern:
             self.pattern = pattern
-        await self.refresh_view()
+        self.filter = pattern or None
 
     def jump(self, forward: bool = True) -> bool:
         """Move the cursor to the next/previous row matching the last pattern (wrapping)."""
