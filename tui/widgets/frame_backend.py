@@ -21,7 +21,7 @@ from textual_fastdatatable.backend import DataTableBackend
 from textual_fastdatatable.format import measure_width
 
 
-class _TextCells:
+class TextCells:
     """Codes into distinct display strings (-1: null)."""
 
     def __init__(self, codes: np.ndarray, labels: list) -> None:
@@ -59,7 +59,7 @@ class _TextCells:
         return int(widths.max()) if len(widths) else 0
 
 
-class _NumberCells:
+class NumberCells:
     """One float array; `how` says how a value reads (see table._number_format): rounded to
     `digits`, whole, or fixed-point text."""
 

@@ -21,7 +21,7 @@ from textual.reactive import reactive
 from textual.worker import get_current_worker
 from textual_fastdatatable import DataTable
 
-from .frame_backend import FrameBackend, _NumberCells, _TextCells
+from .frame_backend import FrameBackend, NumberCells, TextCells
 from .text import sanitize, sanitize_series
 from rooftop.text import has_unsafe
 
@@ -166,16 +166,16 @@ def frame_cells(frame: pd.DataFrame, cols: list[Col], fit: dict[str, int] | None
             if width:
                 cut = fit_unique([v for v in labels if v is not None], width)
                 labels = [cut.get(v, v) if v is not None else None for v in labels]
-            out.append(_TextCells(np.asarray(codes), labels))
+            out.append(TextCells(np.asarray(codes), labels))
         elif c.kind == "int":
-            out.append(_NumberCells(_numeric(s).to_numpy(dtype="float64", na_value=np.nan), "int", 0))
+            out.append(NumberCells(_numeric(s).to_numpy(dtype="float64", na_value=np.nan), "int", 0))
         else:
             scale = {"ns": 1e-3, "pct": 100.0, "mb": 1e-6}.get(c.kind, 1.0)
             values = _numeric(s).to_numpy(dtype="float64", na_value=np.nan)
             if scale != 1.0:
                 values = values * scale
             how, digits = _number_format(values, c.digits)
-            out.append(_NumberCells(values, how, digits))
+            out.append(NumberCells(values, how, digits))
     return out
 
 
