@@ -19,16 +19,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measure import ROOT, machine, run
+from tui_pilot import SIZE, key_latency as latency, overview_first_number, peak_mb, rss_mb, until
 
 OUT = ROOT / "bench" / "out"
-SIZE = (120, 40)
 KEYS = ["l", "h", "plus", "minus", "right_square_bracket", "full_stop", "0"]
 LAUNCH_LEAD_NS = 5_000
 
@@ -69,48 +68,22 @@ def build(name: str) -> Path:
 
 # --- the child: one app, one trace -----------------------------------------------------------------
 
-def rss_mb() -> float:
-    import os
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-async def latency(pilot, key: str, n: int) -> float:
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        await pilot.press(key)
-        await pilot.pause()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
-
-
-async def until(pilot, cond, limit_s: float = 300) -> None:
-    t = time.perf_counter()
-    while not cond():
-        if time.perf_counter() - t > limit_s:
-            raise TimeoutError("screen never appeared")
-        await pilot.pause(0.005)
-
-
 async def child(path: str, mode: str, presses: int) -> dict:
-    import resource
-
     sys.path.insert(0, str(ROOT))
     from tui.app import RooftopApp
     from tui.screens.kernels import KernelsScreen
-    from tui.screens.overview import OverviewScreen
     from tui.screens.timeline import TimelineScreen
     from tui.widgets.timeline import TimelineView
 
     out: dict = {}
+    t0 = time.perf_counter()
     app = RooftopApp([path])
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, OverviewScreen) and app.analyses)
+        out.update(await overview_first_number(app, pilot, t0))
         await app.workers.wait_for_complete()
         await pilot.pause()
         out["rss_overview_mb"] = rss_mb()
-        out["peak_before_timeline_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        out["peak_before_timeline_mb"] = peak_mb()
         if mode == "step":  # to step 1's row in Steps first: only the timeline key is timed
             for k in ("2", "down"):
                 await pilot.press(k)
@@ -136,7 +109,7 @@ async def child(path: str, mode: str, presses: int) -> dict:
         await pilot.pause()
         out["kernels_open_ms"] = (time.perf_counter() - t) * 1000
         out["kernels_down_ms"] = await latency(pilot, "down", presses)
-    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["peak_rss_mb"] = peak_mb()
     return out
 
 
@@ -166,15 +139,16 @@ def main(argv=None) -> int:
         results.append((label, r, res.rss_mb, res.status + ": " + res.stderr.strip()[-300:]))
     print(f"## Timeline ({SIZE[0]}x{SIZE[1]}, median of {args.presses} presses, press to repaint) — "
           f"{time.strftime('%Y-%m-%d')}, {machine()}\n")
-    print("| trace | GPU rows drawn | lanes | open ms | l | h | + | - | ] | . | 0 | Kernels `down` ms "
+    print("Overview: first number = the phase table painted with a figure (bench/tui_pilot.py), from launch.\n")
+    print("| trace | GPU rows drawn | lanes | Overview first number s | open ms | l | h | + | - | ] | . | 0 | Kernels `down` ms "
           "| RSS Overview MB | RSS timeline MB | peak before timeline MB | peak RSS MB |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for label, r, peak, err in results:
         if r is None:
-            print(f"| {label} | {err} | | | | | | | | | | | | | | {peak:.0f} |")
+            print(f"| {label} | {err} | | | | | | | | | | | | | | | {peak:.0f} |")
             continue
         keys = " | ".join(f"{r[f'{k}_ms']:.0f}" for k in KEYS)
-        print(f"| {label} | {r['gpu_rows']:,} | {len(r['lanes'])} | {r['open_ms']:.0f} | {keys} | "
+        print(f"| {label} | {r['gpu_rows']:,} | {len(r['lanes'])} | {r['first_number_s']:.2f} | {r['open_ms']:.0f} | {keys} | "
               f"{r['kernels_down_ms']:.0f} | {r['rss_overview_mb']:.0f} | {r['rss_timeline_mb']:.0f} | "
               f"{r['peak_before_timeline_mb']:.0f} | {peak:.0f} |")
     (OUT / "timeline_bench.json").write_text(json.dumps([{"case": c, "result": r, "peak_mb": pk}

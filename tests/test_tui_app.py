@@ -295,11 +295,23 @@ def test_trace_without_peaks_opens_with_unknowns_and_the_reason(tmp_path):
 
 def test_big_trace_overview_paints_in_stages(tmp_path, monkeypatch):
     """Above `WARM_ALL_BELOW` rows the loader computes only the identity: the Overview paints it with
-    a placeholder, then its worker adds the phase table and the rest, as a small trace shows at once."""
+    a placeholder, then its worker adds the phase table and the rest, as a small trace shows at once.
+
+    The first stage is read when the worker is about to start (after the first paint, before any
+    result can land), and the last once the worker has finished: states, not delays, so a slow
+    machine cannot mix the stages up."""
     import tui.loader
 
     monkeypatch.setattr(tui.loader, "WARM_ALL_BELOW", 0)
     seen = {}
+    start_rest = OverviewScreen._start_rest
+
+    def record_first_stage(screen):
+        seen["first"] = [w.id for w in screen.query("#overview-body > *")]
+        seen["pending"] = text_of(screen.query_one("#overview-pending"))
+        start_rest(screen)
+
+    monkeypatch.setattr(OverviewScreen, "_start_rest", record_first_stage)
 
     async def main():
         app = RooftopApp([str(small_trace(tmp_path))])
@@ -307,17 +319,16 @@ def test_big_trace_overview_paints_in_stages(tmp_path, monkeypatch):
             while not isinstance(app.screen, OverviewScreen):
                 await pilot.pause(0.01)
             s = app.screen
-            seen["first"] = [w.id for w in s.query("#overview-body > *")]
-            seen["pending"] = text_of(s.query_one("#overview-pending"))
-            while not s.query("#findings"):  # the worker starts 50 ms after the first paint
+            while "first" not in seen or not s.query("#findings"):  # the worker starts after the first paint
                 await app.workers.wait_for_complete()
-                await pilot.pause(0.02)
+                await pilot.pause(0.01)
+            await app.workers.wait_for_complete()  # it prefetches the Kernels groups after posting the rest
             await pilot.pause()
             seen["last"] = [w.id for w in s.query("#overview-body > *")]
             seen["findings"] = text_of(s.query_one("#findings"))
             seen["phases"] = [str(c) for col in s.query_one("#phases").table.columns for c in col._cells]
             seen["cached"] = ("short_name", None) in app.analyses[0]._groups  # prefetched for Kernels
-    asyncio.run(main())
+    asyncio.run(asyncio.wait_for(main(), 120))
     assert seen["first"] == ["identity", "warnings-count", "overview-pending"] and seen["pending"].startswith("computing")
     assert "overview-pending" not in seen["last"]
     assert [i for i in seen["last"] if i] == ["identity", "warnings-count", "phases", "sources", "findings", "gap", "step-curve"]

@@ -8,9 +8,16 @@ from __future__ import annotations
 from textual.message import Message
 from textual.worker import get_current_worker
 
+from rooftop.trace.read import give_back_memory
+
 
 def post_if_current(node, message: Message) -> bool:
-    """Post `message` from `node` unless the worker running this was cancelled; whether it was posted."""
+    """Post `message` from `node` unless the worker running this was cancelled; whether it was posted.
+
+    A worker has just done its pandas work: the temporaries it freed sit in the C heap (glibc
+    keeps them while anything above is in use; ~150 MB after the Overview's analysis at 1M
+    kernels), so they are handed back here, off the UI thread."""
+    give_back_memory()
     if get_current_worker().is_cancelled:
         return False
     node.post_message(message)

@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -192,7 +193,7 @@ def _read_file(path: Path) -> tuple[pa.Table, dict[str, Any]]:
         if rows > cap:
             raise TraceError(path, limits.over_budget(f"{rows:,} rows", limits.MAX_ROWS_ENV, cap))
         text = [c for c in TEXT_COLUMNS if c in schema.names and pa.types.is_string(schema.field(c).type)]
-        table = pq.ParquetFile(path, read_dictionary=text).read()
+        table = pq.ParquetFile(path, read_dictionary=text).read(columns=_columns_with_values(pf))
         table.validate(full=True)  # a flipped byte can leave dictionary indices out of range
     except TraceError:
         raise
@@ -204,6 +205,25 @@ def _read_file(path: Path) -> tuple[pa.Table, dict[str, Any]]:
                 reason = "truncated Parquet file (no footer)"
         raise TraceError(path, f"{reason}: {one_line(exc, 160)}") from None
     return table, meta
+
+
+def _columns_with_values(pf: pq.ParquetFile) -> list[str]:
+    """The file's columns less the optional schema columns its statistics say hold no value at
+    all (a trace without ncu leaves ~30 counter and stall columns empty; read, each would still
+    fill a buffer per row: 150 MB at 1M kernels). `_to_frame` gives them back as nulls."""
+    md, names = pf.metadata, pf.schema_arrow.names
+    empty = set()
+    if md.num_row_groups:
+        flat = {md.schema.column(j).path: j for j in range(md.num_columns)}
+        for name in names:
+            j = flat.get(name)
+            if name in REQUIRED or name not in SCHEMA.names or j is None:
+                continue
+            stats = [md.row_group(g).column(j).statistics for g in range(md.num_row_groups)]
+            if all(st is not None and st.has_null_count and st.null_count == md.row_group(g).num_rows
+                   for g, st in enumerate(stats)):
+                empty.add(name)
+    return [n for n in names if n not in empty]
 
 
 def _type_name(t: pa.DataType) -> str:
@@ -308,24 +328,89 @@ def _conform_loaded(table: pa.Table) -> pa.Table:
     return table
 
 
+# Columns that are never null once validated: plain int64 keeps arithmetic NA-free and fast.
+_TIME_COLUMNS = ("id", "start_ns", "dur_ns")
+_PANDAS_TYPES = {pa.int64(): pd.Int64Dtype(), pa.int32(): pd.Int32Dtype(), pa.bool_(): pd.BooleanDtype()}.get
+
+
 def _to_frame(table: pa.Table) -> pd.DataFrame:
     """pandas rows: text columns as categoricals (the dictionary columns of the file, and names
-    and paths, which repeat), nullable ints, plain int64 time columns."""
+    and paths, which repeat), nullable ints, plain int64 time columns.
+
+    Memory (a 1M-kernel trace): the Arrow pages the caller just dropped (the table as read, before
+    the runtime rows were split off) are handed back first, since pandas allocates elsewhere; the
+    time columns go to numpy straight (not through nullable Int64 and a cast); blocks are not
+    consolidated (that would copy every same-typed column into one 2-D array at once)."""
+    give_back_memory()
+    # the schema's order, then any other column (free in Arrow: empty columns came back at the end)
+    known = [c for c in SCHEMA.names if c in table.column_names]
+    table = table.select(known + [c for c in table.column_names if c not in known])
     for c in TEXT_COLUMNS:
         if c in table.column_names and not pa.types.is_dictionary(table.column(c).type):
             i = table.column_names.index(c)
             table = table.set_column(i, c, table.column(c).cast(pa.string()).dictionary_encode())
-    frame = table.to_pandas(types_mapper={
-        pa.int64(): pd.Int64Dtype(), pa.int32(): pd.Int32Dtype(), pa.bool_(): pd.BooleanDtype(),
-    }.get)
+    n = table.num_rows
+    names = table.column_names
+    late = {c: _int64_numpy(table.column(c)) for c in _TIME_COLUMNS}
+    # A column without any value (most counters and stall columns of a trace without ncu) is
+    # converted from one row and repeated: its Arrow nulls are never held beside their pandas copy.
+    empty = [c for c in names if c not in late and n and table.column(c).null_count == n]
+    missing = [f for f in SCHEMA if f.name not in names]  # left out by the producer or by the read
+    if empty or missing:
+        one = {c: table.column(c).slice(0, 1) for c in empty}
+        for f in missing:
+            null = pa.nulls(1, f.type)
+            one[f.name] = null.dictionary_encode() if f.name in TEXT_COLUMNS else null
+        one = pa.table(one).to_pandas(types_mapper=_PANDAS_TYPES, split_blocks=True)
+        late.update({c: one[c].array.take(np.zeros(n, dtype=np.intp)) for c in one.columns})
+        given = set(names) | {f.name for f in missing}
+        names = [c for c in SCHEMA.names if c in given] + [c for c in names if c not in SCHEMA.names]
+    rest = table.drop_columns([c for c in late if c in table.column_names])
+    del table
+    frame = rest.to_pandas(types_mapper=_PANDAS_TYPES, split_blocks=True)
+    del rest
     for c in NUMERIC_CHECKED:
         if c in frame.columns:
             col = frame[c].astype("float64")
             frame[c] = col.where(col >= 0)
-    # Time columns are never null after validation: plain int64 keeps arithmetic NA-free and fast.
-    for c in ("id", "start_ns", "dur_ns"):
-        frame[c] = frame[c].astype("int64")
-    return frame
+    # Joined and put back in order without a copy (`insert` would copy each array it is given).
+    late = {c: v.to_numpy() if isinstance(v, pd.arrays.NumpyExtensionArray) else v for c, v in late.items()}
+    frame = pd.concat([frame, pd.DataFrame(late, index=frame.index, copy=False)], axis=1)
+    return frame[names]
+
+
+_MMAP_FROM = 1 << 20
+_mapped = False
+
+
+def give_back_memory() -> None:
+    """Return freed memory to the system: pyarrow's allocator keeps the pages of freed buffers,
+    and glibc keeps a heap whose top is still in use (a load frees hundreds of MB of temporaries
+    between the arrays the frame keeps: ~150 MB of RSS at 1M kernels). Cheap (a few ms).
+
+    The first call also fixes glibc's mmap threshold at 1 MiB: left dynamic, it rises to 32 MiB
+    after the first big array is freed, and from then on column-sized temporaries (8 MB at 1M
+    rows) come from the heap, where a freed one under a live one is never given back. Mapped,
+    each goes back to the system when freed (the TUI Overview at 1M kernels: ~60 MB less RSS)."""
+    global _mapped
+    pa.default_memory_pool().release_unused()
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        if not _mapped:
+            libc.mallopt(-3, _MMAP_FROM)  # M_MMAP_THRESHOLD
+            _mapped = True
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim
+        pass
+
+
+def _int64_numpy(col: pa.ChunkedArray) -> np.ndarray:
+    """A never-null integer column as a writable int64 array (a one-chunk column converts to a
+    read-only view of Arrow's buffer: copied, so the frame owns it)."""
+    arr = col.to_numpy().astype("int64", copy=False)
+    return arr if arr.flags.writeable else arr.copy()
 
 
 def _drop_untimed(table: pa.Table, path) -> tuple[pa.Table, list[str]]:
@@ -343,23 +428,51 @@ def _drop_untimed(table: pa.Table, path) -> tuple[pa.Table, list[str]]:
 
 def split_runtime(table: pa.Table) -> tuple[pa.Table, pd.DataFrame | None]:
     """The `runtime` rows out of the table, as a frame of HOST_COLUMNS (names as categoricals,
-    nullable ints); None when there are none. Everything else stays an event row."""
+    nullable ints); None when there are none. Everything else stays an event row.
+
+    Done in Arrow, before any pandas: the host rows take only their six columns; the event rows
+    lose the schema columns that hold no value at all (a Kineto import leaves ~30 of the ~60
+    empty; each still fills a buffer per row), which `_to_frame` gives back from one row; the
+    filter copies the rest. At 1M kernels plus 1M runtime rows this halves what the filter
+    copies, and the table as read can be freed before pandas."""
     import pyarrow.compute as pc
 
-    kind = table.column("kind")
-    runtime = pc.fill_null(pc.equal(pc.cast(kind, pa.string()), "runtime"), False)
+    rows = table.num_rows
+    empty = [c for c in table.column_names
+             if c in SCHEMA.names and c not in REQUIRED and table.column(c).null_count == rows]
+    runtime = _kind_is(table.column("kind"), "runtime")
     if not pc.any(runtime).as_py():
-        return table, None
-    rows = table.filter(runtime)
+        return table.drop_columns(empty), None
+    present = [c for c in HOST_COLUMNS if c in table.column_names]
+    calls = table.select(present).filter(runtime)
     host = {}
     for c in HOST_COLUMNS:
-        col = rows.column(c) if c in rows.column_names else pa.nulls(rows.num_rows, pa.string() if c in ("name", "op")
-                                                                       else pa.int64())
+        col = calls.column(c) if c in present else pa.nulls(calls.num_rows, pa.string() if c in ("name", "op")
+                                                               else pa.int64())
         if c in ("name", "op"):
-            col = col.cast(pa.string()).dictionary_encode()
-        host[c] = col.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
-    host["start_ns"], host["dur_ns"] = host["start_ns"].astype("int64"), host["dur_ns"].astype("int64")
-    return table.filter(pc.invert(runtime)), pd.DataFrame(host)
+            col = col.cast(pa.string()).dictionary_encode() if not pa.types.is_dictionary(col.type) else col
+            host[c] = col.to_pandas()
+        elif c in ("start_ns", "dur_ns"):  # never null once validated
+            host[c] = pd.Series(_int64_numpy(col))
+        else:
+            host[c] = col.to_pandas(types_mapper=_PANDAS_TYPES)
+    del calls
+    events = table.drop_columns(empty).filter(pc.invert(runtime))
+    return events, pd.DataFrame(host)
+
+
+def _kind_is(kind: pa.ChunkedArray, value: str) -> pa.ChunkedArray:
+    """`kind == value` (null: False), on the dictionary codes when the column is dictionary-encoded
+    (one comparison per distinct kind, not a million string compares)."""
+    import pyarrow.compute as pc
+
+    if not pa.types.is_dictionary(kind.type):
+        return pc.fill_null(pc.equal(pc.cast(kind, pa.string()), value), False)
+    chunks = []
+    for chunk in kind.chunks:
+        hit = pc.equal(chunk.dictionary, value)  # per distinct value
+        chunks.append(pc.fill_null(pc.take(hit, chunk.indices), False))
+    return pa.chunked_array(chunks, type=pa.bool_())
 
 
 _PARTITION_DIR = re.compile(r"^[^=/]+=[^/]*$|rank", re.IGNORECASE)
@@ -488,8 +601,9 @@ def load_trace(path: str | os.PathLike) -> Trace:
         raise TraceError(path, "no such file or directory")
     if path.is_dir():
         return _load_dir(path)
-    table, meta = _read_file(path)
-    return trace_from_table(table, meta, path)
+    # handed over in a list that `_trace_from` empties: no frame here keeps the table as read
+    # alive once its runtime rows are split off (it is the biggest thing a load allocates)
+    return _trace_from(list(_read_file(path)), path)
 
 
 def scrub(table: pa.Table, meta: Mapping[str, Any]) -> tuple[pa.Table, dict[str, Any]]:
@@ -581,6 +695,16 @@ def _scrub_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
 def trace_from_table(table: pa.Table, meta: dict[str, Any], path: str | os.PathLike | None = None) -> Trace:
     """A `Trace` from an in-memory table (a file just read, or an import converted on the fly):
     validated, untimed rows dropped with a warning, optional columns added as nulls."""
+    held = [table, meta]
+    del table
+    return _trace_from(held, path)
+
+
+def _trace_from(held: list, path: str | os.PathLike | None) -> Trace:
+    """`trace_from_table` of `held` = [table, meta], which it empties, so that each step can drop
+    the table it replaced (the caller keeps no reference)."""
+    table, meta = held
+    held.clear()
     table, warnings = _validate(table, path)
     table, meta, scrubbed = scrub_all(table, json_safe(meta, path))
     warnings += scrubbed
@@ -589,9 +713,11 @@ def trace_from_table(table: pa.Table, meta: dict[str, Any], path: str | os.PathL
     table, dropped = _drop_untimed(table, path)
     table, host = split_runtime(table)
     rank = table.column("rank") if "rank" in table.column_names else None
-    events = _to_frame(_conform_loaded(table))
+    events = _to_frame(table)  # (it adds the schema columns the file left out)
+    del table
     if rank is not None:
         events["rank"] = rank.to_pandas().astype("Int32")
+    give_back_memory()
     meta = {**meta, "format": meta.get("format", FORMAT_VERSION)}
     return Trace(events, meta, str(path) if path is not None else None,
                  warnings + dropped + list(meta.get("warnings") or []), host)

@@ -110,6 +110,8 @@ class KernelsScreen(RooftopScreen):
     @on(FrameTable.Changed, "#kernels-table")
     def _table_changed(self) -> None:
         self._status()
+        if self.focused is None and self.table.table is not None:  # the filtered table was rebuilt
+            self.set_focus(self.table.table)
 
     @property
     def table(self) -> FrameTable:
@@ -136,11 +138,11 @@ class KernelsScreen(RooftopScreen):
     def action_toggle_phase(self) -> None:
         self.mode = "short_name" if self.mode == "phase" else "phase"
 
-    async def action_cycle_sort(self) -> None:
-        await self.table.cycle_sort()
+    def action_cycle_sort(self) -> None:
+        self.table.cycle_sort()  # the table's `sort` watcher rebuilds it; Changed updates the status
 
-    async def action_reverse_sort(self) -> None:
-        await self.table.reverse_sort()
+    def action_reverse_sort(self) -> None:
+        self.table.reverse_sort()
 
     def action_filter(self) -> None:
         box = self.query_one("#kernels-filter", FilterInput)
@@ -163,7 +165,7 @@ class KernelsScreen(RooftopScreen):
     async def apply_filter(self, event: Input.Submitted) -> None:
         box = self.query_one("#kernels-filter", FilterInput)
         box.add_class("-hidden")
-        await self.table.set_filter(event.value.strip() or None)
+        self.table.set_filter(event.value.strip() or None)
         self.set_focus(self.table.query_one("DataTable"))
 
     @on(FrameTable.Selected, "#kernels-table")

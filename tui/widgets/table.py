@@ -13,12 +13,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual_fastdatatable import ArrowBackend, DataTable
+from textual.reactive import reactive
+from textual.worker import get_current_worker
+from textual_fastdatatable import DataTable
 
-from .text import sanitize_series
+from .frame_backend import FrameBackend, NumberCells, TextCells
+from .text import sanitize, sanitize_series
+from rooftop.text import has_unsafe
 
 
 @dataclass(frozen=True)
@@ -83,24 +88,37 @@ BIG = 1e6
 MAX_DIGITS = 9
 
 
-def _number_array(values: pd.Series, digits: int) -> pa.Array:
-    """Numbers as the table shows them: rounded to `digits`; a column reaching a million as whole
-    numbers; a column holding non-zero values too small for `digits` as text with enough decimals
-    for two significant digits of its smallest (never `0`, never `7.97e-05`). Sorting reads the
-    frame, not these cells, so it stays numeric either way."""
-    mag = values.abs()
-    small = mag[(mag > 0) & (mag < 0.5 * 10.0 ** -digits)]
+def _number_format(values: np.ndarray, digits: int) -> tuple[str, int]:
+    """How a column of numbers reads: ("round", d) rounded to d digits; ("int", 0) whole numbers
+    (a column reaching a million); ("fixed", d) text with d decimals, for a column holding non-zero
+    values too small for `digits` (two significant digits of its smallest: never `0`, never
+    `7.97e-05`). Decided once per column, over all its rows, from two reductions."""
+    mag = np.abs(values)
+    with np.errstate(invalid="ignore"):
+        small = mag[(mag > 0) & (mag < 0.5 * 10.0 ** -digits)]
+    top = np.nanmax(mag) if len(mag) and not np.isnan(mag).all() else np.nan
     if len(small):
         need = min(MAX_DIGITS, max(digits, 1 - int(np.floor(np.log10(small.min())))))
-        if small.min() >= 1e-4 and mag.max() < BIG:  # still printed without an exponent: stays a number
-            return pa.array(values.round(need), type=pa.float64(), from_pandas=True)
-        arr = values.to_numpy(dtype="float64", na_value=np.nan)
-        text = np.char.mod(f"%.{need}f", np.where(np.isnan(arr), 0.0, arr)).astype(object)
+        if small.min() >= 1e-4 and top < BIG:  # still printed without an exponent: stays a number
+            return "round", need
+        return "fixed", need
+    if top >= BIG:
+        return "int", 0
+    return "round", digits
+
+
+def _number_array(values: pd.Series, digits: int) -> pa.Array:
+    """Numbers as the table shows them (see `_number_format`). Sorting reads the frame, not these
+    cells, so it stays numeric either way."""
+    arr = values.to_numpy(dtype="float64", na_value=np.nan)
+    how, d = _number_format(arr, digits)
+    if how == "fixed":
+        text = np.char.mod(f"%.{d}f", np.where(np.isnan(arr), 0.0, arr)).astype(object)
         text[np.isnan(arr)] = None
         return pa.array(text, type=pa.string())
-    if mag.max() >= BIG:
+    if how == "int":
         return pa.array(values.round().astype("Int64"), type=pa.int64(), from_pandas=True)
-    return pa.array(values.round(digits), type=pa.float64(), from_pandas=True)
+    return pa.array(values.round(d), type=pa.float64(), from_pandas=True)
 
 
 def display_table(frame: pd.DataFrame, cols: list[Col], order: np.ndarray | None = None,
@@ -120,6 +138,45 @@ def display_table(frame: pd.DataFrame, cols: list[Col], order: np.ndarray | None
             arrays.append(_number_array(_numeric(s) * scale, c.digits))
     table = pa.Table.from_arrays(arrays, names=[c.label for c in cols])
     return table if order is None else table.take(pa.array(order))
+
+
+def _clean_labels(uniques) -> list[str | None]:
+    """Distinct values as printable text (None for a missing one). One scan of them all joined
+    decides whether any needs cleaning: 200k distinct range paths are cleaned in one C-level
+    search, not 200k Python calls, when none holds a control character (the usual case)."""
+    values = pd.Index(uniques).astype(object).tolist() if not isinstance(uniques, list) else uniques
+    values = [v if isinstance(v, str) or v is None else (None if v != v else str(v)) for v in values]
+    present = [v for v in values if v is not None]
+    if has_unsafe(" ".join(present)):
+        return [sanitize(v) if v is not None else None for v in values]
+    return values
+
+
+def frame_cells(frame: pd.DataFrame, cols: list[Col], fit: dict[str, int] | None = None) -> list:
+    """Per shown column, what `FrameBackend` formats a cell from (the same values `display_table`
+    holds, without building them for every row): codes and cleaned distinct text, or one float
+    array and how it reads. A million rows cost an array per numeric column, no strings."""
+    out = []
+    for c in cols:
+        s = frame[c.key] if c.key in frame.columns else pd.Series([None] * len(frame), index=frame.index)
+        if c.kind == "text":
+            codes, uniques = _codes(s)
+            labels = _clean_labels(uniques)
+            width = (fit or {}).get(c.key)
+            if width:
+                cut = fit_unique([v for v in labels if v is not None], width)
+                labels = [cut.get(v, v) if v is not None else None for v in labels]
+            out.append(TextCells(np.asarray(codes), labels))
+        elif c.kind == "int":
+            out.append(NumberCells(_numeric(s).to_numpy(dtype="float64", na_value=np.nan), "int", 0))
+        else:
+            scale = {"ns": 1e-3, "pct": 100.0, "mb": 1e-6}.get(c.kind, 1.0)
+            values = _numeric(s).to_numpy(dtype="float64", na_value=np.nan)
+            if scale != 1.0:
+                values = values * scale
+            how, digits = _number_format(values, c.digits)
+            out.append(NumberCells(values, how, digits))
+    return out
 
 
 def _codes(values: pd.Series) -> tuple[np.ndarray, pd.Index | np.ndarray]:
@@ -193,18 +250,37 @@ class FrameTable(Vertical):
         def control(self) -> "FrameTable":
             return self.table
 
+    # The state a user changes; the watchers rebuild the view. (sort column, descending) is one
+    # value so that choosing a column and its direction is one rebuild, not two.
+    sort: reactive[tuple[str | None, bool]] = reactive((None, False), init=False)
+    filter: reactive[str | None] = reactive(None, init=False)
+
+    # Views from this many rows derive their order (regex filter, argsort) in a thread worker,
+    # which a newer sort or filter cancels; smaller ones inline (a few ms, and screens that await
+    # `set_frame` see the table at once).
+    DERIVE_IN_WORKER_FROM = 100_000
+
+    @dataclass
+    class OrderReady(Message):
+        """A worker derived the view's row order for `state` (sort, filter, source)."""
+
+        state: tuple
+        order: np.ndarray
+        keep_cursor: bool
+
     def __init__(self, cols: list[Col], frame: pd.DataFrame | None = None, *, search_key: str | None = None,
                  sort: tuple[str, bool] | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.cols = cols
         self.search_key = search_key or next((c.key for c in cols if c.kind == "text"), cols[0].key)
-        self.sort_key, self.sort_desc = sort if sort else (None, False)
-        self.filter: str | None = None
+        self.set_reactive(FrameTable.sort, sort if sort else (None, False))
         self.pattern: str | None = None  # last search pattern: n/N jump between its matches
         self.source = frame if frame is not None else pd.DataFrame(columns=[c.key for c in cols])
         self._order: np.ndarray = np.arange(len(self.source))  # source positions, in view order
         self._view: pd.DataFrame | None = None
         self._serial = 0
+        self._cells: list = []
+        self._cells_key: tuple | None = None
 
     def compose(self) -> ComposeResult:
         self._derive()
@@ -213,17 +289,73 @@ class FrameTable(Vertical):
     # --- state -> view ------------------------------------------------------------------------
     # The view is `_order`, positions into the source: a million-row frame of ~60 columns is never
     # sorted or copied as a whole; only the shown columns are, as Arrow, and rows on demand.
-    def _derive(self) -> None:
+    @property
+    def sort_key(self) -> str | None:
+        return self.sort[0]
+
+    @sort_key.setter
+    def sort_key(self, key: str | None) -> None:  # no rebuild: the caller refreshes (or sets `sort`)
+        self.set_reactive(FrameTable.sort, (key, self.sort[1]))
+
+    @property
+    def sort_desc(self) -> bool:
+        return self.sort[1]
+
+    @sort_desc.setter
+    def sort_desc(self, desc: bool) -> None:
+        self.set_reactive(FrameTable.sort, (self.sort[0], desc))
+
+    def _state(self) -> tuple:
+        return (self.sort, self.filter, id(self.source), self.search_key)
+
+    def _order_of(self, cancelled=lambda: False) -> np.ndarray | None:
+        """Source positions in view order for the current filter and sort (None if `cancelled()`
+        says a newer state superseded this one)."""
         src = self.source
         rows = np.arange(len(src))
         if self.filter and len(src):
             rows = np.flatnonzero(matches(src[self.search_key], self.filter))
+        if cancelled():
+            return None
         if self.sort_key and self.sort_key in src.columns and len(rows):
             key = src[self.sort_key]
             if len(rows) < len(src):
                 key = key.iloc[rows]
             rows = rows[sort_order(key, self.sort_desc, self._kind(self.sort_key))]
-        self._order, self._view = rows, None
+        return rows
+
+    def _derive(self) -> None:
+        self._order, self._view = self._order_of(), None
+
+    async def watch_sort(self) -> None:
+        await self._rederive(keep_cursor=False)
+
+    async def watch_filter(self, pattern: str | None) -> None:
+        if pattern:
+            self.pattern = pattern
+        await self._rederive(keep_cursor=False)
+
+    async def _rederive(self, keep_cursor: bool) -> None:
+        if not self.is_mounted:
+            return  # compose derives the first view
+        if len(self.source) >= self.DERIVE_IN_WORKER_FROM:
+            self._derive_worker(self._state(), keep_cursor)
+        else:
+            await self.refresh_view(keep_cursor)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="frame-table-order")
+    def _derive_worker(self, state: tuple, keep_cursor: bool) -> None:
+        worker = get_current_worker()
+        order = self._order_of(lambda: worker.is_cancelled)
+        if order is not None and not worker.is_cancelled:
+            self.post_message(self.OrderReady(state, order, keep_cursor))
+
+    @on(OrderReady)
+    async def _order_ready(self, message: OrderReady) -> None:
+        message.stop()
+        if message.state != self._state():
+            return  # superseded (another sort, filter or frame came after it)
+        await self._rebuild(message.order, message.keep_cursor)
 
     def _kind(self, key: str) -> str:
         col = next((c for c in self.cols if c.key == key), None)
@@ -262,9 +394,15 @@ class FrameTable(Vertical):
         # cut here, head…tail, so that two names never show the same text (the table's own cut
         # keeps only the head).
         widest = max(16, min(60, self.app.size.width - 48))
-        table = display_table(self.source, self.cols, None if self._is_identity() else self._order,
-                              fit={self.search_key: widest})
-        return DataTable(backend=ArrowBackend(table), column_labels=self._labels(), cursor_type="row",
+        # Cells are formatted when painted (FrameBackend): a million-row view costs its row order
+        # and a float array per numeric column, never a million display values.
+        key = (id(self.source), tuple(self.cols), self.search_key, widest)
+        if self._cells_key != key:  # a sort or a filter reorders rows: the cells stay
+            self._cells, self._cells_key = frame_cells(self.source, self.cols, fit={self.search_key: widest}), key
+        cells = self._cells
+        backend = FrameBackend([c.label for c in self.cols], cells,
+                               None if self._is_identity() else self._order, len(self.source))
+        return DataTable(backend=backend, column_labels=self._labels(), cursor_type="row",
                          render_markup=False, null_rep="—", show_row_labels=False, zebra_stripes=True,
                          max_column_content_width=widest, id=f"{self.id or 'frame'}-table-{self._serial}")
 
@@ -277,19 +415,20 @@ class FrameTable(Vertical):
         return next(iter(self.query(DataTable)), None)
 
     async def refresh_view(self, keep_cursor: bool = False) -> None:
+        """Derive the order and rebuild now (on the UI thread)."""
+        await self._rebuild(self._order_of(), keep_cursor)
+
+    async def _rebuild(self, order: np.ndarray, keep_cursor: bool) -> None:
         old = self.table
         row = old.cursor_row if old is not None and keep_cursor else 0
         had_focus = old is not None and old.has_focus
-        self._derive()
+        self._order, self._view = order, None
         if old is not None:
             await old.remove()
         new = self._make_table()
         await self.mount(new)
         if had_focus:  # `g`, `c`, a sort: the rebuilt table keeps the keyboard
             self.screen.set_focus(new)
-        # Measuring a million cells allocates Arrow temporaries whose pages pyarrow's allocator
-        # would keep (~100-300 MB of RSS at 1M rows); give them back.
-        pa.default_memory_pool().release_unused()
         if self.shown:
             new.move_cursor(row=min(row, self.shown - 1))
         self.post_message(self.Changed(self))
@@ -309,26 +448,22 @@ class FrameTable(Vertical):
             self.search_key = search_key
         await self.refresh_view()
 
-    async def cycle_sort(self) -> str:
-        """Next column becomes the sort column (numbers descending first: biggest on top)."""
+    def cycle_sort(self) -> str:
+        """Next column becomes the sort column (numbers descending first: biggest on top); the
+        watcher rebuilds the view."""
         keys = [c.key for c in self.cols]
         i = keys.index(self.sort_key) + 1 if self.sort_key in keys else 0
         col = self.cols[i % len(keys)]
-        self.sort_key, self.sort_desc = col.key, col.kind != "text"
-        await self.refresh_view()
+        self.sort = (col.key, col.kind != "text")
         return col.label
 
-    async def reverse_sort(self) -> None:
-        if self.sort_key is None:
-            self.sort_key = self.cols[0].key
-        self.sort_desc = not self.sort_desc
-        await self.refresh_view(keep_cursor=False)
+    def reverse_sort(self) -> None:
+        self.sort = (self.sort_key or self.cols[0].key, not self.sort_desc)
 
-    async def set_filter(self, pattern: str | None) -> None:
-        self.filter = pattern or None
+    def set_filter(self, pattern: str | None) -> None:
         if pattern:
             self.pattern = pattern
-        await self.refresh_view()
+        self.filter = pattern or None
 
     def jump(self, forward: bool = True) -> bool:
         """Move the cursor to the next/previous row matching the last pattern (wrapping)."""

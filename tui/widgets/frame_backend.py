@@ -1,0 +1,169 @@
+"""A textual-fastdatatable backend that reads a pandas frame through a row order, cell by cell.
+
+The widget asks its backend for the rows it paints (a screenful, cached) and for each column's
+widest value once. The Arrow backend answers from a table of every display value, built up front:
+at 1M raw launches that is a million-row Arrow table, its sorted copy, and a cast of every name to
+text to measure it (~900 MB of peak RSS). This one keeps, per shown column, what a cell needs
+(category codes and each distinct cleaned name; numbers as one float array) and formats a cell
+when the widget asks for it: cost follows the rows on screen, not the rows in the frame.
+
+Cells hold the same values the Arrow backend would return (rounded floats, ints, text), and
+widths are measured by the library's own rules (numbers: the widest of the column's min and max,
+nulls as 0; text: every distinct value shown), so a table looks the same either way.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Literal, Sequence
+
+import numpy as np
+import pandas as pd
+from textual_fastdatatable.backend import DataTableBackend
+from textual_fastdatatable.format import measure_width
+
+
+class TextCells:
+    """Codes into distinct display strings (-1: null)."""
+
+    def __init__(self, codes: np.ndarray, labels: list) -> None:
+        self.codes, self.labels = codes, labels
+        self._label_widths: dict[bool, np.ndarray] = {}
+
+    def label_widths(self, markup: bool) -> np.ndarray:
+        """Cells each distinct value takes. Arrow counts the one-byte-per-character values (most
+        names; 200k distinct range paths at 1M launches would take seconds through Rich); the
+        rest, and any `[` when markup is on, are measured as the widget renders them."""
+        if markup not in self._label_widths:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            arr = pa.array(self.labels, type=pa.string())
+            chars = pc.utf8_length(arr).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+            odd = pc.not_equal(pc.binary_length(arr), pc.utf8_length(arr))
+            if markup:
+                odd = pc.or_(odd, pc.match_substring(arr, "["))
+            for i in np.flatnonzero(odd.fill_null(False).to_numpy(zero_copy_only=False)):
+                chars[i] = measure_width(self.labels[i], render_markup=markup)
+            self._label_widths[markup] = chars
+        return self._label_widths[markup]
+
+    def value(self, pos: int) -> Any:
+        code = int(self.codes[pos])
+        return None if code < 0 else self.labels[code]
+
+    def width(self, order: np.ndarray | None, markup: bool) -> int:
+        codes = self.codes if order is None else self.codes[order]
+        if not len(codes):
+            return 0
+        used = np.bincount(codes.astype(np.int64) + 1, minlength=len(self.labels) + 1)[1:] > 0
+        widths = self.label_widths(markup)[used]
+        return int(widths.max()) if len(widths) else 0
+
+
+class NumberCells:
+    """One float array; `how` says how a value reads (see table._number_format): rounded to
+    `digits`, whole, or fixed-point text."""
+
+    def __init__(self, values: np.ndarray, how: str, digits: int) -> None:
+        self.values, self.how, self.digits = values, how, digits
+
+    def _shown(self, x: float) -> Any:
+        if np.isnan(x):
+            return None
+        if self.how == "int":
+            return int(np.round(x))
+        if self.how == "fixed":
+            return f"%.{self.digits}f" % x
+        return float(np.round(x, self.digits))
+
+    def value(self, pos: int) -> Any:
+        return self._shown(float(self.values[pos]))
+
+    def width(self, order: np.ndarray | None, markup: bool) -> int:
+        vals = self.values if order is None else self.values[order]
+        if not len(vals):
+            return 0
+        nulls = bool(np.isnan(vals).any())
+        if nulls and np.isnan(vals).all():
+            lo = hi = np.nan
+        else:
+            lo, hi = float(np.nanmin(vals)), float(np.nanmax(vals))
+        if self.how == "fixed":  # text: the longest string (length grows with magnitude and sign)
+            return max(len(self._shown(v)) for v in (lo, hi) if not np.isnan(v)) if not np.isnan(lo) else 0
+        # the Arrow backend measures max and min with nulls as 0, as the rounded values they show
+        shown = [self._shown(v) for v in (lo, hi) if not np.isnan(v)]
+        if nulls:
+            shown.append(0 if self.how == "int" else 0.0)
+        shown = [max(shown), min(shown)]
+        return max(measure_width(v) for v in shown)
+
+
+class FrameBackend(DataTableBackend[pd.DataFrame]):
+    """Rows `order` (positions in the frame; None: as they are) of the shown columns `cells`."""
+
+    def __init__(self, labels: Sequence[str], cells: list, order: np.ndarray | None, rows: int) -> None:
+        self._render_markup = None
+        self._labels = list(labels)
+        self._cells = cells
+        self._order = order
+        self._rows = rows if order is None else len(order)
+        self._widths: list[int] | None = None
+
+    @classmethod
+    def from_pydict(cls, data, max_rows=None, column_names=None):  # the widget never builds one itself
+        raise NotImplementedError("FrameBackend is built by FrameTable")
+
+    def _pos(self, index: int) -> int:
+        if index < 0:
+            index += self._rows
+        if not 0 <= index < self._rows:
+            raise IndexError(f"row {index} of {self._rows}")
+        return index if self._order is None else int(self._order[index])
+
+    @property
+    def source_data(self) -> pd.DataFrame:
+        return pd.DataFrame({lab: self.get_column_at(i) for i, lab in enumerate(self._labels)})
+
+    @property
+    def source_row_count(self) -> int:
+        return self._rows
+
+    @property
+    def row_count(self) -> int:
+        return self._rows
+
+    @property
+    def columns(self) -> Sequence[str]:
+        return self._labels
+
+    @property
+    def column_content_widths(self) -> list[int]:
+        if self._widths is None:
+            self._widths = [c.width(self._order, self.render_markup) for c in self._cells]
+        return self._widths
+
+    def get_row_at(self, index: int) -> list[Any]:
+        pos = self._pos(index)
+        return [c.value(pos) for c in self._cells]
+
+    def get_column_at(self, index: int) -> list[Any]:
+        cells = self._cells[index]
+        return [cells.value(self._pos(i)) for i in range(self._rows)]
+
+    def get_cell_at(self, row_index: int, column_index: int) -> Any:
+        return self._cells[column_index].value(self._pos(row_index))
+
+    # The table is a view of a frame the FrameTable owns: it changes by a new backend, never in place.
+    def append_column(self, label: str, default: Any | None = None) -> int:
+        raise NotImplementedError("read-only view")
+
+    def append_rows(self, records: Iterable[Iterable[Any]]) -> list[int]:
+        raise NotImplementedError("read-only view")
+
+    def drop_row(self, row_index: int) -> None:
+        raise NotImplementedError("read-only view")
+
+    def update_cell(self, row_index: int, column_index: int, value: Any) -> None:
+        raise NotImplementedError("read-only view")
+
+    def sort(self, by: list[tuple[str, Literal["ascending", "descending"]]] | str) -> None:
+        raise NotImplementedError("FrameTable sorts by row order")
