@@ -10,7 +10,8 @@ a fresh process (bench/measure.py: wall time, peak RSS summed over the process a
 - first paint: bench/tui_child.py on the same Parquet (the Overview on screen, headless 120x40),
   and the stock `textual.widgets.DataTable` with as many rows, up to --stock-max.
 
-Writes bench/results/curves.json and .csv, draws the curves in the terminal (plotext), and writes
+Writes bench/results/curves.json and .csv, import_bench's table of ratios for the same runs
+(bench/results/import.md, .json), draws the curves in the terminal (plotext), and writes
 bench/results/curves.svg (hand-written: log-log axes) and, when cairosvg is installed (the `bench`
 extra), curves.png.
 
@@ -46,11 +47,14 @@ STYLE = {
 }
 
 
-def measure(args) -> list[dict]:
-    """One record per (size, stage, tool): kernels, wall_s, peak_mb, status."""
+def measure(args) -> tuple[list[dict], list[dict]]:
+    """One record per (size, stage, tool): kernels, wall_s, peak_mb, status; and import_bench's
+    rows (for its table of ratios, from the same runs)."""
     out: list[dict] = []
+    imports: list[dict] = []
     for size in map(int, args.sizes.split(",")):
         row = import_bench.bench_size(size, args)
+        imports.append(row)
         k = row["kernels"]
         for tool, res in row["tools"].items():
             out.append(_record(k, "import", tool, res))
@@ -69,7 +73,7 @@ def measure(args) -> list[dict]:
             res = run([sys.executable, child, "stock", str(k), "1"], timeout_s=args.timeout, mem_gb=args.mem_gb)
             out.append(_record(k, "first paint", "stock DataTable (same rows)", res, _first_paint(res)))
             print(f"  stock DataTable {out[-1]['wall_s']}, {res.tree_mb:.0f} MB", file=sys.stderr)
-    return out
+    return out, imports
 
 
 def _first_paint(res) -> tuple[float | None, str]:
@@ -247,12 +251,17 @@ def main(argv=None) -> int:
         import_bench.OUT.mkdir(parents=True, exist_ok=True)
         started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         load_before = import_bench.load()
-        records = measure(args)
+        records, imports = measure(args)
         meta = {"when": f"{started} to {time.strftime('%H:%M UTC', time.gmtime())}", "machine": machine(),
                 "load": f"{load_before} at start, {import_bench.load()} at end", "sizes": args.sizes,
                 "limits": f"{args.timeout:.0f} s, {args.mem_gb:.0f} GB address space per run",
                 "hta_max": args.hta_max, "stock_max": args.stock_max}
         write(records, meta)
+        text = (f"## Kineto import (synthetic decode loop), {meta['when']}; {meta['machine']}; load average "
+                f"{meta['load']}\nlimits per run: {meta['limits']}\n\n{import_bench.table(imports, args)}\n")
+        (RESULTS / "import.md").write_text(text)
+        (RESULTS / "import.json").write_text(json.dumps(import_bench.to_json(imports), indent=1))
+        print(text)
     terminal(records)
     for path in images(records, meta):
         print(f"wrote {path.relative_to(ROOT)}")
