@@ -110,6 +110,29 @@ def write(records: list[dict], meta: dict) -> None:
         w.writerows(records)
 
 
+def growth_table(records: list[dict]) -> str:
+    """Markdown: one row per (stage, tool), one column per size: wall s and peak MB, or why none."""
+    sizes = sorted({r["kernels"] for r in records})
+    keys: list[tuple] = []
+    for r in records:
+        if (r["stage"], r["tool"]) not in keys:
+            keys.append((r["stage"], r["tool"]))
+    lines = ["| stage | tool | " + " | ".join(f"{k:,} kernels" for k in sizes) + " |",
+             "|---|---|" + "---:|" * len(sizes)]
+    for stage, tool in keys:
+        cells = []
+        for k in sizes:
+            r = next((x for x in records if x["kernels"] == k and x["stage"] == stage and x["tool"] == tool), None)
+            if r is None:
+                cells.append("not run")
+            elif r["wall_s"] is None:
+                cells.append(f"{r['status']} ({r['reached_mb']:.0f} MB reached)")
+            else:
+                cells.append(f"{r['wall_s']:.2f} s, {r['peak_mb']:.0f} MB")
+        lines.append(f"| {stage} | {tool} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def series(records: list[dict], stage: str, value: str) -> dict[str, list[tuple[int, float]]]:
     """tool -> [(kernels, value)] of the runs that finished, in size order."""
     out: dict[str, list] = {}
@@ -262,6 +285,9 @@ def main(argv=None) -> int:
         (RESULTS / "import.md").write_text(text)
         (RESULTS / "import.json").write_text(json.dumps(import_bench.to_json(imports), indent=1))
         print(text)
+    table = growth_table(records)
+    (RESULTS / "curves.md").write_text(f"{meta['when']}; {meta['machine']}; load average {meta['load']}\n\n{table}\n")
+    print(table)
     terminal(records)
     for path in images(records, meta):
         print(f"wrote {path.relative_to(ROOT)}")
