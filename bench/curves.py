@@ -58,7 +58,7 @@ def measure(args) -> tuple[list[dict], list[dict]]:
         k = row["kernels"]
         for tool, res in row["tools"].items():
             out.append(_record(k, "import", tool, res))
-        pq = Path(row["parquet"])
+        pq = ROOT / row["parquet"]
         if not pq.exists():
             print(f"  no Parquet for {k} kernels: report and first paint skipped", file=sys.stderr)
             continue

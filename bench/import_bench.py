@@ -102,7 +102,8 @@ def bench_size(kernels: int, args) -> dict:
     path, k, events = trace_for(kernels, args.synthetic, args.gzip)
     pq = OUT / (path.name.split(".json")[0] + ".rooftop.parquet")
     lim = dict(timeout_s=args.timeout, mem_gb=args.mem_gb)
-    row = {"kernels": k, "events": events, "json_mb": path.stat().st_size / 1e6, "tools": {}, "parquet": str(pq)}
+    row = {"kernels": k, "events": events, "json_mb": path.stat().st_size / 1e6, "tools": {},
+           "parquet": str(pq.relative_to(ROOT))}
     print(f"{k} kernels ({events} events, {row['json_mb']:.0f} MB)", file=sys.stderr)
 
     def note(name: str, res) -> None:
