@@ -290,7 +290,7 @@ def main(argv=None) -> int:
     print(table)
     terminal(records)
     for path in images(records, meta):
-        print(f"wrote {path.relative_to(ROOT)}")
+        print(f"wrote {path}")
     return 0
 
 
