@@ -45,6 +45,9 @@ def append_runtime(rows: pd.DataFrame, runtime: pd.DataFrame) -> pd.DataFrame:
     if not len(runtime):
         return rows
     runtime = runtime.assign(id=np.arange(len(rows), len(rows) + len(runtime), dtype=np.int64))
+    for c in rows.columns:  # missing text and launch shapes as None, not the NaN concat would fill in
+        if c not in runtime.columns and rows[c].dtype == object:
+            runtime[c] = np.full(len(runtime), None, dtype=object)
     for c in ("correlation", "thread"):
         runtime[c] = runtime[c].astype("Int64")
     return pd.concat([rows, runtime], ignore_index=True)
