@@ -191,14 +191,9 @@ def _billions(n) -> str:
     return "—" if n is None else f"{n / 1e9:.2f} B" if n >= 1e8 else f"{n / 1e6:.1f} M"
 
 
-def _mean(values: list) -> float | None:
-    known = [float(v) for v in values if _known(v)]
-    return math.fsum(known) / len(known) if known else None
-
-
 def model_lines(doc: dict) -> list[str]:
     """The model-level headline: per phase (decode first), the bytes the steps must move over their
-    time. Reads `model`, `phases`, `steps` and the device's bandwidth from the report document."""
+    time. Reads `model`, `phases`, `model_phases` and the device's bandwidth from the report document."""
     m = doc.get("model") or {}
     w = m.get("weights") or {}
     prec = w.get("base") if not w.get("quantized") else f"{w['quantized']} ({w['quantized_bits']:g} bits), rest {w['base']}"
@@ -213,10 +208,7 @@ def model_lines(doc: dict) -> list[str]:
     ph = doc.get("phases") or []
     if not ph:
         return out
-    steps = doc.get("steps") or []
-    ranks_seen = [s["rank"] for s in steps if _known(s.get("rank"))]
-    if ranks_seen:
-        steps = [s for s in steps if s.get("rank") == min(ranks_seen)]
+    means = {m.get("phase"): m for m in doc.get("model_phases") or []}
     dev = doc["device"]
     for r in sorted(ph, key=lambda r: r.get("phase") != "decode"):  # decode is the headline
         name = _printable(r.get("phase"))
@@ -229,14 +221,11 @@ def model_lines(doc: dict) -> list[str]:
             out.append(f"  {name:8s} model MBU —: no peak bandwidth ({_printable(dev.get('peaks_reason'))});"
                        f" {fmt_bytes(r.get('model_bytes_per_step'))}/step over {int(r['model_steps'])} steps")
             continue
-        known = [s for s in steps if s.get("phase") == r.get("phase") and _known(s.get("model_bytes"))]
-        span = math.fsum(float(s["span_ns"]) for s in known if _known(s.get("span_ns")))
-        tokens = math.fsum(float(s["new_tokens"]) for s in known if _known(s.get("new_tokens")))
-        tok = tokens / (span / 1e9) if span > 0 else None
+        m = means.get(r.get("phase")) or {}
         out.append(f"  {name:8s} model MBU {fmt_pct(r.get('model_mbu'))} (of busy time {fmt_pct(r.get('model_mbu_busy'))}),"
                    f" model MFU {fmt_pct(r.get('model_mfu'))}: {fmt_bytes(r.get('model_bytes_per_step'))}/step,"
-                   f" ideal {fmt_ns(_mean([s.get('model_ideal_ns') for s in known]))} vs"
-                   f" {fmt_ns(_mean([s.get('span_ns') for s in known]))} measured, {fmt_num(tok)} tok/s"
+                   f" ideal {fmt_ns(m.get('ideal_ns'))} vs {fmt_ns(m.get('span_ns'))} measured,"
+                   f" {fmt_num(m.get('tokens_per_s'))} tok/s"
                    f" ({int(r['model_steps'])} of {int(r['steps'])} steps)")
         if _known(r.get("model_mbu")) and r["model_mbu"] > 1.0:  # faster than the roof: the description does not match
             out.append(f"  {'':8s} ! above the HBM roof: the model, its precision, --tp/--ep or the workload do not"

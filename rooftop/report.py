@@ -90,6 +90,27 @@ def top_kernels(a: Analysis, top: int) -> list[dict]:
     return rows
 
 
+def model_phases(a: Analysis) -> list[dict] | None:
+    """Per phase, over its steps whose model bytes are known (the lowest rank's, as the phase table):
+    the mean ideal and measured step time and the tokens/s, which the model-level headline quotes.
+    None without a model."""
+    if a.model is None:
+        return None
+    st = a.steps
+    if st.empty or "model_bytes" not in st.columns:
+        return []
+    if "rank" in st.columns and st["rank"].notna().any():
+        st = st[st["rank"] == st["rank"].min()]
+    out = []
+    for phase in a.phases["phase"] if len(a.phases) else []:
+        known = st[(st["phase"] == phase) & st["model_bytes"].notna()]
+        span = known["span_ns"].sum()
+        out.append({"phase": _clean(phase), "steps": len(known), "ideal_ns": _clean(known["model_ideal_ns"].mean()),
+                    "span_ns": _clean(known["span_ns"].mean()),
+                    "tokens_per_s": _clean(known["new_tokens"].sum() / (span / 1e9)) if span > 0 else None})
+    return out
+
+
 def top_groups(a: Analysis, top: int) -> list[dict]:
     """The longest kernel groups by display name (`short_name`), as the text report and the screens
     list them; `top_kernels` keys them by the whole name instead."""
@@ -133,6 +154,7 @@ def report_dict(a: Analysis, top: int = 10) -> dict:
         # new keys: the identity lines as the report shows them, and the top groups by display name
         "identity": {k: _clean(ident.get(k)) for k in ("label", "model", "workload", "device", "source")},
         "top_groups": top_groups(a, top),
+        "model_phases": model_phases(a),
     }
     if a.rank_steps is not None:
         out["ranks"] = {"phases": records(a.rank_phases, ("rank",) + PHASE_KEYS),
@@ -152,7 +174,7 @@ def report_text(a: Analysis, top: int = 10) -> str:
 def model_lines(a: Analysis) -> list[str]:
     """The model-level headline of an analysis (the Overview shows it under `--model`)."""
     return render_model_lines({"model": _clean_doc(a.model_summary), "phases": records(a.phases, PHASE_KEYS),
-                               "steps": records(a.steps, STEP_KEYS),
+                               "model_phases": model_phases(a),
                                "device": {"peak_bw": a.peaks.bw, "peaks_reason": a.peaks.reason}})
 
 

@@ -49,13 +49,14 @@ def encode_meta(meta: Mapping[str, Any]) -> bytes:
 
 
 def write_trace(path: str | os.PathLike, events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]],
-                meta: Mapping[str, Any], *, conform: bool = True) -> Path:
-    """Write a trace atomically (temporary file in the same directory, then rename)."""
+                meta: Mapping[str, Any], *, conform: bool = True, extra: Mapping[bytes, bytes] | None = None) -> Path:
+    """Write a trace atomically (temporary file in the same directory, then rename). `extra`: more
+    footer entries beside the metadata (the stored summary, rooftop/summary.py)."""
     path = Path(path)
     table = to_table(events) if conform or not isinstance(events, pa.Table) else events
     if "rank" in table.column_names:
         table = table.drop(["rank"])
-    table = table.replace_schema_metadata({META_KEY: encode_meta(meta)})
+    table = table.replace_schema_metadata({**(extra or {}), META_KEY: encode_meta(meta)})
     path.parent.mkdir(parents=True, exist_ok=True)
     return replace_atomically(path, lambda tmp: pq.write_table(table, tmp, compression="zstd", use_dictionary=True))
 
