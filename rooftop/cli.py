@@ -339,8 +339,11 @@ def _dispatch(argv: list[str]) -> int:
     try:
         return _run(argv)
     finally:
-        from .steps import set_user_pattern
-        set_user_pattern(None)  # `--steps` lasts one command (main() may be called again in-process)
+        # `--steps` lasts one command (main() may be called again in-process); if rooftop.steps was
+        # never imported, no pattern was set (and importing it, with pandas, is not free)
+        steps = sys.modules.get("rooftop.steps")
+        if steps is not None:
+            steps.set_user_pattern(None)
 
 
 def _run(argv: list[str]) -> int:
