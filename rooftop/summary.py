@@ -177,15 +177,27 @@ class Stored:
     top: int
     bulk: dict[str, str]
 
-    def bulk_values(self, name: str) -> list:
-        """One of the `BULK` lists, parsed and scrubbed."""
+    def _parse_bulk(self, name: str) -> tuple[list, bool]:
+        """One of the `BULK` lists, parsed, checked and scrubbed, and whether its stored text can be
+        printed as it is (plain ASCII JSON that scrubbing leaves alone). Raises ValueError when it
+        is not a list of records."""
         from .redact import redact
 
-        value = json.loads(self.bulk[name], parse_constant=_reject_constant)
-        _check(value)
+        text = self.bulk[name]
+        try:
+            value = json.loads(text, parse_constant=_reject_constant)
+        except RecursionError:
+            raise _Malformed(f"{name} is nested too deep") from None
         if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
             raise _Malformed(f"{name} is not a list of records")
-        return value if _no_secrets(self.bulk[name]) else redact(value)
+        if "\\" in text:
+            _check(value)  # escapes can make what the text cannot hold (lone surrogates)
+        clean = _no_secrets(text)
+        return (value if clean else redact(value)), clean and _PLAIN_JSON_LIST.fullmatch(text) is not None
+
+    def bulk_values(self, name: str) -> list:
+        """One of the `BULK` lists, parsed, checked and scrubbed."""
+        return self._parse_bulk(name)[0]
 
     def full_report(self) -> dict:
         """The whole `report --json` document."""
@@ -193,16 +205,15 @@ class Stored:
 
     def json_text(self) -> str:
         """`report --json`'s output (without the final newline): the head printed, the stored bulk
-        text spliced in where the lists go. Bulk text in which anything looks like a secret is
-        parsed and scrubbed like any other string instead (the output is then the same as a fresh
-        analysis of the scrubbed rows would print)."""
+        text spliced in where the lists go, once parsed to know it is sound. Bulk text in which
+        anything looks like a secret is scrubbed like any other string and printed anew (the output
+        is then what a fresh analysis of the scrubbed rows would print). ValueError: damaged."""
         nonce = os.urandom(8).hex()
         head = {k: (f"{nonce}:{k}" if k in BULK else v) for k, v in self.report.items()}
         text = _json_text(head)
         for name in BULK:
-            bulk = self.bulk[name]
-            if not _PLAIN_JSON_LIST.fullmatch(bulk) or not _no_secrets(bulk):
-                bulk = _json_text(self.bulk_values(name))
+            value, as_stored = self._parse_bulk(name)
+            bulk = self.bulk[name] if as_stored else _json_text(value)
             # nested one level in the document: every line after the first one space further in
             text = text.replace(json.dumps(f"{nonce}:{name}"), bulk.replace("\n", "\n "), 1)
         return text
