@@ -294,17 +294,19 @@ def test_the_overview_paints_the_summary_before_the_rows_are_analysed(tmp_path, 
                       "phases": [str(c) for col in s.query_one("#phases").table.columns for c in col._cells],
                       "pending": text_of(s.query_one("#overview-pending")),
                       "warnings": text_of(s.query_one("#warnings-count"))}
+            await until(pilot, lambda: bool(s.query("#step-curve")))  # the stored steps, parsed after the paint
+            before["curve_while_loading"] = not app.analyses
             release.set()
             await until(pilot, lambda: bool(app.analyses) and not s.query("#overview-pending"))
             await pilot.press("3")
             await until(pilot, lambda: isinstance(app.screen, KernelsScreen))
             a = app.analyses[0]
             await pilot.press("1")
-            await until(pilot, lambda: s.stored is None)  # the analysis caught up behind the painted numbers
+            await until(pilot, lambda: s.stored is None and bool(s.query("#step-curve")))  # the analysis caught up
             return before, a, text_of(s.query_one("#warnings-count"))
 
     before, a, warnings_after = asyncio.run(main_())
-    assert not before["loaded"]  # everything below was painted while the rows were held back
+    assert not before["loaded"] and before["curve_while_loading"]  # painted while the rows were held back
     assert MARK in before["findings"]  # ... from the footer
     assert "stored summary (analysis v1)" in before["pending"] and "loading 85 events" in before["pending"]
     assert "prefill" in before["phases"] and "decode" in before["phases"] and "1.7%" in before["phases"]

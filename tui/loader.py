@@ -46,12 +46,17 @@ class StoredOverview:
         self.peaks = device_peaks(self.trace.meta)  # the same table and metadata the summary was made from
         self.model = None
         self.phases = pd.DataFrame(report["phases"])
-        self.steps = pd.DataFrame(stored.bulk_values("steps"))
+        self.steps = None  # 4 MB of JSON at 1M kernels: parsed after the first paint (`load_steps`)
+        self._stored = stored
         self.gap = pd.DataFrame(report["gap"]) if report["gap"] else None
         self.findings = [Finding(**{k: f.get(k) for k in ("id", "severity", "title", "detail", "evidence", "coverage")})
                          for f in report["findings"]]
         self.warnings = list(stored.warnings)
         self.rank_phases = self.rank_steps = None
+
+    def load_steps(self) -> pd.DataFrame:
+        """The per-step table for the step curve (blocking: call from a worker)."""
+        return pd.DataFrame(self._stored.bulk_values("steps"))
 
 
 class Preview:
@@ -85,7 +90,7 @@ def preview(path: str, use_summary: bool = True) -> Preview | None:
         files = parquet_files(p) if p.is_dir() else [p] if is_parquet(p) else []
         if not files:
             return None
-        rows = sum(pq.read_metadata(f).num_rows for f in files)
+        rows = sum(_num_rows(f) for f in files)
         if rows < PREVIEW_FROM:
             return None
         out = Preview(path, read_meta(p), rows)
@@ -94,6 +99,13 @@ def preview(path: str, use_summary: bool = True) -> Preview | None:
     if use_summary and not p.is_dir():
         out.stored = stored_overview(path, out)
     return out
+
+
+def _num_rows(path: Path) -> int:
+    from rooftop.footer import read_footer
+
+    footer = read_footer(path)  # a few ms, where pyarrow copies the whole footer (a stored summary too)
+    return footer.num_rows if footer is not None else pq.read_metadata(path).num_rows
 
 
 def stored_overview(path: str, preview: Preview) -> StoredOverview | None:

@@ -187,6 +187,12 @@ class OverviewScreen(RooftopScreen):
     class Warmed(Message):
         """The Analysis computed behind an Overview painted from the stored summary."""
 
+    @dataclass
+    class StoredSteps(Message):
+        """The stored summary's per-step table, parsed after the first paint."""
+
+        steps: pd.DataFrame
+
     # The Overview's numbers from the trace's stored summary (tui.loader.StoredOverview) while the
     # rows load; kept until the Analysis has computed the same numbers itself.
     stored = None
@@ -240,13 +246,32 @@ class OverviewScreen(RooftopScreen):
         if post_if_current(self, self.Warmed()):
             self.analysis.groups(by="short_name")  # the Kernels screen's table, ready before `3` is pressed
 
+    @work(thread=True, exit_on_error=False, group="overview-steps", description="stored steps")
+    def _stored_steps(self) -> None:
+        try:
+            steps = self.stored.load_steps()
+        except (ValueError, AttributeError):
+            return  # damaged stored steps: the curve comes with the analysis' own once computed
+        post_if_current(self, self.StoredSteps(steps))
+
+    @on(StoredSteps)
+    async def _show_stored_steps(self, message: StoredSteps) -> None:
+        if not self.query("#step-curve"):
+            pending = self.query("#overview-pending")
+            await self.query_one("#overview-body", VerticalScroll).mount(
+                StepsPlot(message.steps, id="step-curve"), before=pending.first() if pending else None)
+
     @on(Warmed)
-    def _warmed(self, message: Warmed) -> None:
+    async def _warmed(self, message: Warmed) -> None:
         self.stored = None  # the Analysis has the same numbers now: the warnings line reads them
         self._refresh_warnings()
+        if not self.query("#step-curve"):
+            await self.query_one("#overview-body", VerticalScroll).mount(StepsPlot(self.analysis.steps, id="step-curve"))
 
     def on_mount(self) -> None:
         self._refresh_warnings()
+        if self.stored is not None:
+            self.call_after_refresh(self._stored_steps)  # the step curve, after the first paint
         if self.stored is not None and not isinstance(self.analysis, Preview):
             self._warm_behind()  # the rows came before the first mount
         elif isinstance(self.analysis, Preview):
@@ -348,7 +373,8 @@ class OverviewScreen(RooftopScreen):
             if a.rank_steps is not None and len(a.rank_steps):
                 yield Static("Rank-to-rank spread of step time (worst steps)", classes="section-title")
                 yield Static(spread_table(a.rank_steps), id="rank-spread")
-        yield StepsPlot(a.steps, id="step-curve")
+        if a.steps is not None:  # (from a stored summary: parsed after the first paint)
+            yield StepsPlot(a.steps, id="step-curve")
 
     @staticmethod
     def _identity_text(ident: dict) -> Text:
