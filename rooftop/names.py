@@ -126,7 +126,18 @@ def _split_params(text: str) -> tuple[str, str]:
 
 
 def _strip_return(text: str) -> str:
-    return text[5:] if text.startswith("void ") else text
+    """The callable without its return type: `void f<T>` -> `f<T>`, and any other return type up
+    to the last space outside brackets (`enable_if<!T7, void>::type kernel<...>` -> `kernel<...>`,
+    as cuBLAS's GEMV kernels are named). `operator new` and conversion operators keep theirs."""
+    if text.startswith("void "):
+        return text[5:]
+    cut = -1
+    for i, c, depth in _scan(text):
+        if c == " " and depth == 0:
+            cut = i
+    if cut <= 0 or "operator" in text[max(0, cut - 9):cut + 10]:
+        return text
+    return text[cut + 1:]
 
 
 # GCC/LLVM and NVIDIA's (EDG) demanglers spell an anonymous namespace differently.
@@ -219,6 +230,9 @@ def fit(text: str, width: int) -> str:
 # --- short names ------------------------------------------------------------------------------
 
 _WRAPPERS = ("Kernel", "Kernel2", "device_kernel", "kernel", "generic_kernel")
+# template arguments that name nothing: numbers, booleans, fundamental and CUDA vector/float types
+_BUILTIN_ARG = re.compile(r"-?[\d.]+[a-zA-Z]*|true|false|(?:unsigned |signed |const )*(?:void|bool|char|short|int|long"
+                          r"(?: long)?|float|double|half|size_t|u?int\d+_t|__nv_\w+|__half\w*|c10::\w+)[ *&]*")
 SHORT_LIMIT = 80
 
 
@@ -235,7 +249,9 @@ def short_name(name: str | None, limit: int = SHORT_LIMIT) -> str | None:
     if name is None:
         return None
     full = demangle(name.strip())
-    text, _ = _split_params(_strip_return(full))
+    text, params = _split_params(full)
+    if params:  # only a function has a return type; `Memcpy HtoD (Pinned -> Device)` keeps its words
+        text = _strip_return(text)
     comps = _components(text) or [text]
     last = len(comps) - 1
     # `F<...>::operator()` or `f()::{lambda(int)#1}`: the named part is the one before.
@@ -247,6 +263,11 @@ def short_name(name: str | None, limit: int = SHORT_LIMIT) -> str | None:
     stem = base[:-2] if base.endswith("<>") else None
     if stem in _WRAPPERS:
         args = _template_args(comps[last])
+        # the first argument with a name of its own: `kernel<int, int, __nv_bfloat16, ..., 7,
+        # cublasGemvParamsEx<...>>` says `kernel<cublasGemvParamsEx>`, not `kernel<int>`
+        named = [a for a in args if not _BUILTIN_ARG.fullmatch(a)]
+        if named:
+            args = named
         if args:
             inner = _components(_split_params(args[0])[0])
             head = _strip_templates(inner[-1]).removesuffix("<>") if inner else ""

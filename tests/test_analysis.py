@@ -223,6 +223,21 @@ def test_range_tree(trace):
     assert node["kernels"] == 2 and node["kernel_ns"] == 200 and node["dur_ns"] == 250
 
 
+def test_range_tree_counts_copies_apart(tmp_path):
+    rows = [k("gemv", 0, 100, "decode/step=0/layer=0"),
+            dict(kind="memcpy", name="Memcpy HtoD", start_ns=150, dur_ns=20, path="decode/step=0/layer=0", device=0,
+                 stream=7)]
+    node = analyze(build(tmp_path, rows)).range_tree("decode", 0).set_index("path").loc["decode/step=0/layer=0"]
+    assert (node["kernels"], node["copies"], node["kernel_ns"]) == (1, 1, 120)
+
+
+def test_range_tree_deep_nesting_is_linear(tmp_path):
+    # 3,000 nested ranges: the depth-first walk must neither recurse (Python's limit is 1,000) nor copy
+    path = "decode/step=0/" + "/".join(f"r{i}" for i in range(3000))
+    tree = analyze(build(tmp_path, [k("gemv", 0, 100, path)])).range_tree("decode", 0)
+    assert len(tree) == 3002 and list(tree["depth"]) == list(range(3002))
+
+
 def test_compare(tmp_path, trace):
     rows = [k("gemv_a", 0, 50, "decode/step=0"), k("new_kernel", 50, 50, "decode/step=0")]
     b = analyze(build(tmp_path, rows, "b.parquet"))
@@ -290,3 +305,15 @@ def test_unconfirmed_materialized_attention_is_hedged(tmp_path):
     assert [(v.verdict, v.confirmed) for v in a.attention] == [("materialized", False)]
     f = [x for x in a.findings if x.id.endswith("-attention")][0]
     assert f.severity == "warn" and "looks materialized" in f.title and "kernel names alone" in f.detail
+
+
+def test_kernel_detail_says_unknown_never_nan(tmp_path):
+    # a kernel without costs (a CUDA-graph replay): every number "—", every source "unknown"
+    a = analyze(build(tmp_path, [k("graph_replayed", 0, 1000, "decode/step=0")]))
+    detail = {label: (value, source) for label, value, source in a.kernel_detail("graph_replayed")}
+    assert not any("nan" in f"{v} {s}".lower() for v, s in detail.values())
+    for label in ("FLOPs", "bytes", "arithmetic intensity", "achieved", "achieved bandwidth", "% of roof"):
+        assert detail[label] == ("—", "unknown"), label
+    costed = analyze(build(tmp_path, [k("gemv", 0, 1000, "decode/step=0", model_bytes=1e6, model_flops=1e6)], "c.parquet"))
+    detail = {label: (value, source) for label, value, source in costed.kernel_detail("gemv")}
+    assert detail["bytes"][1] == "model" and detail["% of roof"][1] == "model vs datasheet peaks"

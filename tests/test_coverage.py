@@ -393,3 +393,35 @@ def test_trace_without_shapes_has_unknown_gemm_rates(fixtures_dir):
     copies = [e for e in events if e.get("cat") == "gpu_memcpy"]
     rows = a.timed[a.timed["kind"] == "memcpy"]
     assert rows["model_bytes"].sum() == 2 * sum(e["args"]["bytes"] for e in copies)
+
+
+def test_unknown_mbu_of_work_outside_steps_is_not_a_finding():
+    # vLLM captures leave a sliver of work between steps; "between steps: MBU unknown" beside the
+    # decode finding is noise. The decode phase keeps its finding.
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from rooftop.analysis.findings import phase_findings
+    from rooftop.steps import BETWEEN_STEPS
+
+    row = dict(mbu=float("nan"), mfu=float("nan"), idle_frac=0.01, bound=None, bytes_coverage=0.001,
+               flops_coverage=0.0, bytes_source="model", kernels=10, bytes=1e3, span_ns=10_000, flops=None,
+               flops_source=None, mbu_status="unknown")
+    phases = pd.DataFrame([dict(row, phase="decode"), dict(row, phase=BETWEEN_STEPS)])
+    peaks = SimpleNamespace(flops=H100_FLOPS, bw=H100_BW, source="datasheet", reason=None)
+    ids = [f.id for f in phase_findings(phases, peaks, {}, [], None, modeled=False)]
+    assert "decode-mbu" in ids and f"{BETWEEN_STEPS}-mbu" not in ids
+
+
+def test_a_group_faster_than_the_roof_is_called_out(tmp_path):
+    # 3.35e7 B in 1 us = 33.5 TB/s, 10x an H100's 3.35 TB/s: the bytes cannot be HBM traffic
+    rows = [k("fast_copy", 0, 1000, "decode/step=0", model_bytes=3.35e7),
+            k("gemv", 2000, 1000, "decode/step=0", model_bytes=1e6)]
+    a = analyze(build(tmp_path, rows))
+    f = {x.id: x for x in a.findings}["above-roof"]
+    assert f.severity == "warn" and f.title.startswith("1 kernel group ran above the roof")
+    assert "fast_copy at 1000% of the datasheet roof" in f.detail
+    assert f.coverage == pytest.approx(0.5)                      # its share of the kernel time
+    ok = analyze(build(tmp_path, [rows[1]], name="ok.parquet"))
+    assert "above-roof" not in {x.id for x in ok.findings}

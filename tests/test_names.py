@@ -84,6 +84,13 @@ def test_to_table_stores_demangled_names_for_every_reader():
     ("Memcpy HtoD (Pinned -> Device)", "Memcpy HtoD (Pinned -> Device)"),
     ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"),
     (RMS_MANGLED, "rms_norm_kernel<>"),
+    # cuBLAS GEMV (the RTX 5090 ncu export): a return type other than void, and a wrapper whose
+    # first template arguments are builtin types; its first named argument tells what it is
+    ("enable_if<!T7, void>::type kernel<int, int, __nv_bfloat16, __nv_bfloat16, __nv_bfloat16, float, 0, 1, 1, 0, "
+     "7, 0, cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<const __nv_bfloat16>, float>>(T13)",
+     "kernel<cublasGemvParamsEx>"),
+    ("unsigned long long at::native::count_kernel<int>(int*)", "count_kernel<>"),
+    ("kernel<4, float>(int)", "kernel<4>"),
 ])
 def test_short_name_handles_nested_brackets_lambdas_and_operators(name, short):
     assert short_name(name) == short

@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from collectors.readers.ncu import NcuError
@@ -342,6 +343,13 @@ def test_rtx5090_details_fixtures(ncu_fixtures, kernel):
     assert rows["dram_pct"].iloc[0] == pytest.approx(float(k["dram__throughput.avg.pct_of_peak_sustained_elapsed"][1]))
     assert meta["device"]["cc"] == k["cc"] == "12.0"
     assert not any("unreadable" in w for w in meta["warnings"])
+    # FLOPs only where a CUDA-core counter or a non-zero tensor count exists (the GEMV has neither)
+    metrics = {n: v[1] for n, v in k.items() if isinstance(v, tuple)}
+    cores = [n for n, v in metrics.items() if "sass_thread_inst_executed_op_f" in n and v not in ("", "n/a")]
+    tensor = [float(v.replace(",", "")) for n, v in metrics.items() if n.startswith("sm__ops_path_tensor_src_")
+              and v not in ("", "n/a")]
+    if not cores and not any(tensor):
+        assert pd.isna(rows["flops"].iloc[0])
     # bandwidth the counters imply: bytes / time / DRAM %, by hand from the file's own numbers
     read = float(k["dram__bytes_read.sum"][1]) * 1e6
     implied = read / (float(k["gpu__time_duration.sum"][1]) * 1e-6) / (float(k["dram__throughput.avg.pct_of_peak_sustained_elapsed"][1]) / 100)

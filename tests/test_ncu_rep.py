@@ -185,6 +185,17 @@ def test_flops_unknown():
     assert flops_from_metrics(idle) == 0.0
 
 
+def test_tensor_counters_alone_reading_zero_are_no_flop_count():
+    # the RTX 5090 GEMV export: bf16 tensor ops 0 (the other tensor total n/a), no CUDA-core
+    # counters; the GEMV's FMAs ran on CUDA cores that nothing counted: unknown, not 0 FLOPs
+    only_tensor = {"sm__ops_path_tensor_src_bf16_dst_fp32.sum": 0.0,
+                   "sm__ops_path_tensor_src_bf16_dst_bf16.sum": "n/a"}
+    assert flops_from_metrics(only_tensor) is None
+    assert flops_from_metrics({"sm__ops_path_tensor_src_bf16_dst_fp32.sum": 5e9}) == 5e9
+    with_cores = dict(only_tensor, **{"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": 10.0})
+    assert flops_from_metrics(with_cores) == 20.0
+
+
 def test_row_nan_and_strings_are_null():
     row = row_from_metrics({"gpu__time_duration.sum": float("nan"), "dram__bytes_read.sum": 5.0,
                             "lts__t_sector_hit_rate.pct": "n/a", "launch__grid_dim_x": 2.0})

@@ -47,6 +47,19 @@ def test_counts_durations_names_and_args(export):
     assert "Alexander" not in repr(meta)  # user names and local paths of EXPORT_META_DATA stay behind
 
 
+def test_memsets_of_host_memory_carry_no_hbm_bytes(export):
+    # CUPTI memory kinds 1/2 (pageable/pinned) are host memory: no HBM bytes of this GPU, so no
+    # "1000% of the roof" for a memset that never touched DRAM; device memsets keep their bytes
+    con = _plain(export)
+    kinds = [k for (k,) in con.execute("SELECT memKind FROM CUPTI_ACTIVITY_KIND_MEMSET ORDER BY start")]
+    rows, _ = read_nsys(export)
+    sets = rows[rows["kind"] == "memset"].sort_values("start_ns")
+    assert len(sets) == len(kinds) and set(kinds) <= {1, 2, 3}
+    on_host = [k in (1, 2) for k in kinds]
+    assert sets["model_bytes"].isna().tolist() == on_host
+    assert any(on_host)
+
+
 def test_nvtx_paths_match_plain_join(export):
     """kernel -> runtime (correlationId) -> push/pop ranges open on that thread at the launch."""
     con = _plain(export)

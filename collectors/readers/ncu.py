@@ -151,9 +151,10 @@ def _tensor_active(m: Mapping[str, Any]) -> bool:
 def flops_from_metrics(m: Mapping[str, Any]) -> float | None:
     """FLOPs executed: fp32 + fp64 + fp16 (non-tensor, roofline weights) + tensor ops.
 
-    None when no FLOP counter was collected, and also when the tensor pipe was busy but no
-    tensor-op counter exists (an Ampere full-set report): a count without the tensor work would
-    be wrong, not merely incomplete.
+    None when no FLOP counter was collected, when the tensor pipe was busy but no tensor-op
+    counter exists (an Ampere full-set report: a count without the tensor work would be wrong,
+    not merely incomplete), and when only tensor counters exist and they read 0 (the kernel's
+    FLOPs, if any, ran on CUDA cores that nothing counted).
     """
     total, any_found = 0.0, False
     for members in _FP_FAMILIES.values():
@@ -163,6 +164,11 @@ def flops_from_metrics(m: Mapping[str, Any]) -> float | None:
                 total += weight * c
                 any_found = True
     tensor = _tensor_ops(m)
+    if tensor is not None and not any_found:
+        # Only tensor-pipe counters: they see no CUDA-core FMA. Zero tensor ops then says nothing
+        # about the FLOPs (a cuBLAS GEMV on CUDA cores would read "0 FLOPs, 0% MFU, AI 0"); a
+        # positive count is the tensor work, which dominates any kernel that has it.
+        return tensor if tensor > 0 else None
     if tensor is not None:
         return total + tensor
     if _tensor_active(m) or not any_found:

@@ -181,8 +181,11 @@ class Analysis:
 
     @cached_property
     def findings(self) -> list[Finding]:
-        return findings.phase_findings(self.phases, self.peaks, self.trace.meta, self.attention,
-                                       self.stalls("phase"), self.trace.modeled, self.timed)
+        out = findings.phase_findings(self.phases, self.peaks, self.trace.meta, self.attention,
+                                      self.stalls("phase"), self.trace.modeled, self.timed)
+        if not self.trace.modeled:  # a modeled kernel sits exactly on its roof
+            out += findings.above_roof_findings(self.groups("short_name"), self.peaks)
+        return out
 
     @cached_property
     def gap(self) -> pd.DataFrame | None:
@@ -323,7 +326,16 @@ class Analysis:
         if rows.empty or grow.empty:
             return []
         r = grow.iloc[0]
-        src = r["bytes_source"] or "unknown"
+        bsrc = r["bytes_source"] if isinstance(r["bytes_source"], str) else None
+        fsrc = r.get("flops_source") if isinstance(r.get("flops_source"), str) else bsrc
+
+        def known(v) -> bool:
+            return v is not None and v == v
+
+        def said(v, source: str | None) -> str:
+            """Where a number came from; `unknown` for a number nobody knows (never "nan")."""
+            return (source or "trace") if known(v) else "unknown"
+
         dtype = r.get("dtype") if isinstance(r.get("dtype"), str) else None
         peak = float(r.get("peak_flops", self.peaks.flops) or float("nan"))
         names = rows["name"].dropna().unique()
@@ -335,12 +347,14 @@ class Analysis:
             ("total time", fmt_ns(r["time_ns"]), "trace"),
             ("mean time", fmt_ns(r["mean_ns"]), "trace"),
             (f"share of {scope_name(phase, step, rank) or 'all'} kernel time", fmt_pct(r["time_share"]), "trace"),
-            ("FLOPs", fmt_flops(r["flops"]), src if r["flops"] == r["flops"] else "unknown"),
-            ("bytes", fmt_bytes(r["bytes"]), src),
-            ("arithmetic intensity", f"{fmt_num(r['ai'])} FLOP/B", src),
-            ("achieved", fmt_rate(r["tflops"] * 1e12 if r["tflops"] == r["tflops"] else None, "FLOP/s"), src),
-            ("achieved bandwidth", fmt_rate(r["tbps"] * 1e12 if r["tbps"] == r["tbps"] else None, "B/s"), src),
-            ("% of roof", fmt_pct(r["pct_of_roof"]), f"{src} vs {self.peaks.source or 'no'} peaks"),
+            ("FLOPs", fmt_flops(r["flops"]), said(r["flops"], fsrc)),
+            ("bytes", fmt_bytes(r["bytes"]), said(r["bytes"], bsrc)),
+            ("arithmetic intensity", f"{fmt_num(r['ai'])} FLOP/B" if known(r["ai"]) else "—", said(r["ai"], bsrc)),
+            ("achieved", fmt_rate(r["tflops"] * 1e12 if known(r["tflops"]) else None, "FLOP/s"), said(r["tflops"], fsrc)),
+            ("achieved bandwidth", fmt_rate(r["tbps"] * 1e12 if known(r["tbps"]) else None, "B/s"),
+             said(r["tbps"], bsrc)),
+            ("% of roof", fmt_pct(r["pct_of_roof"]),
+             f"{bsrc} vs {self.peaks.source} peaks" if known(r["pct_of_roof"]) and self.peaks.source else "unknown"),
             ("compute dtype", dtype or f"{self.peaks.dtype} (the trace's)", "kernel name" if dtype else "trace"),
             ("peak", fmt_rate(peak if peak == peak else None, "FLOP/s"), self.peaks.source or "unknown"),
             ("bound", str(r["bound"] or "—"), "rooftop"),

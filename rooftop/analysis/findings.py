@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..format import fmt_bytes, fmt_ns, fmt_pct
 from ..ideal import LAUNCH_FLOOR_NS, kernel_bound
+from ..steps import OUTSIDE_STEPS
 from .attention import Verdict
 from .metrics import MIN_COVERAGE, VERDICT_COVERAGE
 from .stalls import STALL_MEANING, top_reason
@@ -118,7 +119,7 @@ def _utilization_findings(row: pd.Series, peaks) -> list[Finding]:
                                "custom kernels, ops recorded without shapes) count as moving nothing; "
                                "the model-level MBU (a model config) needs no per-kernel bytes",
                                evidence_b, _cov(cov_b)))
-        else:
+        elif ph not in OUTSIDE_STEPS:  # work between or around steps: its unknown MBU is noise, not a finding
             out.append(Finding(f"{ph}-mbu", "info", f"{ph}: MBU unknown ({known})",
                                "too few kernels have per-kernel bytes to bound the bandwidth; the model-level MBU "
                                "(a model config) needs no per-kernel bytes", evidence_b, _cov(cov_b)))
@@ -231,3 +232,30 @@ def _counter_coverage(timed: pd.DataFrame | None, ph) -> float | None:
     dur = rows["dur_ns"].to_numpy(dtype="float64")
     has = rows["counters"].fillna(False).to_numpy(dtype=bool)
     return float(dur[has].sum() / dur.sum()) if dur.sum() > 0 else None
+
+
+ABOVE_ROOF = 1.2  # 20% over the datasheet roof: beyond boost-clock and timer slack, the costs are wrong
+
+
+def above_roof_findings(groups: pd.DataFrame, peaks) -> list[Finding]:
+    """Kernel groups that ran faster than the roof allows. Physics does not bend: their bytes are
+    not all HBM traffic of this GPU (L2-resident data, host memory), their FLOPs count work that
+    was skipped, or the device or its peaks are wrong. Said once, with the worst group, rather
+    than shown silently as "1000% of roof"."""
+    if groups is None or groups.empty or "pct_of_roof" not in groups:
+        return []
+    pct = pd.to_numeric(groups["pct_of_roof"], errors="coerce")
+    over = groups[pct > ABOVE_ROOF]
+    if over.empty:
+        return []
+    worst = over.loc[pd.to_numeric(over["pct_of_roof"]).idxmax()]
+    n = len(over)
+    share = pd.to_numeric(over.get("time_share"), errors="coerce").sum() if "time_share" in over else None
+    title = (f"{n} kernel group{'s' if n > 1 else ''} ran above the roof: "
+             f"{'their' if n > 1 else 'its'} bytes or FLOPs are not what ran")
+    detail = (f"{worst['key']} at {fmt_pct(worst['pct_of_roof'], 0)} of the {peaks.source or ''} roof. Faster than "
+              "the device allows: the bytes are not all HBM traffic (data resident in L2, host memory), the FLOPs "
+              "count skipped work, or the device or its peaks are wrong (--gpu, --peaks). Its % of roof, AI "
+              "and bound are not evidence.")
+    evidence = f"achieved rate from {worst.get('bytes_source') or 'unknown'} bytes over the launches' time"
+    return [Finding("above-roof", "warn", title, detail, evidence, float(share) if share == share else None)]

@@ -172,8 +172,9 @@ class StepScreen(RooftopScreen):
     def _label(r: dict) -> Text:
         text = Text(sanitize(r.get("name")), no_wrap=True)
         text.append(f"  {fmt_ns(r.get('dur_ns'))}", "dim")
-        if r.get("kernels"):
-            text.append(f" · {int(r['kernels'])} kernels, {fmt_ns(r.get('kernel_ns'))} on GPU", "dim")
+        if r.get("kernels") or r.get("copies"):
+            copies = f" + {int(r['copies'])} copies" if r.get("copies") else ""
+            text.append(f" · {int(r['kernels'])} kernels{copies}, {fmt_ns(r.get('kernel_ns'))} on GPU", "dim")
         return text
 
     def on_mount(self) -> None:

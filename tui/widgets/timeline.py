@@ -8,6 +8,8 @@ the same with `NO_COLOR=1`.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from rich.segment import Segment
 from rich.style import Style
@@ -41,16 +43,28 @@ def glyph_row(frac: np.ndarray, code: np.ndarray) -> list[str]:
 
 
 def ruler_ticks(t0: float, t1: float, width: int, origin: int, every: int = 16) -> list[tuple[int, str]]:
-    """(column, label) of time ticks about every `every` columns, labelled relative to `origin`."""
+    """(column, label) of time ticks at round offsets from `origin` (1, 2 or 5 x 10^k ns apart,
+    about every `every` columns), as Nsight Systems labels its ruler: `+20 ms`, `+40 ms`, never
+    `-797 µs` or `+18.6 ms`. A tick sits in the column whose time span holds its time."""
     if width <= 0 or t1 <= t0:
         return []
-    out = []
     per_col = (t1 - t0) / width
-    for col in range(0, width, every):
-        t = t0 + col * per_col - origin
-        label = ("+" if t > 0 else "-" if t < 0 else "") + fmt_ns(abs(t))
-        if col + len(label) + 1 <= width:
+    want = per_col * every
+    mag = 10.0 ** math.floor(math.log10(want)) if want > 0 else 1.0
+    step = next((m * mag for m in (1, 2, 5, 10) if m * mag >= want), 10 * mag)
+    step = max(step, 1.0)
+    first = math.ceil((t0 - origin) / step)
+    out: list[tuple[int, str]] = []
+    k = first
+    while True:
+        offset = k * step
+        col = int((origin + offset - t0) / per_col)
+        if col >= width:
+            break
+        label = ("+" if offset > 0 else "-") + fmt_ns(abs(offset)) if offset else "0"
+        if col >= 0 and col + len(label) + 1 <= width and (not out or col > out[-1][0] + len(out[-1][1])):
             out.append((col, label))
+        k += 1
     return out
 
 
