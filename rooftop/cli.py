@@ -258,9 +258,12 @@ def cmd_report(args) -> int:
     text = _stored_report(args)
     if text is None:
         from .render import render_report
-        from .report import report_dict
-        doc = report_dict(_analysis(args.trace, args.peaks, _override(args), _model_options(args)), args.top)
-        text = json.dumps(doc, indent=1, default=str, allow_nan=False) if args.json else render_report(doc)
+        from .report import TEXT_KEYS, report_dict
+        a = _analysis(args.trace, args.peaks, _override(args), _model_options(args))
+        if args.json:
+            text = json.dumps(report_dict(a, args.top), indent=1, default=str, allow_nan=False)
+        else:
+            text = render_report(report_dict(a, args.top, TEXT_KEYS))  # only what the text shows
     print(text)
     return 0
 

@@ -117,58 +117,73 @@ def top_groups(a: Analysis, top: int) -> list[dict]:
     return records(a.groups("short_name").head(top), GROUP_KEYS)
 
 
-def report_dict(a: Analysis, top: int = 10) -> dict:
+# What the text report reads of the document (rooftop/render.py): the rest is computed for JSON only.
+TEXT_KEYS = ("trace", "device", "identity", "model", "model_phases", "phases", "top_groups", "gap", "ranks",
+             "findings", "warnings")
+
+
+def report_dict(a: Analysis, top: int = 10, keys: tuple[str, ...] | None = None) -> dict:
+    """The report document (`rooftop report --json`); `keys`: only these sections, in the same order
+    (the text report asks for `TEXT_KEYS`, and skips the per-step lists and by-name groups)."""
     t = a.trace
     p = a.peaks
-    ident = a.identity
     timed = a.timed
-    span = int(timed["start_ns"].add(timed["dur_ns"]).max() - timed["start_ns"].min()) if len(timed) else 0
-    out = {
-        "trace": {"path": t.path, "source": t.source.get("tool"), "source_detail": t.source or None,
-                  "modeled": t.modeled, "incomplete": bool(t.meta.get("incomplete")), "counters": a.has_counters,
-                  "model": t.meta.get("model"), "workload": t.meta.get("workload"), "ranks": t.ranks or None},
-        "device": {"name": t.device_meta.get("name"), "matched": p.gpu.name if p.gpu is not None else None,
-                   "peak_flops": p.flops, "peak_bw": p.bw, "peaks_source": p.source, "peaks_reason": p.reason,
-                   "datasheet": {"flops": p.datasheet_flops, "bw": p.datasheet_bw},
-                   "measured": {"flops": p.measured_flops, "bw": p.measured_bw},
-                   "ridge": a.ridge, "dtype": p.dtype,
-                   # new keys: how the device was identified, every dtype's peak, ncu's own peaks
-                   "key": p.gpu.key if p.gpu is not None else None, "cc": t.device_meta.get("cc"),
-                   "matched_by": list(p.matched_by), "inferred": p.inferred, "override": p.override,
-                   "confirmed": p.gpu.confirmed if p.gpu is not None else None,
-                   "peak_flops_by_dtype": {k: v for k, v in p.table.items() if k != "int8"} or None,
-                   "ncu": ({"flops": p.ncu_flops, "bw": p.ncu_bw, "flops_by_dtype": dict(p.ncu_table)}
-                           if p.ncu_bw or any(p.ncu_table.values()) else None),
-                   "peaks_differ": p.differences},
-        "totals": totals(timed, span),
-        "phases": records(a.phases, PHASE_KEYS),
-        "steps": records(a.steps, STEP_KEYS),
-        "top_kernels": top_kernels(a, top),
-        "categories": records(a.groups("category"), GROUP_KEYS),
-        "attention": [{k: _clean(v) for k, v in vars(v).items()} for v in a.attention],
-        "gap": records(a.gap, GAP_KEYS),
-        "gap_steps": records(a.gap_steps, STEP_GAP_KEYS),
-        "model": _clean_doc(a.model_summary),
-        "findings": [f.to_dict() for f in a.findings],
-        "warnings": list(t.warnings),
-        # new keys: the identity lines as the report shows them, and the top groups by display name
-        "identity": {k: _clean(ident.get(k)) for k in ("label", "model", "workload", "device", "source")},
-        "top_groups": top_groups(a, top),
-        "model_phases": model_phases(a),
+
+    def span() -> int:
+        return int(timed["start_ns"].add(timed["dur_ns"]).max() - timed["start_ns"].min()) if len(timed) else 0
+
+    sections = {
+        "trace": lambda: {"path": t.path, "source": t.source.get("tool"), "source_detail": t.source or None,
+                          "modeled": t.modeled, "incomplete": bool(t.meta.get("incomplete")), "counters": a.has_counters,
+                          "model": t.meta.get("model"), "workload": t.meta.get("workload"), "ranks": t.ranks or None},
+        "device": lambda: {
+            "name": t.device_meta.get("name"), "matched": p.gpu.name if p.gpu is not None else None,
+            "peak_flops": p.flops, "peak_bw": p.bw, "peaks_source": p.source, "peaks_reason": p.reason,
+            "datasheet": {"flops": p.datasheet_flops, "bw": p.datasheet_bw},
+            "measured": {"flops": p.measured_flops, "bw": p.measured_bw},
+            "ridge": a.ridge, "dtype": p.dtype,
+            # new keys: how the device was identified, every dtype's peak, ncu's own peaks
+            "key": p.gpu.key if p.gpu is not None else None, "cc": t.device_meta.get("cc"),
+            "matched_by": list(p.matched_by), "inferred": p.inferred, "override": p.override,
+            "confirmed": p.gpu.confirmed if p.gpu is not None else None,
+            "peak_flops_by_dtype": {k: v for k, v in p.table.items() if k != "int8"} or None,
+            "ncu": ({"flops": p.ncu_flops, "bw": p.ncu_bw, "flops_by_dtype": dict(p.ncu_table)}
+                    if p.ncu_bw or any(p.ncu_table.values()) else None),
+            "peaks_differ": p.differences},
+        "totals": lambda: totals(timed, span()),
+        "phases": lambda: records(a.phases, PHASE_KEYS),
+        "steps": lambda: records(a.steps, STEP_KEYS),
+        "top_kernels": lambda: top_kernels(a, top),
+        "categories": lambda: records(a.groups("category"), GROUP_KEYS),
+        "attention": lambda: [{k: _clean(v) for k, v in vars(v).items()} for v in a.attention],
+        "gap": lambda: records(a.gap, GAP_KEYS),
+        "gap_steps": lambda: records(a.gap_steps, STEP_GAP_KEYS),
+        "model": lambda: _clean_doc(a.model_summary),
+        "findings": lambda: [f.to_dict() for f in a.findings],
+        "warnings": lambda: list(t.warnings),
+        # new keys: the identity lines as the report shows them, the top groups by display name, and
+        # the per-phase step means of the model-level headline
+        "identity": lambda: {k: _clean(a.identity.get(k)) for k in ("label", "model", "workload", "device", "source")},
+        "top_groups": lambda: top_groups(a, top),
+        "model_phases": lambda: model_phases(a),
     }
     if a.rank_steps is not None:
-        out["ranks"] = {"phases": records(a.rank_phases, ("rank",) + PHASE_KEYS),
-                        "steps": records(a.rank_steps, ("phase", "step", "ranks", "min_ns", "median_ns", "max_ns",
-                                                        "straggler", "spread"))}
+        sections["ranks"] = lambda: {
+            "phases": records(a.rank_phases, ("rank",) + PHASE_KEYS),
+            "steps": records(a.rank_steps, ("phase", "step", "ranks", "min_ns", "median_ns", "max_ns", "straggler",
+                                            "spread"))}
     if a.has_counters:
-        sh = a.stalls("phase")
-        out["stalls"] = {str(ph): {k: _clean(v) for k, v in row.items()} for ph, row in sh.iterrows()} if sh is not None else None
-    return out
+        def stall_shares():
+            sh = a.stalls("phase")
+            return {str(ph): {k: _clean(v) for k, v in row.items()} for ph, row in sh.iterrows()} if sh is not None else None
+        sections["stalls"] = stall_shares
+    return {k: f() for k, f in sections.items() if keys is None or k in keys}
 
 
 def report_text(a: Analysis, top: int = 10) -> str:
-    """The report as text: the report document, rendered (the same renderer serves a stored summary)."""
-    return render_report(report_dict(a, top))
+    """The report as text: the report document (what the text shows of it), rendered by the same
+    renderer that serves a stored summary."""
+    return render_report(report_dict(a, top, TEXT_KEYS))
 
 
 def model_lines(a: Analysis) -> list[str]:

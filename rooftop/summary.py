@@ -149,6 +149,7 @@ def refresh(path: str | os.PathLike) -> Path:
     from .analysis import analyze
     from .atomic import replace_atomically
     from .trace import TraceError, load_trace
+    from .trace.write import write_parquet
 
     path = Path(path)
     if path.is_dir():
@@ -160,8 +161,8 @@ def refresh(path: str | os.PathLike) -> Path:
     entries = build(analysis, existing[META_KEY], table.num_rows)
     if entries is None:
         raise TraceError(path, "the analysis of this trace is not plain JSON; no summary stored")
-    table = table.replace_schema_metadata({**existing, **entries})
-    return replace_atomically(path, lambda tmp: pq.write_table(table, tmp, compression="zstd", use_dictionary=True))
+    table = table.replace_schema_metadata(existing)
+    return replace_atomically(path, lambda tmp: write_parquet(table, tmp, entries))
 
 
 # --- reading ------------------------------------------------------------------------------------

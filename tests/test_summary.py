@@ -43,7 +43,9 @@ def sample(tmp_path: Path) -> Path:
     path = tmp_path / SAMPLE.name
     shutil.copy(SAMPLE, path)
     assert summary.load_stored(path) is None  # none stored yet
+    size = path.stat().st_size
     summary.refresh(path)
+    assert path.stat().st_size < size + 200_000  # the summary is stored once, not again in the Arrow schema
     return path
 
 
@@ -67,11 +69,13 @@ def no_analysis(monkeypatch):
     monkeypatch.setattr(rooftop.analysis, "analyze", refuse)
 
 
-def rewrite(path: Path, entries: dict[bytes, bytes]) -> None:
-    """The file with some footer entries replaced, rows and metadata kept."""
-    table = pq.read_table(path)
-    md = {**table.schema.metadata, **entries}
-    pq.write_table(table.replace_schema_metadata(md), path)
+def rewrite(path: Path, entries: dict[bytes, bytes], table=None) -> None:
+    """The file with some summary entries of its footer replaced; its rows and metadata kept, or `table`."""
+    from rooftop.trace.write import write_parquet
+
+    table = table if table is not None else pq.read_table(path)
+    stored = {k: v for k, v in read_footer(path).metadata.items() if k.startswith(summary.SUMMARY_KEY)}
+    write_parquet(table, path, {**stored, **entries})
 
 
 def head(path: Path) -> dict:
@@ -132,11 +136,14 @@ def test_a_changed_core_or_device_table_makes_the_summary_stale(tmp_path, monkey
 def test_rewritten_rows_or_metadata_make_the_summary_stale(tmp_path):
     path = synthetic(tmp_path)
     table = pq.read_table(path)
-    pq.write_table(table.slice(0, 50).replace_schema_metadata(table.schema.metadata), path)  # fewer rows
+    rewrite(path, {}, table)
+    assert summary.load_stored(path) is not None  # rewritten as it was: still current
+    rewrite(path, {}, table.slice(0, 50))  # fewer rows
     assert summary.load_stored(path) is None
     path = synthetic(tmp_path)
-    md = read_footer(path).metadata
-    rewrite(path, {b"rooftop": md[b"rooftop"].replace(b"llama3-8b", b"llama3-70b")})
+    table = pq.read_table(path)
+    meta = table.schema.metadata[b"rooftop"].replace(b"llama3-8b", b"llama3-70b")
+    rewrite(path, {}, table.replace_schema_metadata({b"rooftop": meta}))
     assert summary.load_stored(path) is None
 
 
