@@ -99,9 +99,15 @@ async def first_number(path: str) -> dict:
     app = RooftopApp([path])
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: isinstance(app.screen, OverviewScreen) and bool(app.screen.query("#phases")))
-        await pilot.pause()
-        out["first_number_s"] = time.perf_counter() - t0
+        # on screen: the refresh that drew the phase table is done (not the first idle, which the
+        # rows loading behind it in a thread can hold back by a second)
+        painted: list[float] = []
+        app.screen.call_after_refresh(lambda: painted.append(time.perf_counter() - t0))
+        await until(pilot, lambda: bool(painted))
+        out["first_number_s"] = painted[0]
         out["from_summary"] = app.screen.stored is not None
+        await pilot.pause()
+        out["first_idle_s"] = time.perf_counter() - t0
         await until(pilot, lambda: bool(app.analyses))
         out["loaded_s"] = time.perf_counter() - t0
     out["peak_rss_mb"] = peak_mb()
