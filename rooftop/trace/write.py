@@ -67,11 +67,9 @@ def write_parquet(table: pa.Table, where: str | os.PathLike, extra: Mapping[byte
     inside the serialised Arrow schema (a 5 MB summary made a 7 MB trace 20 MB)."""
     with pq.ParquetWriter(where, table.schema, compression="zstd", use_dictionary=True) as writer:
         writer.write_table(table)
-        if extra:
-            if hasattr(writer, "add_key_value_metadata"):  # pyarrow >= 16
-                writer.add_key_value_metadata(dict(extra))
-            else:  # older pyarrow: nothing is written apart; the footer entries are simply not stored
-                pass
+        # (pyarrow < 16 cannot write footer-only entries: the trace is then written without them)
+        if extra and hasattr(writer, "add_key_value_metadata"):
+            writer.add_key_value_metadata(dict(extra))
 
 
 def check_writable(path: str | os.PathLike) -> None:
