@@ -186,8 +186,8 @@ def svg(records: list[dict], meta: dict) -> str:
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'font-family="DejaVu Sans, Arial, sans-serif" font-size="11">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="10" y="20" font-size="14" font-weight="bold">rooftop: time and peak memory against '
-           f'kernel count (log-log)</text>',
+           '<text x="10" y="20" font-size="14" font-weight="bold">rooftop: time and peak memory against '
+           'kernel count (log-log)</text>',
            f'<text x="10" y="34" fill="#555">{_esc(meta.get("when", ""))}; {_esc(meta.get("machine", ""))}; '
            f'load average {_esc(meta.get("load", ""))}</text>']
     legend: dict[str, tuple] = {}

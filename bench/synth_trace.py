@@ -74,19 +74,22 @@ def meta(steps: int, first_step: int = 0) -> dict:
     }
 
 
-def write(out: Path, kernels: int, layers: int = 32) -> Path:
+def write(out: Path, kernels: int, layers: int = 32, summary: bool = False) -> Path:
+    """The trace, with the stored summary in its footer (as `rooftop import` writes) or without it."""
+    from rooftop.summary import write_summarized
     from rooftop.trace import write_trace
 
     steps = max(1, round(kernels / (layers * len(KERNELS))))
-    return write_trace(out, decode_frame(steps, layers), meta(steps))
+    return (write_summarized if summary else write_trace)(out, decode_frame(steps, layers), meta(steps))
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out", type=Path)
     p.add_argument("--kernels", type=int, default=1_000_000)
+    p.add_argument("--summary", action="store_true", help="store the report's summary in the footer")
     args = p.parse_args(argv)
-    path = write(args.out, args.kernels)
+    path = write(args.out, args.kernels, summary=args.summary)
     print(f"{path}: {path.stat().st_size / 1e6:.1f} MB", file=sys.stderr)
     return 0
 

@@ -249,7 +249,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rooftop.trace import check_writable, write_trace
+    from rooftop.summary import write_summarized
+    from rooftop.trace import check_writable
 
     gpu = by_key(args.gpu)
     if gpu is None:
@@ -264,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"rooftop predict: {exc}", file=sys.stderr)
         return 2
     check_writable(args.output)
-    write_trace(args.output, rows, meta)
+    write_summarized(args.output, rows, meta)
     span = rows.groupby("phase")["dur_ns"].sum()
     decode = f", decode {span['decode'] / args.gen_len / 1e6:.2f} ms/step" if args.gen_len else ""
     print(f"wrote {args.output}: {len(rows):,} modeled kernels, prefill {span['prefill'] / 1e6:.2f} ms{decode}")

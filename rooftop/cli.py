@@ -14,9 +14,11 @@ import warnings
 from pathlib import Path
 
 from . import __version__
-from .trace import TraceError
 
-COMMANDS = ("open", "report", "diff", "import", "collect", "predict", "calibrate", "gpus")
+# rooftop.trace (and with it pandas and pyarrow) is imported where a command needs it, not here: a
+# report served from a trace's stored summary answers before pandas could have been imported.
+
+COMMANDS = ("open", "report", "diff", "import", "collect", "predict", "calibrate", "gpus", "summarize")
 
 
 class UsageError(Exception):
@@ -67,6 +69,10 @@ def _subparsers(parser: argparse.ArgumentParser):
     _lazy_args(p, "collectors.capture.calibrate")
 
     sub.add_parser("gpus", help="list the GPU spec table")
+
+    p = sub.add_parser("summarize", help="store the report's numbers in a rooftop trace's footer, so that "
+                                         "`report` and the Overview answer at once (import and collect do this)")
+    p.add_argument("traces", nargs="+", metavar="TRACE", help="rooftop Parquet trace files (rewritten in place)")
     return sub
 
 
@@ -163,6 +169,7 @@ def _use_steps(pattern: str | None, paths: list[str]) -> None:
         return
     for p in paths:
         if Path(p).exists() and detect(p) == "rooftop":
+            from .trace import TraceError
             raise TraceError(p, "--steps applies when a profiler file is imported; this is a rooftop trace already",
                              "import the original Kineto/nsys file with --steps")
 
@@ -223,18 +230,54 @@ def _analysis(path: str, peaks="auto", override=None, options: dict | None = Non
         try:
             a = a.with_peaks(peaks)
         except ValueError as exc:
+            from .trace import TraceError
             raise TraceError(path, str(exc), "calibrate with `rooftop calibrate` on the GPU") from None
     return a
 
 
+_ANALYSIS_FLAGS = ("gpu", "model", "tp", "ep", "weight_dtype", "kv_dtype", "batch", "context", "new_tokens", "steps")
+
+
+def _stored_report(args) -> str | None:
+    """The report's output from the trace's stored summary (docs/summary.md), when it can answer: a
+    current summary, the default options, a trace file (not a directory); else None (analyse)."""
+    if args.peaks != "auto" or any(getattr(args, f, None) is not None for f in _ANALYSIS_FLAGS):
+        return None
+    from .render import render_report
+    from .summary import load_stored
+    stored = load_stored(args.trace, args.top)
+    if stored is None:
+        return None
+    try:
+        return stored.json_text() if args.json else render_report(stored.report)
+    except ValueError:  # damaged per-step lists: analyse instead
+        return None
+
+
 def cmd_report(args) -> int:
-    from .report import report_dict, report_text
-    a = _analysis(args.trace, args.peaks, _override(args), _model_options(args))
-    if args.json:
-        json.dump(report_dict(a, args.top), sys.stdout, indent=1, default=str, allow_nan=False)
-        sys.stdout.write("\n")
-    else:
-        print(report_text(a, args.top))
+    text = _stored_report(args)
+    if text is None:
+        from .render import render_report
+        from .report import TEXT_KEYS, report_dict
+        a = _analysis(args.trace, args.peaks, _override(args), _model_options(args))
+        if args.json:
+            text = json.dumps(report_dict(a, args.top), indent=1, default=str, allow_nan=False)
+        else:
+            text = render_report(report_dict(a, args.top, TEXT_KEYS))  # only what the text shows
+    print(text)
+    return 0
+
+
+def cmd_summarize(args) -> int:
+    """Rewrite each trace with a current summary in its footer; its rows and metadata are kept."""
+    from .summary import refresh
+    from .text import printable
+    from .trace import TraceError, check_input, is_parquet
+    for p in args.traces:
+        check_input(p, allow_dir=False)
+        if not is_parquet(p):
+            raise TraceError(p, "not a rooftop Parquet trace", "`rooftop import` writes one, with its summary")
+        print(printable(str(refresh(p))))
     return 0
 
 
@@ -299,8 +342,11 @@ def _dispatch(argv: list[str]) -> int:
     try:
         return _run(argv)
     finally:
-        from .steps import set_user_pattern
-        set_user_pattern(None)  # `--steps` lasts one command (main() may be called again in-process)
+        # `--steps` lasts one command (main() may be called again in-process); if rooftop.steps was
+        # never imported, no pattern was set (and importing it, with pandas, is not free)
+        steps = sys.modules.get("rooftop.steps")
+        if steps is not None:
+            steps.set_user_pattern(None)
 
 
 def _run(argv: list[str]) -> int:
@@ -326,6 +372,8 @@ def _run(argv: list[str]) -> int:
         return cmd_diff(args)
     if args.command == "gpus":
         return cmd_gpus(args)
+    if args.command == "summarize":
+        return cmd_summarize(args)
     if args.command in ("collect", "predict") and getattr(args, "output", None):
         from .trace import check_writable
         _check_output_file(args.output)
@@ -343,6 +391,7 @@ def _check_output_file(output: str) -> None:
         return  # absent (or unreachable: check_writable says why)
     if not stat.S_ISREG(st.st_mode):
         kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        from .trace import TraceError
         raise TraceError(output, f"the output exists and is {kind}", "give a file name ending in .parquet")
 
 
@@ -412,8 +461,6 @@ def _quiet_print(line: str) -> None:
 def _main(argv: list[str]) -> int:
     try:
         return _dispatch(argv)
-    except TraceError as exc:
-        _error(str(exc))
     except UsageError as exc:
         _error(str(exc) + " (see rooftop --help)")
     except KeyboardInterrupt:
@@ -434,11 +481,21 @@ def _main(argv: list[str]) -> int:
     except OSError as exc:  # name too long, permission denied, I/O error on a path the user gave
         where = f"{exc.filename}: " if exc.filename is not None else ""
         _error(f"{where}{'permission denied' if isinstance(exc, PermissionError) else exc.strerror or exc}")
-    except Exception as exc:  # the last line of defence: never a traceback at the user
+    except Exception as exc:  # a trace rooftop cannot read; else the last line of defence: never a traceback
+        if _is_trace_error(exc):
+            _error(str(exc))
+            return 2
         if os.environ.get("ROOFTOP_DEBUG"):
             raise
         _error(f"internal error: {exc.__class__.__name__}: {exc} (set ROOFTOP_DEBUG=1 for the traceback)")
     return 2
+
+
+def _is_trace_error(exc: BaseException) -> bool:
+    """Whether `exc` is a `rooftop.trace.TraceError` (a file's problem, said in one line). Looked up
+    where it was defined: if rooftop.trace was never imported, nothing raised one."""
+    schema = sys.modules.get("rooftop.trace.schema")
+    return schema is not None and isinstance(exc, schema.TraceError)
 
 
 def _error(message: str) -> None:

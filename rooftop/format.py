@@ -1,8 +1,6 @@
 """Human formatting of numbers with units. Unknown (None/NaN) is shown as an em dash, never 0."""
 from __future__ import annotations
 
-import math
-
 UNKNOWN = "—"
 
 

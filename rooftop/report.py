@@ -1,4 +1,5 @@
-"""`rooftop report`: the phase table, top kernel groups and findings, as text or one JSON object."""
+"""`rooftop report`: the phase table, top kernel groups and findings, as one JSON document
+(`report_dict`), and as text rendered from that document (rooftop/render.py)."""
 from __future__ import annotations
 
 import math
@@ -8,8 +9,8 @@ import pandas as pd
 
 from .analysis import Analysis, columns, compare
 from .analysis.gap import STEP_GAP_KEYS
-from .text import printable
-from .format import fmt_bytes, fmt_ns, fmt_num, fmt_pct, fmt_rate
+from .format import fmt_bytes, fmt_ns, fmt_num, fmt_pct
+from .render import _printable, _table, model_lines as render_model_lines, render_report
 
 # The published columns and their order come from the registry (rooftop/analysis/columns.py), the
 # one place a table's columns are declared; `report --json` keys follow it.
@@ -92,238 +93,107 @@ def top_kernels(a: Analysis, top: int) -> list[dict]:
     return rows
 
 
-def report_dict(a: Analysis, top: int = 10) -> dict:
+def model_phases(a: Analysis) -> list[dict] | None:
+    """Per phase, over its steps whose model bytes are known (the lowest rank's, as the phase table):
+    the mean ideal and measured step time and the tokens/s, which the model-level headline quotes.
+    None without a model."""
+    if a.model is None:
+        return None
+    st = a.steps
+    if st.empty or "model_bytes" not in st.columns:
+        return []
+    if "rank" in st.columns and st["rank"].notna().any():
+        st = st[st["rank"] == st["rank"].min()]
+    out = []
+    for phase in a.phases["phase"] if len(a.phases) else []:
+        known = st[(st["phase"] == phase) & st["model_bytes"].notna()]
+        span = known["span_ns"].sum()
+        out.append({"phase": _clean(phase), "steps": len(known), "ideal_ns": _clean(known["model_ideal_ns"].mean()),
+                    "span_ns": _clean(known["span_ns"].mean()),
+                    "tokens_per_s": _clean(known["new_tokens"].sum() / (span / 1e9)) if span > 0 else None})
+    return out
+
+
+def top_groups(a: Analysis, top: int) -> list[dict]:
+    """The longest kernel groups by display name (`short_name`), as the text report and the screens
+    list them; `top_kernels` keys them by the whole name instead."""
+    return records(a.groups("short_name").head(top), GROUP_KEYS)
+
+
+# What the text report reads of the document (rooftop/render.py): the rest is computed for JSON only.
+TEXT_KEYS = ("trace", "device", "identity", "model", "model_phases", "phases", "top_groups", "gap", "ranks",
+             "findings", "warnings")
+
+
+def report_dict(a: Analysis, top: int = 10, keys: tuple[str, ...] | None = None) -> dict:
+    """The report document (`rooftop report --json`); `keys`: only these sections, in the same order
+    (the text report asks for `TEXT_KEYS`, and skips the per-step lists and by-name groups)."""
     t = a.trace
     p = a.peaks
     timed = a.timed
-    span = int(timed["start_ns"].add(timed["dur_ns"]).max() - timed["start_ns"].min()) if len(timed) else 0
-    out = {
-        "trace": {"path": t.path, "source": t.source.get("tool"), "source_detail": t.source or None,
-                  "modeled": t.modeled, "incomplete": bool(t.meta.get("incomplete")), "counters": a.has_counters,
-                  "model": t.meta.get("model"), "workload": t.meta.get("workload"), "ranks": t.ranks or None},
-        "device": {"name": t.device_meta.get("name"), "matched": p.gpu.name if p.gpu is not None else None,
-                   "peak_flops": p.flops, "peak_bw": p.bw, "peaks_source": p.source, "peaks_reason": p.reason,
-                   "datasheet": {"flops": p.datasheet_flops, "bw": p.datasheet_bw},
-                   "measured": {"flops": p.measured_flops, "bw": p.measured_bw},
-                   "ridge": a.ridge, "dtype": p.dtype,
-                   # new keys: how the device was identified, every dtype's peak, ncu's own peaks
-                   "key": p.gpu.key if p.gpu is not None else None, "cc": t.device_meta.get("cc"),
-                   "matched_by": list(p.matched_by), "inferred": p.inferred, "override": p.override,
-                   "confirmed": p.gpu.confirmed if p.gpu is not None else None,
-                   "peak_flops_by_dtype": {k: v for k, v in p.table.items() if k != "int8"} or None,
-                   "ncu": ({"flops": p.ncu_flops, "bw": p.ncu_bw, "flops_by_dtype": dict(p.ncu_table)}
-                           if p.ncu_bw or any(p.ncu_table.values()) else None),
-                   "peaks_differ": p.differences},
-        "totals": totals(timed, span),
-        "phases": records(a.phases, PHASE_KEYS),
-        "steps": records(a.steps, STEP_KEYS),
-        "top_kernels": top_kernels(a, top),
-        "categories": records(a.groups("category"), GROUP_KEYS),
-        "attention": [{k: _clean(v) for k, v in vars(v).items()} for v in a.attention],
-        "gap": records(a.gap, GAP_KEYS),
-        "gap_steps": records(a.gap_steps, STEP_GAP_KEYS),
-        "model": _clean_doc(a.model_summary),
-        "findings": [f.to_dict() for f in a.findings],
-        "warnings": list(t.warnings),
+
+    def span() -> int:
+        return int(timed["start_ns"].add(timed["dur_ns"]).max() - timed["start_ns"].min()) if len(timed) else 0
+
+    sections = {
+        "trace": lambda: {"path": t.path, "source": t.source.get("tool"), "source_detail": t.source or None,
+                          "modeled": t.modeled, "incomplete": bool(t.meta.get("incomplete")), "counters": a.has_counters,
+                          "model": t.meta.get("model"), "workload": t.meta.get("workload"), "ranks": t.ranks or None},
+        "device": lambda: {
+            "name": t.device_meta.get("name"), "matched": p.gpu.name if p.gpu is not None else None,
+            "peak_flops": p.flops, "peak_bw": p.bw, "peaks_source": p.source, "peaks_reason": p.reason,
+            "datasheet": {"flops": p.datasheet_flops, "bw": p.datasheet_bw},
+            "measured": {"flops": p.measured_flops, "bw": p.measured_bw},
+            "ridge": a.ridge, "dtype": p.dtype,
+            # new keys: how the device was identified, every dtype's peak, ncu's own peaks
+            "key": p.gpu.key if p.gpu is not None else None, "cc": t.device_meta.get("cc"),
+            "matched_by": list(p.matched_by), "inferred": p.inferred, "override": p.override,
+            "confirmed": p.gpu.confirmed if p.gpu is not None else None,
+            "peak_flops_by_dtype": {k: v for k, v in p.table.items() if k != "int8"} or None,
+            "ncu": ({"flops": p.ncu_flops, "bw": p.ncu_bw, "flops_by_dtype": dict(p.ncu_table)}
+                    if p.ncu_bw or any(p.ncu_table.values()) else None),
+            "peaks_differ": p.differences},
+        "totals": lambda: totals(timed, span()),
+        "phases": lambda: records(a.phases, PHASE_KEYS),
+        "steps": lambda: records(a.steps, STEP_KEYS),
+        "top_kernels": lambda: top_kernels(a, top),
+        "categories": lambda: records(a.groups("category"), GROUP_KEYS),
+        "attention": lambda: [{k: _clean(v) for k, v in vars(v).items()} for v in a.attention],
+        "gap": lambda: records(a.gap, GAP_KEYS),
+        "gap_steps": lambda: records(a.gap_steps, STEP_GAP_KEYS),
+        "model": lambda: _clean_doc(a.model_summary),
+        "findings": lambda: [f.to_dict() for f in a.findings],
+        "warnings": lambda: list(t.warnings),
+        # new keys: the identity lines as the report shows them, the top groups by display name, and
+        # the per-phase step means of the model-level headline
+        "identity": lambda: {k: _clean(a.identity.get(k)) for k in ("label", "model", "workload", "device", "source")},
+        "top_groups": lambda: top_groups(a, top),
+        "model_phases": lambda: model_phases(a),
     }
     if a.rank_steps is not None:
-        out["ranks"] = {"phases": records(a.rank_phases, ("rank",) + PHASE_KEYS),
-                        "steps": records(a.rank_steps, ("phase", "step", "ranks", "min_ns", "median_ns", "max_ns",
-                                                        "straggler", "spread"))}
+        sections["ranks"] = lambda: {
+            "phases": records(a.rank_phases, ("rank",) + PHASE_KEYS),
+            "steps": records(a.rank_steps, ("phase", "step", "ranks", "min_ns", "median_ns", "max_ns", "straggler",
+                                            "spread"))}
     if a.has_counters:
-        sh = a.stalls("phase")
-        out["stalls"] = {str(ph): {k: _clean(v) for k, v in row.items()} for ph, row in sh.iterrows()} if sh is not None else None
-    return out
-
-
-def _table(headers: list[str], rows: list[list[str]], right: set[int] | None = None) -> str:
-    right = right if right is not None else set(range(1, len(headers)))
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    def line(cells):
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
-
-
-def _printable(s: Any) -> str:
-    """Trace text for a terminal: controls, bidi and invisible characters shown escaped (rooftop.text)."""
-    return printable(s, missing="None")
-
-
-def _bounded(cell: str, status: Any) -> str:
-    """A phase rate from per-kernel costs: ">= x" where it is only a lower bound (thin coverage)."""
-    return f">={cell}" if status == "lower bound" and cell != "—" else cell
-
-
-def _coverage_cell(cov: Any) -> str:
-    return "—" if cov is None or cov != cov else fmt_pct(cov, 0 if cov >= 0.1 or cov == 0 else 1)
-
-
-def _coverage_notes(ph: pd.DataFrame) -> list[str]:
-    """One line per phase whose per-kernel bytes or FLOPs miss part of the kernel time: the
-    utilisation where peaks are known, else the achieved rate."""
-    out = []
-    for r in ph.itertuples():
-        for what, cov, status, util, label, rate, unit in (
-                ("bytes", r.bytes_coverage, r.mbu_status, r.mbu, "MBU", r.tbps, "TB/s"),
-                ("FLOPs", r.flops_coverage, r.mfu_status, r.mfu, "MFU", r.tflops, "TFLOP/s")):
-            if cov is None or cov != cov or cov >= 0.995:
-                continue
-            known = f"{what} known for {_coverage_cell(cov)} of kernel time" if cov > 0 else f"no per-kernel {what}"
-            if util == util and util is not None:
-                value = f"{fmt_pct(util)} {label}"
-            elif rate == rate and rate is not None:
-                value = f"{fmt_num(rate)} {unit}"
-            else:
-                value = None
-            if value is None or status == "unknown":
-                out.append(f"  {r.phase}: {label} unknown ({known})")
-            elif status == "lower bound":
-                out.append(f"  {r.phase}: >= {value} ({known}): a lower bound, not a verdict")
-            else:
-                out.append(f"  {r.phase}: {value} ({known})")
-    return out
+        def stall_shares():
+            sh = a.stalls("phase")
+            return {str(ph): {k: _clean(v) for k, v in row.items()} for ph, row in sh.iterrows()} if sh is not None else None
+        sections["stalls"] = stall_shares
+    return {k: f() for k, f in sections.items() if keys is None or k in keys}
 
 
 def report_text(a: Analysis, top: int = 10) -> str:
-    t = a.trace
-    p = a.peaks
-    ident = a.identity
-    lines = []
-    badge = "  [MODELED: analytic roofline times, not a measurement]" if t.modeled else ""
-    lines.append(f"rooftop report: {_printable(t.path or t.label)}{badge}")
-    if ident["incomplete"]:
-        lines.append("  INCOMPLETE capture: the run stopped early; what was recorded is shown")
-    for label, key in (("model", "model"), ("workload", "workload"), ("device", "device"), ("source", "source")):
-        if ident.get(key):
-            lines.append(f"  {label:9s}{_printable(ident[key])}")
-    if p.flops or p.bw:
-        gpu = f" {p.gpu.name}" if p.gpu is not None else ""
-        how = ""
-        if p.override:
-            how = f" (from --{p.override})"
-        elif p.inferred:
-            how = f" (inferred from {', '.join(p.matched_by)}: the file names no device; --gpu overrides)"
-        lines.append(f"  peaks    {p.source}{gpu}{how}: {fmt_rate(p.flops, 'FLOP/s')} ({p.dtype}), {fmt_rate(p.bw, 'B/s')}"
-                     f", ridge {fmt_num(a.ridge)} FLOP/B")
-        if p.reason:
-            lines.append(f"           {_printable(p.reason)}")
-        for d in p.differences:
-            unit = "B/s" if d["what"] == "bw" else "FLOP/s"
-            lines.append(f"           ncu measured {d['what']} {fmt_rate(d['ncu'], unit)} vs datasheet "
-                         f"{fmt_rate(d['datasheet'], unit)} ({fmt_pct(d['ratio'] - 1, 0)}; ncu locks clocks to base)")
-    else:
-        lines.append(f"  peaks    none: {_printable(p.reason)}")
-    if t.ranks:
-        lines.append(f"  ranks    {len(t.ranks)} ({', '.join(map(str, t.ranks[:16]))}{'…' if len(t.ranks) > 16 else ''})")
-    lines.append("")
-    if a.model is not None:
-        lines.extend(model_lines(a))
-        lines.append("")
-    ph = a.phases
-    if not ph.empty:
-        rows = []
-        for r in ph.itertuples():
-            rows.append([str(r.phase), fmt_num(r.steps), fmt_num(r.kernels), fmt_ns(r.span_ns), fmt_pct(r.idle_frac, 0),
-                         fmt_num(r.tokens_per_s), _bounded(fmt_num(r.tflops), r.mfu_status),
-                         _bounded(fmt_num(r.tbps), r.mbu_status), _bounded(fmt_pct(r.mfu), r.mfu_status),
-                         _bounded(fmt_pct(r.mbu), r.mbu_status), fmt_pct(r.model_mbu), str(r.bound or "—"),
-                         str(r.bytes_source or "—"), _coverage_cell(r.bytes_coverage)])
-        lines.append(_table(["phase", "steps", "kernels", "time", "gaps", "tok/s", "TFLOP/s", "TB/s", "MFU", "MBU",
-                             "modelMBU", "bound", "bytes", "known"], rows, right=set(range(1, 11)) | {13}))
-        lines += _coverage_notes(ph)
-        if p.measured_bw and p.datasheet_bw:
-            for r in ph.itertuples():
-                lines.append(f"  {r.phase}: MBU {fmt_pct(r.mbu_datasheet)} of datasheet, {fmt_pct(r.mbu_measured)} of measured;"
-                             f" MFU {fmt_pct(r.mfu_datasheet)} of datasheet, {fmt_pct(r.mfu_measured)} of measured")
-        lines.append("")
-    g = a.groups("short_name").head(top)
-    if not g.empty:
-        rows = [[_printable(r.key), str(r.category), str(r.phase), fmt_num(r.count), fmt_ns(r.time_ns),
-                 fmt_pct(r.time_share), fmt_num(r.ai), fmt_pct(r.pct_of_roof), str(r.bound or "—"),
-                 _coverage_cell(r.ai_coverage if r.ai == r.ai else r.bytes_coverage)] for r in g.itertuples()]
-        lines.append(f"top {len(g)} kernel groups by time (known: share of the group's time whose AI, else bytes, is known;"
-                     " rates are over those launches)")
-        lines.append(_table(["kernel", "category", "phase", "count", "time", "share", "AI", "% roof", "bound", "known"],
-                            rows, right={3, 4, 5, 6, 7, 9}))
-        lines.append("")
-    if a.gap is not None and not a.gap.empty:
-        rows = [[str(r.phase), fmt_ns(r.measured_ns), fmt_ns(r.ideal_ns), fmt_ns(r.slow_kernels_ns),
-                 fmt_ns(r.extra_bytes_ns), fmt_ns(r.launch_gaps_ns), fmt_ns(r.unmodeled_ns), str(r.basis or "—")]
-                for r in a.gap.itertuples()]
-        lines.append("gap to ideal (basis: kernels = each costed kernel at its roofline time; model = the step's"
-                     " model bytes at the roof)")
-        lines.append(_table(["phase", "measured", "ideal", "slow kernels", "extra bytes", "launch gaps", "unmodeled",
-                             "basis"], rows, right=set(range(1, 7))))
-        lines.append("")
-    if a.rank_steps is not None:
-        rs = a.rank_steps
-        worst = rs.sort_values("spread", ascending=False).head(5)
-        rows = [[str(r.phase), fmt_num(r.step), fmt_ns(r.min_ns), fmt_ns(r.median_ns), fmt_ns(r.max_ns), fmt_pct(r.spread),
-                 fmt_num(r.straggler)] for r in worst.itertuples()]
-        lines.append("rank-to-rank spread of step time (worst steps)")
-        lines.append(_table(["phase", "step", "min", "median", "max", "spread", "straggler"], rows))
-        lines.append("")
-    lines.append("findings")
-    sym = {"info": "·", "warn": "!", "bad": "✗"}
-    for f in a.findings:
-        lines.append(f"  {sym.get(f.severity, '·')} {_printable(f.title)}")
-        lines.append(f"      {_printable(f.detail)}")
-    if t.warnings:
-        lines.append("")
-        lines.append("warnings")
-        for w in t.warnings[:20]:
-            lines.append(f"  ! {_printable(w)}")
-    return "\n".join(lines)
-
-
-def _billions(n) -> str:
-    return "—" if n is None else f"{n / 1e9:.2f} B" if n >= 1e8 else f"{n / 1e6:.1f} M"
+    """The report as text: the report document (what the text shows of it), rendered by the same
+    renderer that serves a stored summary."""
+    return render_report(report_dict(a, top, TEXT_KEYS))
 
 
 def model_lines(a: Analysis) -> list[str]:
-    """The model-level headline: per phase (decode first), the bytes the steps must move over their time."""
-    m = a.model_summary or {}
-    w = m.get("weights") or {}
-    prec = w.get("base") if not w.get("quantized") else f"{w['quantized']} ({w['quantized_bits']:g} bits), rest {w['base']}"
-    ranks = f", per rank of tp {m['tp']}" + (f" ep {m['ep']}" if m.get("ep", 1) > 1 else "") if m.get("tp", 1) * m.get("ep", 1) > 1 else ""
-    moe = f", {m['experts']} experts top-{m['experts_per_tok']}" if m.get("experts") else ""
-    out = [f"model-level accounting: {_printable(m.get('name'))} from {_printable(m.get('source'))}",
-           f"  {_billions(m.get('parameters'))} params ({_billions(m.get('active_parameters'))} active per token){moe};"
-           f" weights {fmt_bytes(m.get('weight_bytes'))} {prec}; KV {m.get('kv_dtype')}"
-           f" {fmt_bytes(m.get('kv_bytes_per_token'))}/token{ranks}",
-           "  bytes = weights read once per step (MoE: experts touched) + KV read for the context + KV written;"
-           " activations not counted (negligible)"]
-    ph = a.phases
-    if ph.empty:
-        return out
-    order = sorted(range(len(ph)), key=lambda i: ph["phase"].iloc[i] != "decode")  # decode is the headline
-    st = a.steps
-    if "rank" in st.columns and st["rank"].notna().any():
-        st = st[st["rank"] == st["rank"].min()]
-    for i in order:
-        r = ph.iloc[i]
-        name = _printable(r["phase"])
-        if not r.get("steps"):
-            continue  # work outside any step: no step to account for
-        if not r.get("model_steps"):
-            out.append(f"  {name:8s} model MBU —: {_printable(r.get('model_reason') or 'unknown')}")
-            continue
-        if not a.peaks.bw:
-            out.append(f"  {name:8s} model MBU —: no peak bandwidth ({_printable(a.peaks.reason)});"
-                       f" {fmt_bytes(r['model_bytes_per_step'])}/step over {int(r['model_steps'])} steps")
-            continue
-        known = st[(st["phase"] == r["phase"]) & st["model_bytes"].notna()]
-        mean_span = known["span_ns"].mean()
-        ideal = known["model_ideal_ns"].mean()
-        tok = known["new_tokens"].sum() / (known["span_ns"].sum() / 1e9) if known["span_ns"].sum() > 0 else None
-        out.append(f"  {name:8s} model MBU {fmt_pct(r['model_mbu'])} (of busy time {fmt_pct(r['model_mbu_busy'])}),"
-                   f" model MFU {fmt_pct(r['model_mfu'])}: {fmt_bytes(r['model_bytes_per_step'])}/step,"
-                   f" ideal {fmt_ns(ideal)} vs {fmt_ns(mean_span)} measured, {fmt_num(tok)} tok/s"
-                   f" ({int(r['model_steps'])} of {int(r['steps'])} steps)")
-        if r["model_mbu"] > 1.0:  # faster than the roof: the description does not match what ran
-            out.append(f"  {'':8s} ! above the HBM roof: the model, its precision, --tp/--ep or the workload do not"
-                       " match this trace")
-    return out
+    """The model-level headline of an analysis (the Overview shows it under `--model`)."""
+    return render_model_lines({"model": _clean_doc(a.model_summary), "phases": records(a.phases, PHASE_KEYS),
+                               "model_phases": model_phases(a),
+                               "device": {"peak_bw": a.peaks.bw, "peaks_reason": a.peaks.reason}})
 
 
 def diff_text(a: Analysis, b: Analysis, top: int = 10) -> str:

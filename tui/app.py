@@ -208,9 +208,10 @@ class RooftopApp(App[int]):
     def _load(self, index: int, path: str) -> None:
         from .loader import ImportCancelled, open_analysis, preview
 
-        # One trace: paint its identity from the footer at once, then read the events. (Two go to
-        # Compare, which needs both loaded; the loading screen stays until then.)
-        if len(self.paths) == 1 and (p := preview(path)) is not None:
+        # One trace: paint its identity from the footer at once (and, from a current stored summary,
+        # the Overview's numbers), then read the events. (Two go to Compare, which needs both
+        # loaded; the loading screen stays until then.)
+        if len(self.paths) == 1 and (p := preview(path, self._default_options())) is not None:
             self.post_message(Previewed(p))
             p.shown.wait(timeout=PAINT_WAIT_S)
         worker, started, last = get_current_worker(), time.monotonic(), [0.0]
@@ -239,6 +240,14 @@ class RooftopApp(App[int]):
             self.post_message(LoadCancelled(index))
             return
         self.post_message(Loaded(index, analysis))
+
+    def _default_options(self) -> bool:
+        """Whether the analysis is asked with the defaults: only then can a stored summary answer."""
+        from rooftop.summary import default_options
+
+        return default_options(override=self.peaks_override, model=self.analysis_options.get("model"),
+                               workload=self.analysis_options.get("workload")) \
+            and not set(self.analysis_options) - {"model", "workload"}
 
     def cancel_load(self) -> None:
         """Esc while importing: stop every load (the importer stops at its next chunk) and leave."""

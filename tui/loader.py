@@ -30,9 +30,41 @@ OVERVIEW_REST = ("findings", "gap", "rank_phases", "rank_steps", "warnings")
 PREVIEW_FROM = WARM_ALL_BELOW
 
 
+class StoredOverview:
+    """What the Overview shows, from the trace's stored summary (rooftop/summary.py), under the names
+    an Analysis gives them: phases, steps, findings, gap, warnings, peaks, identity. Only a current
+    summary of a single file gets here, so there are no ranks and no `--model`."""
+
+    def __init__(self, stored: Any, preview: "Preview") -> None:
+        from rooftop.analysis import Finding
+        from rooftop.devices import peaks as device_peaks
+
+        report = stored.report
+        self.version = stored.version
+        self.trace = preview.trace
+        self.identity = {**preview.identity, "counters": bool(report["trace"].get("counters"))}
+        self.peaks = device_peaks(self.trace.meta)  # the same table and metadata the summary was made from
+        self.model = None
+        self.phases = pd.DataFrame(report["phases"])
+        self.steps = None  # 4 MB of JSON at 1M kernels: parsed after the first paint (`load_steps`)
+        self._stored = stored
+        self.gap = pd.DataFrame(report["gap"]) if report["gap"] else None
+        self.findings = [Finding(**{k: f.get(k) for k in ("id", "severity", "title", "detail", "evidence", "coverage")})
+                         for f in report["findings"]]
+        self.warnings = list(stored.warnings)
+        self.rank_phases = self.rank_steps = None
+
+    def load_steps(self) -> pd.DataFrame:
+        """The per-step table for the step curve (blocking: call from a worker)."""
+        return pd.DataFrame(self._stored.bulk_values("steps"))
+
+
 class Preview:
     """A rooftop Parquet trace before its events are read: the footer's metadata and row count, all
-    the Overview's identity lines and breadcrumb need. Stands in for the Analysis until it comes."""
+    the Overview's identity lines and breadcrumb need. Stands in for the Analysis until it comes.
+    `stored`: the Overview's numbers from a current stored summary, else None."""
+
+    stored: StoredOverview | None = None
 
     def __init__(self, path: str, meta: dict, rows: int) -> None:
         from rooftop.analysis import trace_identity
@@ -49,20 +81,43 @@ class Preview:
         self.identity = trace_identity(self.trace, counters=None)  # counters: unknown until the rows are read
 
 
-def preview(path: str) -> Preview | None:
+def preview(path: str, use_summary: bool = True) -> Preview | None:
     """The footer-only Preview of a big rooftop Parquet file or run directory, else None (a small
-    trace, another format, or a footer that cannot be read: the full load opens or reports it)."""
+    trace, another format, or a footer that cannot be read: the full load opens or reports it).
+    With `use_summary` (the default options), a current stored summary comes with it."""
     p = Path(path)
     try:
         files = parquet_files(p) if p.is_dir() else [p] if is_parquet(p) else []
         if not files:
             return None
-        rows = sum(pq.read_metadata(f).num_rows for f in files)
+        rows = sum(_num_rows(f) for f in files)
         if rows < PREVIEW_FROM:
             return None
-        return Preview(path, read_meta(p), rows)
+        out = Preview(path, read_meta(p), rows)
     except (TraceError, OSError, pa.ArrowException):
         return None  # the load that follows reads the same bytes and says what is wrong
+    if use_summary and not p.is_dir():
+        out.stored = stored_overview(path, out)
+    return out
+
+
+def _num_rows(path: Path) -> int:
+    from rooftop.footer import read_footer
+
+    footer = read_footer(path)  # a few ms, where pyarrow copies the whole footer (a stored summary too)
+    return footer.num_rows if footer is not None else pq.read_metadata(path).num_rows
+
+
+def stored_overview(path: str, preview: Preview) -> StoredOverview | None:
+    """The Overview's numbers from the file's current summary; None when there is none, or it is
+    stale or damaged (the Overview then computes them, as for any trace)."""
+    from rooftop.summary import load_stored
+
+    try:
+        stored = load_stored(path)
+        return StoredOverview(stored, preview) if stored is not None else None
+    except Exception:  # a summary is a cache: whatever is wrong with it, the analysis answers instead
+        return None
 
 
 def _importer():

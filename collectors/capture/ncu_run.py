@@ -186,7 +186,8 @@ def run_counters(args: Any, trace_path: str | os.PathLike, *, ncu: str | None = 
     Returns EXIT_OK (0) when counters were joined, EXIT_NO_COUNTERS (3) when they could not be
     collected; in that case the trace is untouched and `out` (stderr) says what to do.
     """
-    from rooftop.trace import load_trace, write_trace
+    from rooftop.summary import write_summarized
+    from rooftop.trace import load_trace
 
     out = out or sys.stderr
     trace_path = Path(trace_path)
@@ -244,7 +245,7 @@ def run_counters(args: Any, trace_path: str | os.PathLike, *, ncu: str | None = 
         warnings.append(f"ncu counters: {summary['matched']} kernel(s) joined, {summary['mismatched']} name "
                         f"mismatch(es) and {summary['unmatched_counters']} unmatched counter row(s) left unjoined")
     meta["warnings"] = warnings
-    write_trace(trace_path, joined, meta)
+    write_summarized(trace_path, joined, meta)  # the summary in the footer: `report` answers at once
     print(f"rooftop: counters joined onto {summary['matched']} of {len(rows)} profiled kernel(s) "
           f"(report kept at {report})", file=out)
     return EXIT_OK

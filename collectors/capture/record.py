@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from rooftop.models import ModelConfig
-from rooftop.trace import TraceError, check_writable, write_trace
+from rooftop.summary import write_summarized
+from rooftop.trace import TraceError, check_writable
 
 try:  # NVTX is optional: without it only the profiler sees the ranges.
     import nvtx as _nvtx
@@ -156,7 +157,8 @@ class Recorder:
                 torch.cuda.synchronize()  # the kernels in flight belong to the trace
             self._prof.__exit__(None, None, None)
             rows, found = import_session(self._prof, self.kineto)
-            self.written = write_trace(self.path, rows, self.build_meta(incomplete, found))
+            # with the report's summary in the footer (rooftop/summary.py): `report` answers at once
+            self.written = write_summarized(self.path, rows, self.build_meta(incomplete, found))
         except (TraceError, OSError, RuntimeError) as err:
             if not incomplete:
                 raise

@@ -21,6 +21,7 @@ import pandas as pd
 import pyarrow as pa
 
 from rooftop import limits
+from rooftop.summary import write_summarized
 from rooftop.text import printable
 from rooftop.trace import (Trace, TraceError, check_input, check_writable, json_safe, load_trace, parquet_files,
                            scrub_all, to_table, trace_from_table, write_trace)
@@ -511,7 +512,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             table, meta = convert(src, bar)
             warnings = list(meta.get("warnings") or [])
-            written = [write_trace(out, table, meta, conform=False)]
+            # with the summary of the report in its footer: `report` and the Overview answer at once
+            written = [write_summarized(out, table, meta, conform=False)]
     finally:
         bar.done()
     for w in warnings:

@@ -767,6 +767,11 @@ def read_meta(path: str | os.PathLike) -> dict[str, Any]:
         path = files[0][1]
     if not is_parquet(path):
         raise TraceError(path, "not a Parquet file")
+    from ..footer import read_footer
+
+    footer = read_footer(path)  # pure Python, a few ms; pyarrow copies the whole footer (the summary too)
+    if footer is not None:
+        return _parse_meta(path, footer.metadata)
     try:
         return _parse_meta(path, pq.read_schema(path).metadata)
     except (pa.ArrowException, OSError) as exc:

@@ -49,15 +49,27 @@ def encode_meta(meta: Mapping[str, Any]) -> bytes:
 
 
 def write_trace(path: str | os.PathLike, events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]],
-                meta: Mapping[str, Any], *, conform: bool = True) -> Path:
-    """Write a trace atomically (temporary file in the same directory, then rename)."""
+                meta: Mapping[str, Any], *, conform: bool = True, extra: Mapping[bytes, bytes] | None = None) -> Path:
+    """Write a trace atomically (temporary file in the same directory, then rename). `extra`: more
+    footer entries beside the metadata (the stored summary, rooftop/summary.py)."""
     path = Path(path)
     table = to_table(events) if conform or not isinstance(events, pa.Table) else events
     if "rank" in table.column_names:
         table = table.drop(["rank"])
     table = table.replace_schema_metadata({META_KEY: encode_meta(meta)})
     path.parent.mkdir(parents=True, exist_ok=True)
-    return replace_atomically(path, lambda tmp: pq.write_table(table, tmp, compression="zstd", use_dictionary=True))
+    return replace_atomically(path, lambda tmp: write_parquet(table, tmp, extra))
+
+
+def write_parquet(table: pa.Table, where: str | os.PathLike, extra: Mapping[bytes, bytes] | None = None) -> None:
+    """`table` as Parquet (zstd, dictionary pages), with `extra` entries in the footer's key-value
+    metadata only: put in the schema's metadata they would be stored twice, once more base64-coded
+    inside the serialised Arrow schema (a 5 MB summary made a 7 MB trace 20 MB)."""
+    with pq.ParquetWriter(where, table.schema, compression="zstd", use_dictionary=True) as writer:
+        writer.write_table(table)
+        # (pyarrow < 16 cannot write footer-only entries: the trace is then written without them)
+        if extra and hasattr(writer, "add_key_value_metadata"):
+            writer.add_key_value_metadata(dict(extra))
 
 
 def check_writable(path: str | os.PathLike) -> None:

@@ -170,6 +170,19 @@ class OverviewScreen(RooftopScreen):
 
         gap: pd.DataFrame | None
 
+    class Warmed(Message):
+        """The Analysis computed behind an Overview painted from the stored summary."""
+
+    @dataclass
+    class StoredSteps(Message):
+        """The stored summary's per-step table, parsed after the first paint."""
+
+        steps: pd.DataFrame
+
+    # The Overview's numbers from the trace's stored summary (tui.loader.StoredOverview) while the
+    # rows load; kept until the Analysis has computed the same numbers itself.
+    stored = None
+
     def compose_body(self) -> ComposeResult:
         a = self.analysis
         ident = a.identity
@@ -178,6 +191,15 @@ class OverviewScreen(RooftopScreen):
             if ident.get("modeled"):
                 yield Static(MODELED, id="modeled-badge", classes="modeled-badge")
             yield Static(self._identity_text(ident), id="identity")
+            if isinstance(a, Preview) and a.stored is not None:
+                # A current stored summary: every number at once, the rows load behind it.
+                self.stored = a.stored
+                yield Static(self._warnings_line(), id="warnings-count")
+                yield from self._phases(a.stored)
+                yield from self._rest(a.stored.gap, a.stored)
+                yield Static(f"from the stored summary (analysis v{a.stored.version}) · loading {a.rows:,} events"
+                             " for the other screens …", id="overview-pending", classes="muted")
+                return
             yield Static(self._warnings_line(), id="warnings-count")
             if isinstance(a, Preview):  # only the footer is read: the app calls `attach` when the rows are
                 yield Static(f"loading {a.rows:,} events …", id="overview-pending", classes="muted")
@@ -193,15 +215,52 @@ class OverviewScreen(RooftopScreen):
                          id="overview-pending", classes="muted")
 
     def attach(self, analysis) -> None:
-        """The loaded Analysis, replacing the Preview this screen was painted from: compute the rest."""
+        """The loaded Analysis, replacing the Preview this screen was painted from: compute the rest
+        (painted from a stored summary: compute the same numbers behind it, for the other screens)."""
         self.analysis = analysis
-        if self.is_mounted:  # else `on_mount`, still to come, finds the Analysis and starts the same
+        if self.stored is not None:
+            for pending in self.query("#overview-pending"):
+                pending.remove()
+            self._warm_behind()
+        elif self.is_mounted:  # else `on_mount`, still to come, finds the Analysis and starts the same
             self._refresh_warnings()
             self._start_rest()
 
+    @work(thread=True, exclusive=True, exit_on_error=False, group="overview", description="overview")
+    def _warm_behind(self) -> None:
+        warm_overview_rest(self.analysis)
+        if post_if_current(self, self.Warmed()):
+            self.analysis.groups(by="short_name")  # the Kernels screen's table, ready before `3` is pressed
+
+    @work(thread=True, exit_on_error=False, group="overview-steps", description="stored steps")
+    def _stored_steps(self) -> None:
+        try:
+            steps = self.stored.load_steps()
+        except (ValueError, AttributeError):
+            return  # damaged stored steps: the curve comes with the analysis' own once computed
+        post_if_current(self, self.StoredSteps(steps))
+
+    @on(StoredSteps)
+    async def _show_stored_steps(self, message: StoredSteps) -> None:
+        if not self.query("#step-curve"):
+            pending = self.query("#overview-pending")
+            await self.query_one("#overview-body", VerticalScroll).mount(
+                StepsPlot(message.steps, id="step-curve"), before=pending.first() if pending else None)
+
+    @on(Warmed)
+    async def _warmed(self, message: Warmed) -> None:
+        self.stored = None  # the Analysis has the same numbers now: the warnings line reads them
+        self._refresh_warnings()
+        if not self.query("#step-curve"):
+            await self.query_one("#overview-body", VerticalScroll).mount(StepsPlot(self.analysis.steps, id="step-curve"))
+
     def on_mount(self) -> None:
         self._refresh_warnings()
-        if isinstance(self.analysis, Preview):
+        if self.stored is not None:
+            self.call_after_refresh(self._stored_steps)  # the step curve, after the first paint
+        if self.stored is not None and not isinstance(self.analysis, Preview):
+            self._warm_behind()  # the rows came before the first mount
+        elif isinstance(self.analysis, Preview):
             self.call_after_refresh(self.analysis.shown.set)  # the load thread starts now
         elif not overview_ready(self.analysis):
             # Start after the first paint has reached the terminal: pandas in a thread holds the GIL
@@ -236,9 +295,12 @@ class OverviewScreen(RooftopScreen):
     def _warnings_line(self) -> Text:
         """`▲ 3 warnings (w: list)` once known; the file's own warnings before the analysis' are in."""
         a = self.analysis
-        if isinstance(a, Preview):
+        if self.stored is not None:
+            items = self.stored.warnings
+        elif isinstance(a, Preview):
             return Text("")
-        items = a.warnings if overview_ready(a) else a.trace_warnings
+        else:
+            items = a.warnings if overview_ready(a) else a.trace_warnings
         if not items:
             return Text("no warnings (w: list)", "dim")
         return Text(f"▲ {len(items)} warning{'s' if len(items) > 1 else ''} (w: list)")
@@ -247,7 +309,10 @@ class OverviewScreen(RooftopScreen):
         line = self.query_one("#warnings-count", Static)
         line.update(self._warnings_line())
         a = self.analysis
-        has = not isinstance(a, Preview) and bool(a.warnings if overview_ready(a) else a.trace_warnings)
+        if self.stored is not None:
+            has = bool(self.stored.warnings)
+        else:
+            has = not isinstance(a, Preview) and bool(a.warnings if overview_ready(a) else a.trace_warnings)
         line.set_class(has, "has-warnings")
 
     @on(RestReady)
@@ -264,9 +329,10 @@ class OverviewScreen(RooftopScreen):
             for pending in self.query("#overview-pending"):
                 pending.update(safe_text(f"cannot compute the rest of the overview ({type(err).__name__}: {err})"))
 
-    def _phases(self):
-        """The phase table, the ceilings, where bytes and peaks came from."""
-        a = self.analysis
+    def _phases(self, a=None):
+        """The phase table, the ceilings, where bytes and peaks came from (of the Analysis, or of
+        the stored summary)."""
+        a = a if a is not None else self.analysis
         yield PhaseTable(a.phases, id="phases")
         if a.model is not None and a.model.source != "trace metadata":  # `--model`: the model-level headline
             from rooftop.report import model_lines
@@ -276,9 +342,9 @@ class OverviewScreen(RooftopScreen):
             yield Static(ceilings_table(a.phases), id="ceilings")
         yield Static(safe_text(sources_line(a)), id="sources", classes="muted")  # may quote the device name
 
-    def _rest(self, gap: pd.DataFrame | None):
+    def _rest(self, gap: pd.DataFrame | None, a=None):
         """The widgets below the sources line: rank note, findings, gap, ranks, step curve."""
-        a = self.analysis
+        a = a if a is not None else self.analysis
         ranks = a.trace.ranks
         if len(ranks) > 1 and a.rank_phases is not None:
             yield Static(f"phase table: rank {ranks[0]} of {len(ranks)}; every rank below", classes="muted")
@@ -293,7 +359,8 @@ class OverviewScreen(RooftopScreen):
             if a.rank_steps is not None and len(a.rank_steps):
                 yield Static("Rank-to-rank spread of step time (worst steps)", classes="section-title")
                 yield Static(spread_table(a.rank_steps), id="rank-spread")
-        yield StepsPlot(a.steps, id="step-curve")
+        if a.steps is not None:  # (from a stored summary: parsed after the first paint)
+            yield StepsPlot(a.steps, id="step-curve")
 
     @staticmethod
     def _identity_text(ident: dict) -> Text:
