@@ -173,8 +173,7 @@ def report_dict(a: Analysis, top: int = 10, keys: tuple[str, ...] | None = None)
     if a.rank_steps is not None:
         sections["ranks"] = lambda: {
             "phases": records(a.rank_phases, ("rank",) + PHASE_KEYS),
-            "steps": records(a.rank_steps, ("phase", "step", "ranks", "min_ns", "median_ns", "max_ns", "straggler",
-                                            "spread"))}
+            "steps": records(a.rank_steps, RANK_STEP_KEYS)}
     if a.has_counters:
         def stall_shares():
             sh = a.stalls("phase")
