@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from rich.style import Style
 from textual_fastdatatable import ArrowBackend
 
-from tui.widgets.frame_backend import FrameBackend
+from tui.widgets.frame_backend import FrameBackend, NumberCells, TextCells
 from tui.widgets.table import Col, display_table, frame_cells
 
 COLS = [Col("name", "kernel", "text"), Col("t", "time µs", "ns", 2), Col("share", "share %", "pct"),
@@ -115,3 +116,117 @@ def test_sort_and_filter_are_reactive_and_a_superseded_order_is_dropped(monkeypa
     assert seen["after_stale"] == ["a", "ab", "b", "c"]
     assert seen["filtered"] == ["a", "ab"] and seen["pattern"] == "^a"
     assert seen["status"] == "2 of 4 rows · sort: kernel ▲ · filter: /^a/"
+
+
+# Values a cell can hold: names (cut, spaced, bracketed, with a final backslash, non-ASCII, wide,
+# control), numbers of every shape the table shows (rounded, whole, fixed-point text), nulls, bools.
+PLAIN_VALUES = ["gemm<1>", "flash_fwd_kernel<128, 64>", "a[bold]b[/]", "ends\\", "", " ", "two  spaces",
+                "trail  ", " lead", "cut…tail", "µs", "日本語", "e\u0301", "tab\there", None, True,
+                0, 7, -3, 1_000_000, 12.5, -0.25, 1234567.0, 1e-05, float("nan"), "0.000080", "3.000000"]
+
+
+def test_plain_cells_paint_exactly_what_the_library_paints():
+    """The fast path's segments (text, style, meta) equal the library's `_render_cell` for every value
+    at every width, with and without the cursor, zebra rows and hover; values it does not handle go
+    to the library."""
+    import asyncio
+
+    from textual.app import App
+    from textual_fastdatatable import DataTable
+
+    from tui.widgets.plain_cells import PlainCellTable, plain_value
+
+    backend = ArrowBackend.from_pydict({"v": [repr(v) for v in PLAIN_VALUES]})
+    seen = {"cells": 0, "fast": 0}
+
+    class T(App):
+        def compose(self):
+            yield PlainCellTable(backend=backend, cursor_type="row", render_markup=False, null_rep="—",
+                                 zebra_stripes=True, max_column_content_width=40, id="t")
+
+    async def main():
+        app = T()
+        async with app.run_test() as pilot:
+            await pilot.pause()
+            table = app.query_one(PlainCellTable)
+            styles = [Style(), Style(bgcolor="grey11"), Style(color="red", bold=True)]
+            for value in PLAIN_VALUES:
+                table.backend.get_cell_at = lambda row, col, v=value: v  # the cell under test, at (row 1, col 0)
+                for width in range(4, 16):
+                    for base in styles:
+                        for cursor, hover in ((False, False), (True, False), (False, True)):
+                            args = (1, 0, base, width, cursor, hover, False)
+                            table._cell_render_cache.clear()
+                            mine = table._render_cell(*args)
+                            table._cell_render_cache.clear()
+                            theirs = DataTable._render_cell(table, *args)
+                            assert [[(s.text, s.style, s.style.meta if s.style else None) for s in line] for line in mine] == \
+                                   [[(s.text, s.style, s.style.meta if s.style else None) for s in line] for line in theirs], \
+                                   (value, width, base, cursor, hover)
+                            seen["cells"] += 1
+                if plain_value(value, table.null_rep) is not None:
+                    seen["fast"] += 1
+
+    asyncio.run(main())
+    assert seen["cells"] == len(PLAIN_VALUES) * 12 * 9
+    # names with tabs, control, wide or combining characters or a final backslash, and bools, take the library's path
+    assert seen["fast"] == len(PLAIN_VALUES) - 5
+
+
+@pytest.mark.parametrize("how,digits", [("round", 2), ("round", 0), ("round", 6), ("int", 0), ("fixed", 6)])
+def test_block_of_cells_equals_cell_by_cell(how, digits):
+    """The backend makes a page's cells a block at a time: the same values `value()` gives one by
+    one (NumPy's rounding of an array and of a scalar agree, ties and NaN included)."""
+    rng = np.random.default_rng(1)
+    vals = np.concatenate([rng.normal(0, 1e3, 500), rng.random(200) * 1e-4, np.arange(-5, 5) + 0.5,
+                           np.arange(-5, 5) * 0.005 + 0.0025, [np.nan, 0.0, -0.0, 1e12, -1e12]])
+    cells = NumberCells(vals, how, digits)
+    text = TextCells(np.array([0, -1, 1] * (len(vals) // 3) + [0] * (len(vals) % 3)), ["x", "y"])
+    order = rng.permutation(len(vals))
+    b = FrameBackend(["n", "t"], [cells, text], order, len(vals))
+    b.BLOCK = 7  # blocks end mid-table and the cache evicts
+    for i in rng.permutation(len(vals)):
+        # repr: -0.0 prints `-0`, 0.0 `0`
+        assert repr(b.get_cell_at(int(i), 0)) == repr(cells.value(int(order[i]))), (i, vals[order[i]])
+        assert b.get_cell_at(int(i), 1) == text.value(int(order[i]))
+    assert len(b._blocks) <= b.KEEP_BLOCKS
+
+
+@pytest.mark.parametrize("zebra", [True, False])
+def test_plain_rows_paint_exactly_what_the_library_paints(zebra):
+    """Whole lines of a table (header, cursor row, stripes, nulls, cut names, scrolled sideways, a
+    fill right of the last column) are the same with the fast row and cell paths as with the
+    library's own methods on the same widget."""
+    import asyncio
+
+    from textual.app import App
+    from textual_fastdatatable import DataTable
+
+    from tui.widgets.plain_cells import PlainCellTable
+
+    f = frame()
+    backend = FrameBackend([c.label for c in COLS], frame_cells(f, COLS, fit={"name": 12}), np.array([5, 4, 3, 2, 1, 0]), len(f))
+    seen = {}
+
+    class T(App):
+        def compose(self):
+            yield PlainCellTable(backend=backend, cursor_type="row", render_markup=False, null_rep="—",
+                                 zebra_stripes=zebra, max_column_content_width=12, id="t")
+
+    async def main():
+        app = T()
+        async with app.run_test(size=(140, 12)) as pilot:
+            table = app.query_one(PlainCellTable)
+            table.focus()
+            table.move_cursor(row=2)
+            await pilot.pause()
+            for cls in (PlainCellTable, DataTable):
+                table.__class__ = cls
+                table._clear_caches()
+                seen[cls] = [[(s.text, s.style) for s in table._render_line(y, x1, x1 + 140, table.rich_style)]
+                             for x1 in (0, 9) for y in range(9)]
+            table.__class__ = PlainCellTable
+
+    asyncio.run(main())
+    assert seen[PlainCellTable] == seen[DataTable]
+    assert any("—" in text for line in seen[DataTable] for text, _ in line)  # a null is among the lines

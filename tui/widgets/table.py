@@ -22,6 +22,7 @@ from textual.worker import get_current_worker
 from textual_fastdatatable import DataTable
 
 from .frame_backend import FrameBackend, NumberCells, TextCells
+from .plain_cells import PlainCellTable
 from .text import sanitize, sanitize_series
 from rooftop.text import has_unsafe
 
@@ -402,7 +403,9 @@ class FrameTable(Vertical):
         cells = self._cells
         backend = FrameBackend([c.label for c in self.cols], cells,
                                None if self._is_identity() else self._order, len(self.source))
-        return DataTable(backend=backend, column_labels=self._labels(), cursor_type="row",
+        # PlainCellTable: the library's table, plain cells painted without Rich's layout (a page of a
+        # million-row view in ~10 ms instead of ~150)
+        return PlainCellTable(backend=backend, column_labels=self._labels(), cursor_type="row",
                          render_markup=False, null_rep="—", show_row_labels=False, zebra_stripes=True,
                          max_column_content_width=widest, id=f"{self.id or 'frame'}-table-{self._serial}")
 

@@ -1,0 +1,208 @@
+"""A fastdatatable DataTable that paints plain cells without Rich's layout machinery.
+
+The library renders every body cell as `Styled(Padding(Align(value)))` through
+`Console.render_lines`: about 0.4 ms a cell on this machine, so a page of 37 rows x 9 columns costs
+~150 ms of CPU and a `pagedown` in a million-row table took 240-280 ms. Nearly every cell rooftop
+shows is one line of single-width text (a name, a number, the null sign), whose rendering is three to
+five segments of one style: a space, the value (cut with `…`, or aligned with spaces), a space.
+`PlainCellTable` builds those segments directly, identical to the library's (checked segment by
+segment in tests/test_tui_table_backend.py), and hands anything else (wide or combining
+characters, control characters, markup, Rich renderables, headers, row labels, fixed cells) to the
+library's own `_render_cell`.
+
+`_render_cell`, `_cell_render_cache`, `_get_styles_to_render_cell`, `_update_count`,
+`_pseudo_class_state` and `_show_hover_cursor` are textual-fastdatatable's private names (0.19.x),
+used here as its own `_render_cell` uses them; without this class the table is only slower.
+"""
+from __future__ import annotations
+
+from decimal import Decimal
+
+from rich.cells import get_character_cell_size
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.color import Color
+from textual.coordinate import Coordinate
+from textual_fastdatatable import DataTable
+from textual_fastdatatable.column import CELL_X_PADDING
+
+ELLIPSIS = "…"
+
+
+def _single_width(text: str) -> bool:
+    """Every character takes one terminal cell and none is a control character (printable ASCII, or
+    such as `…`, `—`, `µ`; not a wide or combining character)."""
+    if not text.isprintable():
+        return False
+    return text.isascii() or all(ch.isascii() or get_character_cell_size(ch) == 1 for ch in text)
+
+
+def plain_value(datum: object, null_rep: Text) -> tuple[str, str] | None:
+    """(text, alignment) a cell shows for `datum`, as the library's `cell_formatter` would lay it
+    out, when the fast path can paint it; None when it cannot (the library renders it)."""
+    if datum is None:
+        if null_rep.spans or null_rep.style or not _single_width(null_rep.plain):
+            return None
+        return null_rep.plain, "center"
+    if isinstance(datum, bool):  # an int, but drawn as a styled tick
+        return None
+    if isinstance(datum, str):
+        # With markup off the library escapes `[`, which then prints as itself; it escapes a final
+        # `\\` too, but cuts the value one cell early then: that odd case stays the library's.
+        return (datum, "left") if _single_width(datum) and not datum.endswith("\\") else None
+    if isinstance(datum, (int, float, Decimal)):
+        text = f"{datum:n}"  # the library's `display_text`, locale included
+        return (text, "right") if _single_width(text) else None
+    return None
+
+
+def plain_segments(text: str, align: str, inner: int, style: Style) -> list[Segment]:
+    """One cell line: a space, `text` in `inner` cells (cut to `head…` when longer, else padded to
+    `align`), a space; segments split as Rich splits them."""
+    pad = Segment(" ", style)
+    n = len(text)
+    if n > inner:
+        return [pad, Segment(text[: inner - 1] + ELLIPSIS, style), pad]
+    fill = inner - n
+    if align == "left":
+        return [pad, Segment(text, style), Segment(" " * fill, style), pad] if fill else [pad, Segment(text, style), pad]
+    if align == "right":
+        if not text:
+            return [pad, Segment(" " * fill, style), pad]
+        return [pad, Segment(" " * fill, style), Segment(text, style), pad] if fill else [pad, Segment(text, style), pad]
+    left = fill // 2
+    out = [pad]
+    if left:
+        out.append(Segment(" " * left, style))
+    out.append(Segment(text, style))
+    if fill - left:
+        out.append(Segment(" " * (fill - left), style))
+    out.append(pad)
+    return out
+
+
+class PlainCellTable(DataTable):
+    """The library's DataTable, its body cells of plain text painted directly (see the module)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        self._plain_styles: dict[tuple, Style] = {}  # before the library's __init__, which clears caches
+        self._row_styles: dict[tuple, tuple[Style, Style]] = {}
+        super().__init__(*args, **kwargs)
+
+    def _clear_caches(self) -> None:
+        super()._clear_caches()
+        self._plain_styles.clear()
+        self._row_styles.clear()
+
+    def _body_row_styles(self, row_index: int, base_style: Style) -> tuple[Style, Style]:
+        """(row style, style of the fill right of the last column) of a body row, as the library
+        computes them for every line (two walks up the DOM and a colour blend: ~0.3 ms a line).
+        They change with the CSS and the table's pseudo-classes, which the key holds, as the
+        library's own row cache does."""
+        look = (row_index % 2 if self.zebra_stripes else base_style, self._update_count, self._pseudo_class_state)
+        styles = self._row_styles.get(look)
+        if styles is None:
+            row_style = self._get_row_style(row_index, base_style)
+            faded = Color.from_rich_color(row_style.bgcolor).blend(self.background_colors[1], factor=0.25)
+            styles = (row_style, Style.from_color(color=row_style.color, bgcolor=faded.rich_color))
+            if len(self._row_styles) > 16:
+                self._row_styles.clear()
+            self._row_styles[look] = styles
+        return styles
+
+    def _cell_state(self) -> tuple:
+        """What a plain cell's look depends on besides its value and row style, read once per line
+        (most are reactives: a few µs a read, which per cell cost more than painting it)."""
+        return (self.show_cursor, self._show_hover_cursor, self.cursor_type, self.cursor_foreground_priority,
+                self.cursor_background_priority, self._update_count, self._pseudo_class_state)
+
+    def _plain_ok(self) -> bool:
+        """Whether cells of this table are one line cut with `…` and never markup (the fast path)."""
+        return self.max_column_content_width is not None and not self.render_markup
+
+    def _render_line_in_row(self, row_index: int, line_no: int, x1: int, x2: int, base_style: Style,
+                            cursor_location: Coordinate, hover_location: Coordinate,
+                            selection_anchor_location: Coordinate | None):
+        """The library's body row (no row labels, no fixed columns, a row or no cursor), its styles
+        looked up once per stripe instead of computed per line and its cells painted by
+        `_plain_cell`; everything else goes to the library."""
+        cursor_type = self.cursor_type
+        if (self._labelled_row_exists and self.show_row_labels) or self.fixed_columns or cursor_type not in ("row", "none") \
+                or row_index < self.fixed_rows or not self.is_valid_row_index(row_index) or not self._plain_ok():
+            return super()._render_line_in_row(row_index, line_no, x1, x2, base_style, cursor_location,
+                                               hover_location, selection_anchor_location)
+        show_cursor = self.show_cursor
+        # the visible columns (col2 inclusive), found as the library finds them
+        columns = self.ordered_columns
+        col_widths = [col.render_width for col in columns]
+        cumulative_width = hidden_width = 0
+        visible_width = self.size.width
+        col1, col2 = 0, None
+        for i, w in enumerate(col_widths):
+            if cumulative_width < x1:
+                col1 = i
+                hidden_width = cumulative_width
+            if col2 is None and cumulative_width - x1 > visible_width:
+                col2 = i
+                break
+            cumulative_width += w
+        else:
+            col2 = len(columns) - 1
+        state = self._cell_state()
+        cache_key = (row_index, line_no, col1, col2, base_style, cursor_location, hover_location,
+                     selection_anchor_location, cursor_type, show_cursor, state[1], state[5], state[6])
+        cached = self._row_render_cache.get(cache_key)
+        if cached is not None:
+            return cached[0], cached[1], hidden_width, 0
+        row_style, faded_style = self._body_row_styles(row_index, base_style)
+        # `_should_highlight` for a row cursor: the whole row; no cursor: nothing; never a range
+        row = cursor_type == "row"
+        cursor = row and cursor_location.row == row_index
+        hover = row and hover_location.row == row_index
+        scrollable_row = [self._plain_cell(state, row_index, i, row_style, col_widths[i], cursor, hover, False)[line_no]
+                          for i in range(col1, col2 + 1)]
+        remaining_space = max(0, self.size.width - sum(col_widths) - self._row_label_column_width)
+        scrollable_row.append([Segment(" " * remaining_space, faded_style)])
+        self._row_render_cache[cache_key] = ([], scrollable_row)
+        return [], scrollable_row, hidden_width, 0
+
+    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
+                     cursor: bool = False, hover: bool = False, in_range: bool = False):
+        if row_index < self.fixed_rows or column_index < self.fixed_columns or not self._plain_ok():
+            # header, row labels, fixed cells; or cells that wrap, or markup
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover, in_range)
+        return self._plain_cell(self._cell_state(), row_index, column_index, base_style, width, cursor, hover, in_range)
+
+    def _plain_cell(self, state: tuple, row_index: int, column_index: int, base_style: Style, width: int,
+                    cursor: bool, hover: bool, in_range: bool):
+        """A body cell (`_plain_ok`), painted directly when its value is plain, else by the library.
+        `state`: `_cell_state()`."""
+        show_cursor, show_hover, cursor_type, fg_priority, bg_priority, update_count, pseudo = state
+        key = (row_index, column_index, base_style, cursor, hover, in_range, show_hover, update_count, pseudo)
+        cached = self._cell_render_cache.get(key)
+        if cached is not None:
+            return cached
+        shown = plain_value(self.backend.get_cell_at(row_index, column_index), self.null_rep) \
+            if width - CELL_X_PADDING >= 2 else None
+        if shown is None:
+            return DataTable._render_cell(self, row_index, column_index, base_style, width, cursor, hover, in_range)
+        # The library's style is ((base + meta) + component) + post. Only `meta` holds meta, and it
+        # sets nothing else, so (base + component + post) + meta is the same style: the sum without
+        # the meta is made once per row style and cursor state, not once per cell.
+        look = (base_style, cursor, hover, in_range, state)
+        plain = self._plain_styles.get(look)
+        if plain is None:
+            component_style, post_style = self._get_styles_to_render_cell(
+                False, False, False, hover, cursor, in_range, show_cursor, show_hover,
+                cursor_type == "range", fg_priority == "css", bg_priority == "css")
+            plain = base_style + component_style
+            if post_style:
+                plain = plain + post_style
+            if len(self._plain_styles) > 64:
+                self._plain_styles.clear()
+            self._plain_styles[look] = plain
+        style = plain + Style.from_meta({"row": row_index, "column": column_index})
+        lines = [plain_segments(shown[0], shown[1], width - CELL_X_PADDING, style)]
+        self._cell_render_cache[key] = lines
+        return lines
