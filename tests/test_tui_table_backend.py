@@ -30,7 +30,7 @@ def frame() -> pd.DataFrame:
     })
 
 
-@pytest.mark.parametrize("order", [None, [3, 1, 5, 0], [2], []])
+@pytest.mark.parametrize("order", [None, [3, 1, 5, 0], [5, 4, 3, 2, 1, 0], [2], []])
 def test_lazy_cells_and_widths_match_the_arrow_backend(order):
     f = frame()
     fit = {"name": 16}
@@ -230,3 +230,41 @@ def test_plain_rows_paint_exactly_what_the_library_paints(zebra):
     asyncio.run(main())
     assert seen[PlainCellTable] == seen[DataTable]
     assert any("—" in text for line in seen[DataTable] for text, _ in line)  # a null is among the lines
+
+
+@pytest.mark.parametrize("desc", [False, True])
+def test_packed_sort_is_the_stable_sort(desc):
+    """A million-row key of whole numbers (ties, NaN, negative, huge timestamps) sorts as a stable
+    argsort does; a key with fractions, or too wide to pack, takes the stable argsort itself."""
+    from tui.widgets import table as tbl
+
+    rng = np.random.default_rng(2)
+    n = 200_000
+    keys = {
+        "ties": rng.integers(-50, 50, n).astype(float),
+        "timestamps": 1.7e18 + np.cumsum(rng.integers(0, 5_000, n)).astype(float),
+        "fractions": rng.random(n),
+        "too wide": np.where(rng.random(n) < .5, -1e17, 1e17),
+    }
+    for name, key in keys.items():
+        key[rng.random(n) < 0.05] = np.nan
+        expected = np.argsort(-key if desc else key, kind="stable")
+        got = tbl.sort_order(pd.Series(key), desc)
+        assert np.array_equal(got, expected), name
+        packed = tbl._whole_number_order(key, desc)
+        assert (packed is None) == (name in ("fractions", "too wide")), name
+    text = pd.Series(pd.Categorical.from_codes(rng.integers(-1, 3, n), ["b", "a", "c"]))
+    rank = np.array([1.0, 0.0, 2.0, np.nan])[text.cat.codes.to_numpy()]  # a < b < c, null last
+    assert np.array_equal(tbl.sort_order(text, desc, "text"), np.argsort(-rank if desc else rank, kind="stable"))
+
+
+def test_text_sort_is_code_point_order():
+    """Text sorts as Python compares str (by code point), nulls last: accents, case, CJK, emoji."""
+    from tui.widgets import table as tbl
+
+    names = ["b", "B", "a", "é", "e", "日本", "Z", "z", "😀", "ab", "a b", None, "a"]
+    s = pd.Series(pd.Categorical(names))
+    got = [names[i] for i in tbl.sort_order(s, False, "text")]
+    assert got == sorted(n for n in names if n is not None) + [None]
+    got = [names[i] for i in tbl.sort_order(pd.Series(names, dtype=object), True, "text")]
+    assert got == sorted((n for n in names if n is not None), reverse=True) + [None]

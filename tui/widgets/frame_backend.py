@@ -27,6 +27,17 @@ class TextCells:
     def __init__(self, codes: np.ndarray, labels: list) -> None:
         self.codes, self.labels = codes, labels
         self._label_widths: dict[bool, np.ndarray] = {}
+        self._whole: dict[bool, int] = {}
+
+    @property
+    def rows(self) -> int:
+        return len(self.codes)
+
+    def whole_width(self, markup: bool) -> int:
+        """`width` of every row (any order of them all), computed once."""
+        if markup not in self._whole:
+            self._whole[markup] = self.width(None, markup)
+        return self._whole[markup]
 
     def label_widths(self, markup: bool) -> np.ndarray:
         """Cells each distinct value takes. Arrow counts the one-byte-per-character values (most
@@ -70,6 +81,17 @@ class NumberCells:
 
     def __init__(self, values: np.ndarray, how: str, digits: int) -> None:
         self.values, self.how, self.digits = values, how, digits
+        self._whole: dict[bool, int] = {}
+
+    @property
+    def rows(self) -> int:
+        return len(self.values)
+
+    def whole_width(self, markup: bool) -> int:
+        """`width` of every row (any order of them all), computed once."""
+        if markup not in self._whole:
+            self._whole[markup] = self.width(None, markup)
+        return self._whole[markup]
 
     def _shown(self, x: float) -> Any:
         if np.isnan(x):
@@ -179,7 +201,11 @@ class FrameBackend(DataTableBackend[pd.DataFrame]):
     @property
     def column_content_widths(self) -> list[int]:
         if self._widths is None:
-            self._widths = [c.width(self._order, self.render_markup) for c in self._cells]
+            # A view of every row (a sort) holds the same values as the frame: its widths are the
+            # frame's, measured once per column and kept by the cells (a 1M-row sort skips 9 takes).
+            whole = self._order is None or all(len(self._order) == c.rows for c in self._cells)
+            self._widths = [c.whole_width(self.render_markup) if whole else c.width(self._order, self.render_markup)
+                            for c in self._cells]
         return self._widths
 
     def get_row_at(self, index: int) -> list[Any]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -193,12 +194,46 @@ def sort_order(values: pd.Series, descending: bool, kind: str = "num") -> np.nda
     if kind == "text":
         codes, uniques = _codes(values)
         rank = np.empty(len(uniques) + 1, dtype="float64")
-        rank[np.argsort(np.array([str(u) for u in uniques], dtype=object), kind="stable")] = np.arange(len(uniques))
+        # Arrow's stable sort of the distinct texts: by UTF-8 bytes, which is code-point order, as
+        # Python compares str (200k distinct range paths: 40 ms, not 500 through Python objects)
+        rank[pa.compute.sort_indices(pa.array([str(u) for u in uniques], type=pa.string())).to_numpy()] = \
+            np.arange(len(uniques))
         rank[-1] = np.nan  # code -1 (null) picks this
         key = rank[codes]
     else:
         key = _numeric(values).to_numpy(dtype="float64", na_value=np.nan)
+    fast = _whole_number_order(key, descending)
+    if fast is not None:
+        return fast
     return np.argsort(-key if descending else key, kind="stable")  # NaN sorts last either way
+
+
+# From this many rows a key of whole numbers sorts by the packed-integer path below.
+PACKED_SORT_FROM = 10_000
+
+
+def _whole_number_order(key: np.ndarray, descending: bool) -> np.ndarray | None:
+    """The stable order of `key` (NaN last) when every value is a whole number (durations and
+    timestamps in ns, steps, layers, text ranks), else None. Each value's rank and its row position
+    are packed into one int64, `rank * n + position`, and sorted with NumPy's unstable SIMD sort:
+    ties come out by position, as a stable sort leaves them, in a fifth of the time of
+    `argsort(kind="stable")` at a million rows (40 vs 110-230 ms here)."""
+    n = len(key)
+    if n < PACKED_SORT_FROM:
+        return None
+    nan = np.isnan(key)
+    present = key[~nan] if nan.any() else key
+    if not len(present) or not np.isfinite(present).all() or not (np.floor(present) == present).all():
+        return None
+    lo, hi = float(present.min()), float(present.max())
+    if (hi - lo + 2) * n >= 2**62 or max(abs(lo), abs(hi)) >= 2**62:
+        return None  # the packed value would not fit in an int64
+    whole = np.where(nan, 0.0, key).astype(np.int64)
+    rank = (int(hi) - whole) if descending else (whole - int(lo))
+    rank[nan] = int(hi) - int(lo) + 1  # after every value, either way
+    packed = rank * n + np.arange(n, dtype=np.int64)
+    packed.sort()
+    return packed % n
 
 
 def compile_pattern(pattern: str) -> re.Pattern:
