@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import stat
 import sys
 import time
@@ -23,7 +24,7 @@ import pyarrow as pa
 from rooftop import limits
 from rooftop.summary import write_summarized
 from rooftop.text import printable
-from rooftop.trace import (Trace, TraceError, check_input, check_writable, json_safe, load_trace, parquet_files,
+from rooftop.trace import (Trace, TraceError, check_input, check_run_directory, check_writable, json_safe, load_trace, parquet_files,
                            scrub_all, to_table, trace_from_table, write_trace)
 
 Progress = Callable[[int, int], None]
@@ -147,6 +148,31 @@ def _peek_text(path: Path, head: bytes) -> str:
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 (PowerShell's `>`), e.g. an ncu CSV
         return data.decode("utf-16", errors="replace").lstrip("\ufeff \t\r\n")
     return data.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+
+
+# `"distributedInfo": {..., "rank": 3, ...}` near the top of a Kineto file (PyTorch writes it before
+# the events). Bounded: no nesting inside the object, a 9-digit rank at most.
+_HEADER_RANK = re.compile(r'"distributedInfo"\s*:\s*\{[^{}]{0,4096}?"rank"\s*:\s*(\d{1,9})\b')
+
+
+def header_rank(path: Path) -> int | None:
+    """The rank a Kineto file's header names (its `distributedInfo`), from its first ~1 MB; None
+    when it names none or is not a Kineto file (the caller falls back to the file's name)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64)
+    except OSError:
+        return None
+    text = _peek_text(path, head)
+    if not _is_kineto_text(text):
+        return None
+    m = _HEADER_RANK.search(text)
+    return int(m.group(1)) if m else None
+
+
+def check_directory(path: str | os.PathLike) -> None:
+    """`rooftop.trace.check_run_directory` with the readers' eyes: a Kineto file's own rank counts."""
+    check_run_directory(path, header_rank)
 
 
 def _is_kineto_text(text: str) -> bool:
@@ -323,16 +349,19 @@ def _read(src: Path, fmt: str, progress: Progress | None) -> tuple[pd.DataFrame 
 
 
 def _ranks(src: Path, files: list[Path], metas: list[dict]) -> list[int]:
-    """The rank of each per-rank file: its own `distributedInfo`, else its name, else its position.
+    """The rank of each per-rank file: its own `distributedInfo`, else its name; neither is an error.
     Two files claiming one rank is an error (two runs mixed in one directory)."""
     from .kineto import rank_of
 
     out = []
-    for i, (f, m) in enumerate(zip(files, metas)):
+    for f, m in zip(files, metas):
         r = m.get("rank")
         if not (type(r) is int and 0 <= r < 2 ** 31):
             r = rank_of(f)
-        out.append(r if type(r) is int and 0 <= r < 2 ** 31 else i)
+        if not (type(r) is int and 0 <= r < 2 ** 31):
+            raise ImportFailed(src, f"{f.name} names no rank (no distributedInfo rank in it, no rank in its name): "
+                               "the files are not one multi-rank run", "import one of them")
+        out.append(r)
     seen: dict[int, Path] = {}
     for r, f in zip(out, files):
         if r in seen:
