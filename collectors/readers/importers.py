@@ -27,7 +27,8 @@ from rooftop.text import printable
 from rooftop.trace import (Trace, TraceError, check_input, check_run_directory, check_writable, json_safe, load_trace, parquet_files,
                            scrub_all, to_table, trace_from_table, write_trace)
 
-Progress = Callable[[int, int], None]
+# progress(done, total[, unit]): bytes read of the file, or (nsys, which reads SQLite tables) "stages"
+Progress = Callable[..., None]
 NCU_REP_MAGIC = b"NVR\x00"  # first bytes of every .ncu-rep seen (Nsight Compute 2021-2025)
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _PEEK = 1 << 20  # Kineto puts deviceProperties (one block per GPU) before traceEvents
@@ -404,21 +405,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="output .parquet (default: <stem>.rooftop.parquet next to SRC; a directory for ranks)")
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 class _ProgressLine:
     """`importing trace.json.gz: 42%` on stderr, at most ~5 times a second, only for large inputs."""
 
-    def __init__(self, label: str, stream=sys.stderr, min_bytes: int = 32 << 20):
-        self.label, self.stream, self.min_bytes = label, stream, min_bytes
+    def __init__(self, label: str, stream=sys.stderr, min_bytes: int = 32 << 20, size: int = 0):
+        self.label, self.stream, self.min_bytes, self.size = label, stream, min_bytes, size
         self.last = 0.0
         self.shown = False
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, done: int, total: int, unit: str = "bytes") -> None:
         now = time.monotonic()
-        if total < self.min_bytes or now - self.last < 0.2:
+        if (total if unit == "bytes" else self.size) < self.min_bytes or now - self.last < 0.2:
             return
         self.last, self.shown = now, True
-        self.stream.write(f"\rimporting {self.label}: {100 * done // max(total, 1):3d}% "
-                          f"({done >> 20}/{total >> 20} MB)")
+        what = f"({done >> 20}/{total >> 20} MB)" if unit == "bytes" else f"(stage {done} of {total})"
+        self.stream.write(f"\rimporting {self.label}: {100 * done // max(total, 1):3d}% {what}")
         self.stream.flush()
 
     def done(self) -> None:
@@ -534,7 +542,7 @@ def run(args: argparse.Namespace) -> int:
     check_output(src, out, directory=fmt == "kineto-dir")
     if fmt != "kineto-dir":
         check_writable(out)  # before a long import, not after
-    bar = _ProgressLine(src.name)
+    bar = _ProgressLine(src.name, size=_size(src))
     try:
         if fmt == "kineto-dir":
             written, warnings = write_ranks(src, out, bar)
