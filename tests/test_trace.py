@@ -1,6 +1,7 @@
 """Trace format v1: write, load, validate; multi-rank directories; plain Parquet readers."""
 import json
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -153,3 +154,26 @@ def test_written_file_honours_umask(tmp_path):
     finally:
         os.umask(old)
     assert (p.stat().st_mode & 0o777) == 0o644
+
+
+@pytest.mark.parametrize("typ", [pa.list_(pa.int32(), 3), pa.list_(pa.int32())])
+def test_launch_shapes_load_as_shared_arrays(typ):
+    """grid/block load as pandas converts them (NumPy arrays, float when the column holds null
+    lists, None for null), one array per distinct shape shared by its rows; a shape with a null
+    inside converts row by row."""
+    from rooftop.trace.read import _shared_lists
+
+    cases = [pa.chunked_array([pa.array([[1, 2, 3], None, [1, 2, 3], [4, 5, 6]], type=typ),
+                               pa.array([[4, 5, 6], None], type=typ)]),
+             pa.chunked_array([pa.array([[1, 2, 3], [4, 5, 6], [1, 2, 3]], type=typ)]),
+             pa.chunked_array([pa.array([None, None], type=typ)]),
+             pa.chunked_array([pa.array([[1, None, 3], [1, 2, 3]], type=typ)])]
+    for col in cases:
+        got, want = _shared_lists(col), col.to_pandas().to_numpy(dtype=object)
+        assert len(got) == len(want)
+        for a, b in zip(got, want):
+            assert (a is None) == (b is None)
+            if a is not None:
+                assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
+    got = _shared_lists(cases[0])
+    assert got[0] is got[2] and got[3] is got[4]  # one object per distinct shape
