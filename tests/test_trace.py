@@ -177,3 +177,33 @@ def test_launch_shapes_load_as_shared_arrays(typ):
                 assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
     got = _shared_lists(cases[0])
     assert got[0] is got[2] and got[3] is got[4]  # one object per distinct shape
+
+
+def test_lazy_runtime_rows_load_as_the_eager_ones(tmp_path, monkeypatch):
+    """`lazy_host`: the events and warnings are those of the ordinary load, the runtime rows come
+    when asked (`runtime_rows`), equal to the ordinary load's `host`, text scrubbed the same way;
+    batches smaller than the file (the read filters batch by batch) change nothing."""
+    from rooftop.trace import read as R
+
+    monkeypatch.setattr(R.pq.ParquetFile, "iter_batches", _small_batches)  # batches of 2 rows
+    rows = ROWS + [dict(kind="runtime", name="cudaLaunchKernel", start_ns=90 + i, dur_ns=3, correlation=i, thread=11,
+                        op="aten::add token=ghp_0123456789abcdefghijABCDEFGHIJ0123456789" if i == 1 else "aten::add", id=100 + i) for i in range(5)]
+    p = write_trace(tmp_path / "h.parquet", rows, {})
+    eager, lazy = load_trace(p), load_trace(p, lazy_host=True)
+    assert lazy.host is None and lazy.load_host is not None
+    assert lazy.events.drop(columns=["grid", "block"]).equals(eager.events.drop(columns=["grid", "block"]))
+    assert [None if v is None else list(v) for v in lazy.events["grid"]] == \
+           [None if v is None else list(v) for v in eager.events["grid"]]
+    assert lazy.warnings == eager.warnings
+    host = lazy.runtime_rows()
+    assert host.equals(eager.host) and len(host) == 5 and lazy.load_host is None
+    assert "ghp_" not in " ".join(map(str, host["op"].dropna())) and "[redacted]" in " ".join(map(str, host["op"]))
+    assert load_trace(write_trace(tmp_path / "none.parquet", ROWS, {}), lazy_host=True).runtime_rows() is None
+
+
+_ITER_BATCHES = pq.ParquetFile.iter_batches
+
+
+def _small_batches(self, **kw):
+    kw.pop("batch_size", None)
+    return _ITER_BATCHES(self, batch_size=2, **kw)

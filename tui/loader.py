@@ -146,6 +146,10 @@ def load(path: str, progress=None) -> Trace:
             check_directory(path)
         else:
             check_run_directory(path)
+    elif is_parquet(path):
+        # A rooftop trace: its runtime rows (one per kernel in a Kineto import) stay on disk until
+        # the timeline asks for them (`Trace.runtime_rows`).
+        return load_trace(path, lazy_host=True)
     return load_any(path, progress) if load_any is not None else load_trace(path)
 
 

@@ -177,7 +177,26 @@ def is_parquet(path: str | os.PathLike) -> bool:
         return False
 
 
-def _read_file(path: Path) -> tuple[pa.Table, dict[str, Any]]:
+def _read_filtered(pf: pq.ParquetFile, columns: list[str], kind: str, keep: bool) -> pa.Table:
+    """The rows whose `kind` is (`keep`) or is not `kind`, read in batches of 64k rows and filtered
+    as they come: the whole file is never decoded at once (a 2.3M-row Kineto import read whole and
+    then filtered peaked at ~980 MB; batch by batch, at the rows kept plus one batch)."""
+    import pyarrow.compute as pc
+
+    kept = []
+    for batch in pf.iter_batches(batch_size=1 << 16, columns=columns, use_threads=False):
+        hit = _kind_is(pa.chunked_array([batch.column("kind")]), kind)
+        if not keep:
+            hit = pc.invert(hit)
+        kept.append(batch.filter(hit.combine_chunks()))
+    schema = pf.schema_arrow
+    schema = pa.schema([schema.field(c) for c in columns], metadata=schema.metadata)
+    if kept:
+        schema = kept[0].schema
+    return pa.Table.from_batches(kept, schema=schema)
+
+
+def _read_file(path: Path, skip_runtime: bool = False) -> tuple[pa.Table, dict[str, Any]]:
     size = check_input(path, allow_dir=False).st_size
     if size == 0:
         raise TraceError(path, "empty file")
@@ -193,7 +212,13 @@ def _read_file(path: Path) -> tuple[pa.Table, dict[str, Any]]:
         if rows > cap:
             raise TraceError(path, limits.over_budget(f"{rows:,} rows", limits.MAX_ROWS_ENV, cap))
         text = [c for c in TEXT_COLUMNS if c in schema.names and pa.types.is_string(schema.field(c).type)]
-        table = pq.ParquetFile(path, read_dictionary=text).read(columns=_columns_with_values(pf))
+        columns = _columns_with_values(pf)
+        if skip_runtime and "kind" in schema.names:
+            # filtered row group by row group: the runtime rows (one per kernel in a Kineto import)
+            # are never held beside the events, and never split off a 2M-row table
+            table = _read_filtered(pq.ParquetFile(path, read_dictionary=text), columns, "runtime", keep=False)
+        else:
+            table = pq.ParquetFile(path, read_dictionary=text).read(columns=columns)
         table.validate(full=True)  # a flipped byte can leave dictionary indices out of range
     except TraceError:
         raise
@@ -370,7 +395,9 @@ def _to_frame(table: pa.Table) -> pd.DataFrame:
             late[c] = _shared_lists(table.column(c))
     rest = table.drop_columns([c for c in late if c in table.column_names])
     del table
-    frame = rest.to_pandas(types_mapper=_PANDAS_TYPES, split_blocks=True)
+    # self_destruct: each column's Arrow buffers are freed as soon as it is converted (`rest` is
+    # the only reference), so the table and the frame are never both whole in memory
+    frame = rest.to_pandas(types_mapper=_PANDAS_TYPES, split_blocks=True, self_destruct=True)
     del rest
     for c in NUMERIC_CHECKED:
         if c in frame.columns:
@@ -635,8 +662,9 @@ def check_run_directory(path: str | os.PathLike, header_rank: Callable[[Path], i
     _duplicate_rank(path, ranks, files)
 
 
-def load_trace(path: str | os.PathLike) -> Trace:
-    """Load a trace file, or a directory of per-rank files as one multi-rank run."""
+def load_trace(path: str | os.PathLike, lazy_host: bool = False) -> Trace:
+    """Load a trace file, or a directory of per-rank files as one multi-rank run. `lazy_host` (a
+    file): the runtime rows stay on disk until `Trace.runtime_rows()` asks for them."""
     path = Path(path)
     if not path.exists():
         raise TraceError(path, "no such file or directory")
@@ -644,7 +672,38 @@ def load_trace(path: str | os.PathLike) -> Trace:
         return _load_dir(path)
     # handed over in a list that `_trace_from` empties: no frame here keeps the table as read
     # alive once its runtime rows are split off (it is the biggest thing a load allocates)
-    return _trace_from(list(_read_file(path)), path)
+    trace = _trace_from(list(_read_file(path, skip_runtime=lazy_host)), path)
+    if lazy_host and trace.host is None:
+        trace.load_host = lambda: _read_host(path, trace.warnings)
+    return trace
+
+
+def _read_host(path: Path, warnings: list[str]) -> pd.DataFrame | None:
+    """The runtime rows of a file, as `split_runtime` makes them, read alone (six columns, filtered
+    row group by row group), their text scrubbed like every other. Rows without a start, or with a
+    negative duration, are left out; a file that can no longer be read gives None, and a warning."""
+    import pyarrow.compute as pc
+
+    try:
+        names = pq.ParquetFile(path).schema_arrow.names
+        if "kind" not in names:
+            return None
+        columns = [c for c in dict.fromkeys([*REQUIRED, *HOST_COLUMNS]) if c in names]  # (kind is required)
+        text = [c for c in ("name", "op") if c in columns]
+        table = _read_filtered(pq.ParquetFile(path, read_dictionary=text), columns, "runtime", keep=True)
+        if not table.num_rows:
+            return None
+        table, _ = conform_types(table, path)
+        table, _, _ = scrub_all(table, {})
+        ok = pc.and_(pc.and_(pc.is_valid(table.column("start_ns")), pc.is_valid(table.column("dur_ns"))),
+                     pc.greater_equal(table.column("dur_ns"), 0))
+        table = table.filter(pc.fill_null(ok, False))
+        _, host = split_runtime(table)
+        give_back_memory()
+        return host
+    except (TraceError, pa.ArrowException, OSError, ValueError, KeyError) as exc:
+        warnings.append(f"runtime calls could not be read: {one_line(exc, 160)}")
+        return None
 
 
 def scrub(table: pa.Table, meta: Mapping[str, Any]) -> tuple[pa.Table, dict[str, Any]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 import pyarrow as pa
@@ -109,6 +109,16 @@ class Trace:
     # (HOST_COLUMNS): a Kineto trace has about one per kernel, and as full event rows they would
     # double the memory of a 1M-kernel trace for what only the timeline reads. None: the file has none.
     host: pd.DataFrame | None = None
+    # Reads `host` when first asked (`runtime_rows`), for a trace loaded with `lazy_host`: the
+    # runtime rows stay on disk until the timeline wants them.
+    load_host: Callable[[], pd.DataFrame | None] | None = field(default=None, repr=False, compare=False)
+
+    def runtime_rows(self) -> pd.DataFrame | None:
+        """`host`, read from the file first if it was left there (blocking: a thread worker's call)."""
+        if self.host is None and self.load_host is not None:
+            load, self.load_host = self.load_host, None
+            self.host = load()
+        return self.host
 
     @property
     def modeled(self) -> bool:

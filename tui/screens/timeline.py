@@ -92,7 +92,7 @@ class TimelineScreen(RooftopScreen):
         # One rank's streams (ranks run side by side): the one asked for, else the lowest.
         rank = self.rank if self.rank is not None else a.first_rank
         gpu = a.kernels(phase=self.phase, step=self.step, rank=rank)
-        calls = a.trace.host
+        calls = a.trace.runtime_rows()  # read from the file now, if the load left them there
         within = None
         if calls is not None and rank is not None and "rank" in calls.columns:
             within = (calls["rank"] == rank).fillna(False).to_numpy(dtype=bool)
