@@ -338,7 +338,7 @@ def _decode(footer: Any) -> Stored | None:
     return Stored(ANALYSIS_VERSION, report, [(w, m) for w, m in warnings], top, bulk)
 
 
-def load_stored(path: str | os.PathLike, top: int = DEFAULT_TOP) -> Stored | None:
+def load_stored(path: str | os.PathLike, top: int = DEFAULT_TOP, footer: Any = None) -> Stored | None:
     """The current summary of a rooftop trace file with its `top` groups, or None (none stored,
     stale, damaged, more groups asked than stored, a directory, not Parquet, over the row budget:
     the caller analyses the rows instead)."""
@@ -351,7 +351,8 @@ def load_stored(path: str | os.PathLike, top: int = DEFAULT_TOP) -> Stored | Non
             return None
     except OSError:
         return None
-    footer = read_footer(p)
+    if footer is None:  # (a caller that read the footer already hands it over)
+        footer = read_footer(p)
     if footer is None or footer.num_rows > limits.max_rows():
         return None
     stored = _decode(footer)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import threading
 import sys
 import time
 from dataclasses import dataclass
@@ -199,6 +200,24 @@ class RooftopApp(App[int]):
         self._load_workers: dict[Worker, int] = {}
         self._overview: Screen | None = None  # the Overview painted from a Preview, before the load
         self._pending_mode: str | None = None  # a screen asked for while loading, opened once loaded
+        # One trace: its footer preview (and stored summary) is read from now, beside Textual's own
+        # start-up, not from the first mount (~0.1 s sooner on screen); the load worker takes it.
+        self._early_preview: tuple[threading.Thread, list] | None = None
+        if len(self.paths) == 1:
+            got: list = []
+            thread = threading.Thread(target=self._read_preview, args=(self.paths[0], got), daemon=True,
+                                      name="rooftop-preview")
+            self._early_preview = (thread, got)
+            thread.start()
+
+    def _read_preview(self, path: str, got: list) -> None:
+        try:
+            from .loader import preview
+            from .screens import overview  # noqa: F401  (imported here, while Textual starts)
+
+            got.append(preview(path, self._default_options()))
+        except Exception as exc:  # the load worker reads the file again and reports it
+            got.append(exc)
 
     def on_mount(self) -> None:
         from .keymap import load_keymap
@@ -218,7 +237,15 @@ class RooftopApp(App[int]):
         # One trace: paint its identity from the footer at once (and, from a current stored summary,
         # the Overview's numbers), then read the events. (Two go to Compare, which needs both
         # loaded; the loading screen stays until then.)
-        if len(self.paths) == 1 and (p := preview(path, self._default_options())) is not None:
+        p = None
+        if len(self.paths) == 1:
+            early, self._early_preview = self._early_preview, None
+            if early is not None and early[0].ident is not None and path == self.paths[0]:
+                early[0].join()
+                p = early[1][0] if early[1] and not isinstance(early[1][0], Exception) else None
+            else:
+                p = preview(path, self._default_options())
+        if p is not None:
             self.post_message(Previewed(p))
             p.shown.wait(timeout=PAINT_WAIT_S)
         worker, started, last = get_current_worker(), time.monotonic(), [0.0]

@@ -90,31 +90,36 @@ def preview(path: str, use_summary: bool = True) -> Preview | None:
         files = parquet_files(p) if p.is_dir() else [p] if is_parquet(p) else []
         if not files:
             return None
-        rows = sum(_num_rows(f) for f in files)
+        footers = {f: _footer(f) for f in files}  # read once: rows, metadata, stored summary
+        rows = sum(_num_rows(f, footers[f]) for f in files)
         if rows < PREVIEW_FROM:
             return None
-        out = Preview(path, read_meta(p), rows)
+        # (the steps list is not read: the identity does not need it)
+        out = Preview(path, read_meta(p, without=("steps",), footer=None if p.is_dir() else footers[p]), rows)
     except (TraceError, OSError, pa.ArrowException):
         return None  # the load that follows reads the same bytes and says what is wrong
     if use_summary and not p.is_dir():
-        out.stored = stored_overview(path, out)
+        out.stored = stored_overview(path, out, footers[p])
     return out
 
 
-def _num_rows(path: Path) -> int:
+def _footer(path: Path) -> Any:
     from rooftop.footer import read_footer
 
-    footer = read_footer(path)  # a few ms, where pyarrow copies the whole footer (a stored summary too)
+    return read_footer(path)  # a few ms, where pyarrow copies the whole footer (a stored summary too)
+
+
+def _num_rows(path: Path, footer: Any) -> int:
     return footer.num_rows if footer is not None else pq.read_metadata(path).num_rows
 
 
-def stored_overview(path: str, preview: Preview) -> StoredOverview | None:
+def stored_overview(path: str, preview: Preview, footer: Any = None) -> StoredOverview | None:
     """The Overview's numbers from the file's current summary; None when there is none, or it is
     stale or damaged (the Overview then computes them, as for any trace)."""
     from rooftop.summary import load_stored
 
     try:
-        stored = load_stored(path)
+        stored = load_stored(path, footer=footer)
         return StoredOverview(stored, preview) if stored is not None else None
     except Exception:  # a summary is a cache: whatever is wrong with it, the analysis answers instead
         return None

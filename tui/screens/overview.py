@@ -18,7 +18,6 @@ from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
 
 from ..loader import Preview, overview_ready, phases_ready, warm_overview_rest
 from ..widgets.breadcrumb import MODELED, RooftopScreen
-from ..widgets.steps_plot import StepsPlot
 from ..widgets.text import safe_text, sanitize
 from ..workers import post_if_current
 
@@ -234,6 +233,8 @@ class OverviewScreen(RooftopScreen):
 
     @work(thread=True, exit_on_error=False, group="overview-steps", description="stored steps")
     def _stored_steps(self) -> None:
+        from ..widgets import steps_plot  # noqa: F401  (plotext: imported here, off the UI thread)
+
         try:
             steps = self.stored.load_steps()
         except (ValueError, AttributeError):
@@ -245,14 +246,14 @@ class OverviewScreen(RooftopScreen):
         if not self.query("#step-curve"):
             pending = self.query("#overview-pending")
             await self.query_one("#overview-body", VerticalScroll).mount(
-                StepsPlot(message.steps, id="step-curve"), before=pending.first() if pending else None)
+                _steps_plot(message.steps), before=pending.first() if pending else None)
 
     @on(Warmed)
     async def _warmed(self, message: Warmed) -> None:
         self.stored = None  # the Analysis has the same numbers now: the warnings line reads them
         self._refresh_warnings()
         if not self.query("#step-curve"):
-            await self.query_one("#overview-body", VerticalScroll).mount(StepsPlot(self.analysis.steps, id="step-curve"))
+            await self.query_one("#overview-body", VerticalScroll).mount(_steps_plot(self.analysis.steps))
 
     def on_mount(self) -> None:
         self._refresh_warnings()
@@ -360,7 +361,7 @@ class OverviewScreen(RooftopScreen):
                 yield Static("Rank-to-rank spread of step time (worst steps)", classes="section-title")
                 yield Static(spread_table(a.rank_steps), id="rank-spread")
         if a.steps is not None:  # (from a stored summary: parsed after the first paint)
-            yield StepsPlot(a.steps, id="step-curve")
+            yield _steps_plot(a.steps)
 
     @staticmethod
     def _identity_text(ident: dict) -> Text:
@@ -396,3 +397,11 @@ class Findings(StyledStatic):
                 text.append(" — ")
                 text.append(sanitize(f.detail))
         self.update(text)
+
+
+def _steps_plot(steps: pd.DataFrame):
+    """The step curve. plotext is imported here, after the first paint, not with this module: at
+    start-up it took 40-250 ms before a stored summary's numbers could be painted."""
+    from ..widgets.steps_plot import StepsPlot
+
+    return StepsPlot(steps, id="step-curve")
