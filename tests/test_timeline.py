@@ -87,6 +87,18 @@ def test_launch_to_start_by_correlation():
     assert tl.launch_of(HOST, 3) == 4 and tl.launch_of(HOST, 1234) is None
 
 
+def test_timeline_launch_to_start_of_a_few_rows_reads_scalars_alike():
+    """The selected block's launch-to-start (a few positions, read as scalars) equals the same rows
+    through the frame path (nine or more positions), unknown correlation included."""
+    gpu = GPU.assign(correlation=pd.array([1, 2, None, 3], dtype="Int64"))
+    t = tl.build(gpu, HOST)
+    few = [3, 0, 2, 1]
+    many = few + few + [0]
+    assert np.array_equal(t.launch_to_start(few), t.launch_to_start(many)[:4], equal_nan=True)
+    assert np.isnan(t.launch_to_start(few)).sum() == 1
+    assert np.array_equal(t.launch_to_start(2), t.launch_to_start(many)[2:3], equal_nan=True)
+
+
 @pytest.mark.parametrize("name,cat", [("cudaLaunchKernel", "launch"), ("cuLaunchKernelEx", "launch"),
                                       ("cudaGraphLaunch", "launch"), ("cudaLaunchKernel_v7000", "launch"),
                                       ("cudaStreamSynchronize", "sync"), ("cudaDeviceSynchronize", "sync"),

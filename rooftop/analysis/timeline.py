@@ -286,6 +286,12 @@ class Timeline:
         pos = np.atleast_1d(positions)
         if not len(self.launches.keys):
             return np.full(len(pos), np.nan)
+        if len(pos) <= 8:  # the selected block (every `.`/`]` press): scalars, not two small frames
+            corr_col, start_col = self.gpu["correlation"], self.gpu["start_ns"]
+            corr = [corr_col.iloc[int(p)] for p in pos]
+            corr = np.array([-2 if c is None or c is pd.NA or c != c else int(c) for c in corr], dtype=np.int64)
+            start = np.array([int(start_col.iloc[int(p)]) for p in pos], dtype=np.int64)
+            return start - self.launches.launch_start(corr)
         # two columns at the positions only: selecting columns of a 1M-row frame would copy them
         rows = pd.DataFrame({c: self.gpu[c].iloc[pos].reset_index(drop=True) for c in ("start_ns", "correlation")})
         return launch_to_start(rows, self.host, self.launches)
