@@ -397,9 +397,7 @@ def _to_frame(table: pa.Table) -> pd.DataFrame:
             late[c] = _shared_lists(table.column(c))
     rest = table.drop_columns([c for c in late if c in table.column_names])
     del table
-    # self_destruct: each column's Arrow buffers are freed as soon as it is converted (`rest` is
-    # the only reference), so the table and the frame are never both whole in memory
-    frame = rest.to_pandas(types_mapper=_PANDAS_TYPES, split_blocks=True, self_destruct=True)
+    frame = rest.to_pandas(types_mapper=_PANDAS_TYPES, split_blocks=True)
     del rest
     for c in NUMERIC_CHECKED:
         if c in frame.columns:
