@@ -161,8 +161,10 @@ def test_a_million_raw_launches_mount(tmp_path):
             t0 = time.perf_counter()
             await pilot.pause()
             big = app.query_one("#big")
-            # 1 ns steps: shown to the ns (0.001 µs), not rounded to 0.0 for the shortest launches.
-            assert big.table.row_count == n and big.table.get_row_at(0)[1] == (n - 1) / 1e3
+            # 1 ns steps: the column's 1 decimal for the longest (999.999 µs reads 1000), the ns
+            # (0.001 µs) for the shortest launches, never rounded to 0.0.
+            assert big.table.row_count == n and big.table.get_row_at(0)[1] == 1000.0
+            assert big.table.get_row_at(n - 2)[1] == 0.001 and big.table.get_row_at(n - 1)[1] == 0.0
             await pilot.press("end")
             return time.perf_counter() - t0
     assert asyncio.run(main()) < 10
