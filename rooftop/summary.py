@@ -113,32 +113,36 @@ def build(analysis: Any, meta_bytes: bytes, rows: int) -> dict[bytes, bytes] | N
     return {**entries, **{bulk_key(name): data for name, data in bulk.items()}}
 
 
-def summary_entries(table: Any, meta_bytes: bytes, path: str | os.PathLike | None) -> dict[bytes, bytes] | None:
+def summary_entries(table: Any, meta_bytes: bytes, path: str | os.PathLike | None,
+                    scrubbed: bool = False) -> dict[bytes, bytes] | None:
     """The summary's footer entries for a conformed trace table about to be written with
     `meta_bytes`: the table is read as `load_trace` would read the file, and analysed with the
-    defaults. None when the analysis fails (the trace is then written without a summary, and
-    analysed when opened)."""
+    defaults (`scrubbed`: the table went through `scrub_all` already, as every import does, so
+    the second pass that a load makes would find nothing). None when the analysis fails (the
+    trace is then written without a summary, and analysed when opened)."""
     from .analysis import analyze
     from .trace import trace_from_table
 
     try:
         meta = json.loads(meta_bytes)
-        return build(analyze(trace_from_table(table, meta, path)), meta_bytes, table.num_rows)
+        return build(analyze(trace_from_table(table, meta, path, scrubbed)), meta_bytes, table.num_rows)
     except Exception:
         if os.environ.get("ROOFTOP_DEBUG"):
             raise
         return None
 
 
-def write_summarized(path: str | os.PathLike, events: Any, meta: Mapping[str, Any], *, conform: bool = True) -> Path:
+def write_summarized(path: str | os.PathLike, events: Any, meta: Mapping[str, Any], *, conform: bool = True,
+                     scrubbed: bool = False) -> Path:
     """`rooftop.trace.write_trace` with the summary in the footer (what a finished import or
-    collection writes). Costs one analysis of the rows, before the write."""
+    collection writes). Costs one analysis of the rows, before the write. `scrubbed`: `events` is
+    a table `scrub_all` gave (see `summary_entries`)."""
     from .trace import encode_meta, to_table, write_trace
 
     table = to_table(events) if conform or not hasattr(events, "num_rows") else events
     if "rank" in table.column_names:
         table = table.drop(["rank"])
-    return write_trace(path, table, meta, conform=False, extra=summary_entries(table, encode_meta(meta), path))
+    return write_trace(path, table, meta, conform=False, extra=summary_entries(table, encode_meta(meta), path, scrubbed))
 
 
 def refresh(path: str | os.PathLike) -> Path:

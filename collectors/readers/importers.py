@@ -513,7 +513,7 @@ def run(args: argparse.Namespace) -> int:
             table, meta = convert(src, bar)
             warnings = list(meta.get("warnings") or [])
             # with the summary of the report in its footer: `report` and the Overview answer at once
-            written = [write_summarized(out, table, meta, conform=False)]
+            written = [write_summarized(out, table, meta, conform=False, scrubbed=True)]
     finally:
         bar.done()
     for w in warnings:
