@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 from itertools import chain
-from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ._jsonstream import DECODER
 
@@ -180,52 +178,6 @@ def _shapes(vals: list) -> np.ndarray:
         return np.array([[int_of(x) for x in r] for r in rows], dtype=np.int64).reshape(-1, 3)
 
 
-def _pick(items: list, sel: np.ndarray) -> list:
-    """items[i] for each i of `sel`, in one C call."""
-    if len(sel) == len(items):
-        return items
-    if len(sel) == 1:
-        return [items[int(sel[0])]]
-    return list(itemgetter(*sel.tolist())(items)) if len(sel) else []
-
-
-def _floats(values, n: int) -> np.ndarray:
-    """Decoded times (floats, None where absent) -> float64 with NaN for None."""
-    vals = list(values)
-    try:
-        return np.fromiter(vals, dtype=np.float64, count=n)
-    except TypeError:  # a None among them: np.array makes it NaN
-        return np.array(vals, dtype=np.float64)
-
-
-def _intern(table: "Interner", values: list, empty: Any) -> np.ndarray:
-    """Interned id of each value (None: `empty`'s), each distinct value looked up once (in order of
-    first appearance, as a lookup per value would)."""
-    codes, uniq = pd.factorize(np.fromiter(values, dtype=object, count=len(values)), use_na_sentinel=True)
-    ids = [table[v] for v in uniq.tolist()]
-    if (codes < 0).any():
-        ids.append(table[empty])  # code -1
-    return np.array(ids, dtype=np.int64)[codes] if ids else np.zeros(0, np.int64)
-
-
-def _or_event(values: list, evs: list, field_of) -> np.ndarray:
-    """A GPU event's device (stream): its args' value, else (the args had none) its pid (tid), as
-    `_ints` converts them."""
-    out = _ints(values)
-    absent = np.asarray(np.fromiter(values, dtype=object, count=len(values)) == NULL, dtype=bool)
-    if absent.any():
-        sel = np.flatnonzero(absent)
-        out[sel] = _ints([field_of(evs[i]) for i in sel.tolist()])
-    return out
-
-
-# field getters: `map(_TS, events)` reads a field of every event in one C loop
-_CAT, _PH, _NAME, _PID, _TID, _TS, _DUR, _ARGS = map(attrgetter, ("cat", "ph", "name", "pid", "tid", "ts", "dur", "args"))
-_EXT, _CORR, _DEVICE, _STREAM, _GRID, _BLOCK, _REGS, _SMEM, _NBYTES, _DIMS, _TYPES, _CONCRETE = map(
-    attrgetter, ("ext", "corr", "device", "stream", "grid", "block", "regs", "smem", "nbytes", "dims", "types",
-                 "concrete"))
-
-
 class _Inexact(Exception):
     """A typed batch whose timestamps need the exact path."""
 
@@ -314,32 +266,28 @@ class Collector:
     # --- fast path ---
 
     def _add_typed(self, batch: list) -> None:
-        # the events of each wanted category, picked by C loops (no Python statement per event)
-        n = len(batch)
-        if not n:
-            return
-        cat_code, cats = pd.factorize(np.fromiter(map(_CAT, batch), dtype=object, count=n), use_na_sentinel=True)
-        cat_code[np.fromiter(map(_PH, batch), dtype=object, count=n) != "X"] = -1
+        groups: dict[str, list] = {c: [] for c in WANTED}
+        other: list = []
+        get = groups.get
+        for e in batch:  # the one per-event Python loop of the fast path
+            (get(e.cat, other) if e.ph == "X" else other).append(e)
         # convert everything first: an _Inexact raised below must leave the columns untouched
         out = []
-        for k, cat in enumerate(cats.tolist()):
-            if cat not in WANTED:
+        for cat, evs in groups.items():
+            if not evs:
                 continue
-            sel = np.flatnonzero(cat_code == k)
-            evs = _pick(batch, sel)
-            ts = exact_ns(_floats(map(_TS, evs), len(evs)))
-            dur = exact_ns(_floats(map(_DUR, evs), len(evs)))
+            ts = exact_ns(np.array([e.ts for e in evs], dtype=np.float64))
+            dur = exact_ns(np.array([e.dur for e in evs], dtype=np.float64))
             if ts is None or dur is None:
                 raise _Inexact
             keep = ts != NULL
             self.untimed += int((~keep).sum())
             if not keep.all():
-                evs = _pick(evs, np.flatnonzero(keep))
+                evs = [e for e, k in zip(evs, keep.tolist()) if k]
                 ts, dur = ts[keep], dur[keep]
             if evs:
-                out.append((sel[0], cat, evs, ts, dur))
-        out.sort(key=lambda o: o[0])  # categories in order of first appearance: names interned as before
-        for _, cat, evs, ts, dur in out:
+                out.append((cat, evs, ts, dur))
+        for cat, evs, ts, dur in out:
             ts = self._columns(cat, evs, ts, dur)
             self.events += len(ts)
             if not len(ts):
@@ -348,81 +296,57 @@ class Collector:
             if self.origin is None or lo < self.origin:
                 self.origin = lo
 
-    def _intern_names(self, evs: list) -> np.ndarray:
-        """Interned id of each event's name ("" for none), each distinct name looked up once."""
-        return _intern(self.names, list(map(_NAME, evs)), "")
-
-    def _intern_threads(self, evs: list) -> np.ndarray:
-        """Interned id of each event's (pid, tid), each distinct pair looked up once."""
-        n = len(evs)
-        pc, pu = pd.factorize(np.fromiter(map(_PID, evs), dtype=object, count=n), use_na_sentinel=True)
-        tc, tu = pd.factorize(np.fromiter(map(_TID, evs), dtype=object, count=n), use_na_sentinel=True)
-        pids, tids = pu.tolist() + [None], tu.tolist() + [None]  # code -1 (absent or null): None
-        width = len(tids)
-        pair, keys = pd.factorize((pc.astype(np.int64) + 1) * width + (tc + 1))
-        ids = [self.threads[(pids[k // width - 1], tids[k % width - 1])] for k in keys.tolist()]
-        return np.array(ids, dtype=np.int64)[pair] if ids else np.zeros(0, np.int64)
-
-    def _shape_ids(self, args: list) -> np.ndarray:
-        """Id of each cpu_op's recorded input shapes (their JSON text), NULL where none; each
-        distinct text decoded once."""
-        n = len(args)
-        keys = np.fromiter(zip(map(bytes, map(_DIMS, args)), map(bytes, map(_TYPES, args)),
-                               map(bytes, map(_CONCRETE, args))), dtype=object, count=n)
-        codes, uniq = pd.factorize(keys)
-        shapes, ids = self.shapes, []
-        for key in uniq.tolist():
-            if not key[0] or key[0] == b"null":  # no shapes recorded
-                ids.append(NULL)
-                continue
-            sid = shapes.get(key)
-            if sid is None:
-                sid = shapes[key] = len(shapes)
-                self.shape_inputs.append(tuple(DECODER.decode(k.decode("utf-8", "replace")) if k else None
-                                               for k in key))
-            ids.append(sid)
-        return np.array(ids, dtype=np.int64)[codes] if n else np.zeros(0, np.int64)
-
     def _columns(self, cat: str, evs: list, ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
         """Append one category's events; the start times of those kept."""
-        args = list(map(_ARGS, evs))
-        if None in args:
-            args = [a or _NOARGS for a in args]
+        names, threads = self.names, self.threads
+        args = [e.args or _NOARGS for e in evs]
         if cat == "cpu_op":
-            self.ops.extend({"ext": _ints(list(map(_EXT, args))), "thread": self._intern_threads(evs),
-                             "ts": ts, "dur": dur, "name": self._intern_names(evs), "shape": self._shape_ids(args)})
+            shapes, shape_ids = self.shapes, []
+            for a in args:
+                dims = a.dims
+                if not dims or dims == _NULL_RAW:  # no shapes recorded
+                    shape_ids.append(NULL)
+                    continue
+                key = (bytes(dims), bytes(a.types), bytes(a.concrete))
+                sid = shapes.get(key)
+                if sid is None:
+                    sid = shapes[key] = len(shapes)
+                    self.shape_inputs.append(tuple(DECODER.decode(k.decode("utf-8", "replace")) if k else None
+                                                   for k in key))
+                shape_ids.append(sid)
+            self.ops.extend({"ext": _ints([a.ext for a in args]), "thread": [threads[(e.pid, e.tid)] for e in evs],
+                             "ts": ts, "dur": dur, "name": [names[e.name or ""] for e in evs], "shape": shape_ids})
         elif cat in RUNTIME_CATS:
-            corr = _ints(list(map(_CORR, args)))
+            corr = _ints([a.corr for a in args])
             keep = corr != NULL  # a runtime call without correlation cannot be joined
-            if not keep.all():
-                sel = np.flatnonzero(keep)
-                evs, args = _pick(evs, sel), _pick(args, sel)
-            self.rt.extend({"corr": corr[keep], "ext": _ints(list(map(_EXT, args))),
-                            "thread": self._intern_threads(evs), "ts": ts[keep], "dur": dur[keep],
-                            "name": self._intern_names(evs)})
+            sel = np.flatnonzero(keep)
+            self.rt.extend({"corr": corr[keep], "ext": _ints([args[i].ext for i in sel.tolist()]),
+                            "thread": [threads[(evs[i].pid, evs[i].tid)] for i in sel.tolist()],
+                            "ts": ts[keep], "dur": dur[keep], "name": [names[evs[i].name or ""] for i in sel.tolist()]})
             return ts[keep]
         elif cat in GPU_KINDS:
-            grid, block = _shapes(list(map(_GRID, args))), _shapes(list(map(_BLOCK, args)))
+            grid, block = _shapes([a.grid for a in args]), _shapes([a.block for a in args])
+            dev = _ints([e.pid if a.device == NULL else a.device for e, a in zip(evs, args)])
+            stream = _ints([e.tid if a.stream == NULL else a.stream for e, a in zip(evs, args)])
             self.gpu.extend({
-                "kind": np.full(len(evs), GPU_KINDS[cat]), "name": self._intern_names(evs),
-                "ts": ts, "dur": dur, "device": _or_event(list(map(_DEVICE, args)), evs, _PID),
-                "stream": _or_event(list(map(_STREAM, args)), evs, _TID), "corr": _ints(list(map(_CORR, args))),
-                "ext": _ints(list(map(_EXT, args))), "gx": grid[:, 0], "gy": grid[:, 1], "gz": grid[:, 2],
-                "bx": block[:, 0], "by": block[:, 1], "bz": block[:, 2], "regs": _ints(list(map(_REGS, args))),
-                "smem": _ints(list(map(_SMEM, args))), "nbytes": _ints(list(map(_NBYTES, args)))})
+                "kind": np.full(len(evs), GPU_KINDS[cat]), "name": [names[e.name or ""] for e in evs],
+                "ts": ts, "dur": dur, "device": dev, "stream": stream, "corr": _ints([a.corr for a in args]),
+                "ext": _ints([a.ext for a in args]), "gx": grid[:, 0], "gy": grid[:, 1], "gz": grid[:, 2],
+                "bx": block[:, 0], "by": block[:, 1], "bz": block[:, 2], "regs": _ints([a.regs for a in args]),
+                "smem": _ints([a.smem for a in args]), "nbytes": _ints([a.nbytes for a in args])})
         elif cat == "user_annotation":
-            self.ann.extend({"thread": self._intern_threads(evs), "ts": ts, "dur": dur,
-                             "name": self._intern_names(evs), "ext": _ints(list(map(_EXT, args)))})
+            self.ann.extend({"thread": [threads[(e.pid, e.tid)] for e in evs], "ts": ts, "dur": dur,
+                             "name": [names[e.name or ""] for e in evs], "ext": _ints([a.ext for a in args])})
         elif cat == "python_function":
             keep = [self.wanted_frame(e.name) for e in evs]
             sel = [i for i, k in enumerate(keep) if k]
-            self.py.extend({"thread": [self.threads[(evs[i].pid, evs[i].tid)] for i in sel], "ts": ts[sel],
-                            "dur": dur[sel], "name": [self.names[evs[i].name] for i in sel]})
+            self.py.extend({"thread": [threads[(evs[i].pid, evs[i].tid)] for i in sel], "ts": ts[sel],
+                            "dur": dur[sel], "name": [names[evs[i].name] for i in sel]})
             return ts[sel]
         else:  # gpu_user_annotation
-            self.gann.extend({"device": _ints(list(map(_PID, evs))), "stream": _ints(list(map(_TID, evs))),
-                              "ts": ts, "dur": dur, "name": self._intern_names(evs),
-                              "ext": _ints(list(map(_EXT, args)))})
+            self.gann.extend({"device": _ints([e.pid for e in evs]), "stream": _ints([e.tid for e in evs]),
+                              "ts": ts, "dur": dur, "name": [names[e.name or ""] for e in evs],
+                              "ext": _ints([a.ext for a in args])})
         return ts
 
     def wanted_frame(self, name: Any) -> bool:
