@@ -93,7 +93,7 @@ def to_table(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]], fill
     from ..names import categorize, demangle_all, short_names
     from ..steps import OUTSIDE_STEPS, parse_paths
 
-    frame = _as_frame(events).copy()
+    frame = _as_frame(events).copy(deep=False)  # columns are replaced, never written into (copy-on-write)
     n = len(frame)
     if "id" not in frame.columns or frame["id"].isna().all():
         frame["id"] = np.arange(n, dtype="int64")
