@@ -135,14 +135,17 @@ def summary_entries(table: Any, meta_bytes: bytes, path: str | os.PathLike | Non
 def write_summarized(path: str | os.PathLike, events: Any, meta: Mapping[str, Any], *, conform: bool = True,
                      scrubbed: bool = False) -> Path:
     """`rooftop.trace.write_trace` with the summary in the footer (what a finished import or
-    collection writes). Costs one analysis of the rows, before the write. `scrubbed`: `events` is
+    collection writes). Costs one analysis of the rows, during the write. `scrubbed`: `events` is
     a table `scrub_all` gave (see `summary_entries`)."""
     from .trace import encode_meta, to_table, write_trace
 
     table = to_table(events) if conform or not hasattr(events, "num_rows") else events
     if "rank" in table.column_names:
         table = table.drop(["rank"])
-    return write_trace(path, table, meta, conform=False, extra=summary_entries(table, encode_meta(meta), path, scrubbed))
+    meta_bytes = encode_meta(meta)  # what write_trace stores (the same bytes: a pure function)
+    # the analysis runs while the rows are encoded and compressed in another thread
+    return write_trace(path, table, meta, conform=False,
+                       extra=lambda: summary_entries(table, meta_bytes, path, scrubbed))
 
 
 def refresh(path: str | os.PathLike) -> Path:
