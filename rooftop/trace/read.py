@@ -703,6 +703,12 @@ def trace_from_table(table: pa.Table, meta: dict[str, Any], path: str | os.PathL
     return _trace_from(held, path, scrubbed)
 
 
+def trace_from_handover(held: list, path: str | os.PathLike | None = None, scrubbed: bool = False) -> Trace:
+    """`trace_from_table` of `held` = [table, meta], which it empties (the caller keeps no other
+    reference to the table, which is then freed once converted)."""
+    return _trace_from(held, path, scrubbed)
+
+
 def _trace_from(held: list, path: str | os.PathLike | None, scrubbed: bool = False) -> Trace:
     """`trace_from_table` of `held` = [table, meta], which it empties, so that each step can drop
     the table it replaced (the caller keeps no reference)."""
