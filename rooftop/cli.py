@@ -204,14 +204,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def _load(path: str):
     """Any supported trace (rooftop Parquet, or an import converted in memory). A directory must be
     one run; any other is an error naming the traces it holds."""
-    if Path(path).is_dir():
-        from .trace import check_run_directory
-        check_run_directory(path)
     try:
-        from collectors.readers.importers import load_any
+        from collectors.readers.importers import check_directory, load_any
     except ImportError:
-        from .trace import load_trace
-        return load_trace(path)
+        from .trace import check_run_directory as check_directory, load_trace as load_any
+    if Path(path).is_dir():
+        check_directory(path)
     return load_any(path)
 
 

@@ -164,6 +164,20 @@ def test_progress_line_only_for_large_inputs():
     assert buf.getvalue() == "\rimporting big.json:  25% (0/0 MB)\n"
 
 
+def test_nsys_progress_is_in_stages_and_shown_for_a_large_file(fixtures_dir):
+    calls = []
+    from collectors.readers.nsys import read_nsys
+    read_nsys(fixtures_dir / "traces" / NSYS, lambda *a: calls.append(a))
+    assert calls == [(1, 4, "stages"), (2, 4, "stages"), (3, 4, "stages"), (4, 4, "stages")]
+    buf = io.StringIO()
+    bar = importers._ProgressLine("run.sqlite", stream=buf, min_bytes=100, size=1000)
+    bar(2, 4, "stages")
+    assert buf.getvalue() == "\rimporting run.sqlite:  50% (stage 2 of 4)"
+    quiet = io.StringIO()
+    importers._ProgressLine("small.sqlite", stream=quiet, min_bytes=100, size=99)(2, 4, "stages")
+    assert quiet.getvalue() == ""
+
+
 @pytest.mark.parametrize("rel", ["ncu/AveryClapp__ESMM-Research__metrics.csv", "ncu/panjd123__cutlass__report.ncu-rep"])
 def test_ncu_formats_dispatch_to_ncu_module(fixtures_dir, rel):
     if rel.endswith(".ncu-rep"):

@@ -285,3 +285,40 @@ def test_distinct_ranks_still_load_as_one_run(tmp_path):
     t = load_trace(d)
     assert t.ranks == [0, 1] and sorted(t.events["rank"].unique()) == [0, 1]
     assert [r["file"] for r in t.meta["ranks"]] == ["a.parquet", "b.parquet"]
+
+
+def _kineto_dir(tmp_path, names, header_ranks):
+    d = tmp_path / "kin"
+    d.mkdir()
+    for name, r in zip(names, header_ranks):
+        head = {"distributedInfo": {"backend": "nccl", "rank": r, "world_size": 2}} if r is not None else {}
+        (d / name).write_text(json.dumps(_kineto_doc([_kernel_ev(1, 10, 5)], **head)))
+    return d
+
+
+def test_kineto_ranks_named_only_in_their_headers_are_one_run_everywhere(tmp_path):
+    """`report`, `import` and the TUI take the same directories: a rank in a file's distributedInfo
+    counts as much as one in its name."""
+    d = _kineto_dir(tmp_path, ("a.json", "b.json"), (1, 0))
+    o = run_in_process(["report", "--json", str(d)])
+    assert o.rc == 0, o.err
+    assert json.loads(o.out)["trace"]["ranks"] == [0, 1]
+    o = run_in_process(["import", str(d), "-o", str(tmp_path / "out")])
+    assert o.rc == 0, o.err
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["rank=0", "rank=1"]
+    from tui.loader import open_analysis
+    assert open_analysis(str(d)).trace.ranks == [0, 1]
+
+
+def test_kineto_files_with_no_rank_anywhere_are_not_one_run(tmp_path):
+    d = _kineto_dir(tmp_path, ("a.json", "b.json"), (0, None))
+    for argv, want in ((["report", str(d)], "no distinct rank in each file's header or name"),
+                       (["import", str(d), "-o", str(tmp_path / "out")], "b.json names no rank")):
+        o = run_in_process(argv)
+        check(o, d, "error")
+        assert want in o.err, (argv, o.err)
+    assert not (tmp_path / "out").exists()
+    from tui.loader import open_analysis
+    with pytest.raises(NotOneRun) as err:
+        open_analysis(str(d))
+    assert [f.name for f in err.value.files] == ["a.json", "b.json"]

@@ -124,3 +124,17 @@ def test_one_sorted_stream_is_drawn_from_the_frames_own_columns():
     assert lane.row is None and np.shares_memory(lane.start, rows["start_ns"].to_numpy())
     assert t.gaps.union is lane and t.gaps.after.dtype == np.int32
     assert t.gaps.frame()[["start_ns", "end_ns"]].values.tolist() == [[10, 15], [20, 40]]
+
+
+def test_ruler_ticks_sit_on_round_offsets_and_never_read_alike():
+    from tui.widgets.timeline import ruler_ticks
+
+    # the whole run: round offsets from the origin, in the unit of each
+    assert ruler_ticks(0, 774e6, 67, 0) == [(0, "0"), (17, "+200 ms"), (34, "+400 ms"), (51, "+600 ms")]
+    assert [lab for _, lab in ruler_ticks(0, 1.2e6, 67, 0)] == ["0", "+500 µs", "+1.0 ms"]  # 0.5 ms apart
+    # zoomed to 23.5 µs deep in a step: the labels keep the decimals their spacing needs
+    deep = [lab for _, lab in ruler_ticks(49.6e6 - 5e3, 49.6e6 + 18.5e3, 67, 0)]
+    assert deep == ["+49.60 ms", "+49.61 ms"]
+    # before the origin, and never past the canvas
+    ticks = ruler_ticks(-40e6, 40e6, 120, 0)
+    assert ("-20 ms" in [lab for _, lab in ticks]) and all(c + len(lab) <= 120 for c, lab in ticks)

@@ -8,6 +8,8 @@ import pandas as pd
 import pytest
 from textual_fastdatatable import ArrowBackend
 
+from textual_fastdatatable.format import measure_width
+
 from tui.widgets.frame_backend import FrameBackend
 from tui.widgets.table import Col, display_table, frame_cells
 
@@ -41,7 +43,12 @@ def test_lazy_cells_and_widths_match_the_arrow_backend(order):
     assert lazy.row_count == arrow.row_count == (len(f) if order is None else len(order))
     for i in range(lazy.row_count):
         assert lazy.get_row_at(i) == arrow.get_row_at(i), i
-    assert list(lazy.column_content_widths) == list(arrow.column_content_widths)
+    # The Arrow backend measures a numeric column by its max and min alone, which cuts a cell that
+    # keeps more decimals (0.00031 in a column of 12 and 0): the lazy one fits every cell.
+    rows = [lazy.get_row_at(i) for i in range(lazy.row_count)]
+    for j, (got, theirs) in enumerate(zip(lazy.column_content_widths, arrow.column_content_widths)):
+        cells = [measure_width(r[j], render_markup=False) for r in rows if r[j] is not None]
+        assert got == max([theirs, *cells]), (COLS[j].label, got, theirs, cells)
 
 
 def test_lazy_values_by_hand():
@@ -65,9 +72,10 @@ def test_million_rows_build_no_per_row_text():
     assert cells[0].labels == ["a", "bb", "ccc"] and cells[0].codes.dtype.itemsize == 1  # the codes, not strings
     order = np.argsort(-f["t"].to_numpy(), kind="stable")
     b = FrameBackend(["kernel", "time µs"], cells, order, n)
-    # 999,999 ns = 999.999 µs; the column holds 0.001 µs, so it shows 3 decimals, not 1
-    assert b.get_row_at(0) == ["a", 999.999]
-    assert list(b.column_content_widths) == [3, len("999.999")]  # max 999.999 µs, min 0
+    # 999,999 ns = 999.999 µs, shown to the column's 1 decimal; the column's 0.001 µs (1 ns) keeps
+    # its own two significant digits instead of reading 0, and sets the width
+    assert b.get_row_at(0) == ["a", 1000.0] and b.get_row_at(n - 2) == ["bb", 0.001]
+    assert list(b.column_content_widths) == [3, len("0.001")]
 
 
 def test_sort_and_filter_are_reactive_and_a_superseded_order_is_dropped(monkeypatch):
@@ -115,3 +123,14 @@ def test_sort_and_filter_are_reactive_and_a_superseded_order_is_dropped(monkeypa
     assert seen["after_stale"] == ["a", "ab", "b", "c"]
     assert seen["filtered"] == ["a", "ab"] and seen["pattern"] == "^a"
     assert seen["status"] == "2 of 4 rows · sort: kernel ▲ · filter: /^a/"
+
+
+def test_each_cell_keeps_the_columns_digits_unless_it_would_read_zero():
+    """One tiny share in a column no longer makes every row print six digits (81.4109): a cell is
+    rounded to the column's digits, and only a non-zero one too small for them keeps two
+    significant digits of its own."""
+    from tui.widgets.frame_backend import round_cells
+
+    got = round_cells(np.array([81.41093, 13.0429, 0.07649, 0.00123, -0.00041, 0.0, np.nan]), 1)
+    assert got[:6].tolist() == [81.4, 13.0, 0.1, 0.0012, -0.00041, 0.0] and np.isnan(got[6])
+    assert round_cells(np.array([999.999, 0.5]), 2).tolist() == [1000.0, 0.5]

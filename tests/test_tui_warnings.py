@@ -53,6 +53,9 @@ def test_no_warnings_says_so(tmp_path):
 def test_progress_line():
     assert (progress_line("/x/t.json.gz", 412_000_000, 1_200_000_000, 3.14)
             == "importing t.json.gz: 412 MB of 1.2 GB (34%) · 3.1 s · Esc cancels")
+    # nsys reads SQLite tables, not a byte stream: its progress is in stages, and says so
+    assert (progress_line("/x/run.sqlite", 1, 4, 0.7, "stages")
+            == "importing run.sqlite: stage 1 of 4 (25%) · 0.7 s · Esc cancels")
 
 
 def test_import_shows_progress_and_esc_cancels(tmp_path, monkeypatch):

@@ -66,12 +66,14 @@ class LoadFailed(Message):
 
 @dataclass
 class ImportProgress(Message):
-    """An import read `done` of `total` bytes of trace `index`, `elapsed_s` after it started."""
+    """An import of trace `index` is `done` of `total` (bytes read, or the reader's `unit`: nsys
+    counts stages), `elapsed_s` after it started."""
 
     index: int
     done: int
     total: int
     elapsed_s: float
+    unit: str = "bytes"
 
 
 @dataclass
@@ -88,10 +90,12 @@ class ChooseTrace(Message):
     why: str
 
 
-def progress_line(path: str, done: int, total: int, elapsed_s: float) -> str:
-    """`importing trace.json.gz: 412 MB of 1.2 GB (34%) · 3.1 s · Esc cancels`."""
+def progress_line(path: str, done: int, total: int, elapsed_s: float, unit: str = "bytes") -> str:
+    """`importing trace.json.gz: 412 MB of 1.2 GB (34%) · 3.1 s · Esc cancels`; a reader that
+    counts stages (nsys): `importing run.sqlite: stage 2 of 4 (50%) · …`."""
     pct = f" ({100 * done / total:.0f}%)" if total > 0 else ""
-    return (f"importing {Path(path).name}: {fmt_bytes(done)} of {fmt_bytes(total)}{pct}"
+    amount = f"{fmt_bytes(done)} of {fmt_bytes(total)}" if unit == "bytes" else f"stage {done} of {total}"
+    return (f"importing {Path(path).name}: {amount}{pct}"
             f" · {elapsed_s:.1f} s · Esc cancels")
 
 
@@ -112,8 +116,8 @@ class LoadingScreen(Screen):
             # thread needs (a 1M-kernel trace loaded 0.3 s slower).
         yield Footer()
 
-    def show_progress(self, path: str, done: int, total: int, elapsed_s: float) -> None:
-        self.query_one("#loading-progress", Static).update(safe_text(progress_line(path, done, total, elapsed_s)))
+    def show_progress(self, path: str, done: int, total: int, elapsed_s: float, unit: str = "bytes") -> None:
+        self.query_one("#loading-progress", Static).update(safe_text(progress_line(path, done, total, elapsed_s, unit)))
 
     def action_cancel(self) -> None:
         self.app.cancel_load()
@@ -216,14 +220,14 @@ class RooftopApp(App[int]):
             p.shown.wait(timeout=PAINT_WAIT_S)
         worker, started, last = get_current_worker(), time.monotonic(), [0.0]
 
-        def progress(done: int, total: int) -> None:
+        def progress(done: int, total: int, unit: str = "bytes") -> None:
             # Called by the importer between chunks: the one place a cancelled import can stop.
             if worker.is_cancelled:
                 raise ImportCancelled(path)
             now = time.monotonic()
             if now - last[0] >= PROGRESS_EVERY_S or done >= total:
                 last[0] = now
-                self.post_message(ImportProgress(index, done, total, now - started))
+                self.post_message(ImportProgress(index, done, total, now - started, unit))
 
         try:
             analysis = open_analysis(path, self.peaks_override, progress, **self.analysis_options)
@@ -258,7 +262,8 @@ class RooftopApp(App[int]):
     @on(ImportProgress)
     def _progress(self, message: ImportProgress) -> None:
         if isinstance(self.screen, LoadingScreen):
-            self.screen.show_progress(self.paths[message.index], message.done, message.total, message.elapsed_s)
+            self.screen.show_progress(self.paths[message.index], message.done, message.total, message.elapsed_s,
+                                      message.unit)
 
     @on(ChooseTrace)
     def _choose(self, message: ChooseTrace) -> None:

@@ -121,7 +121,7 @@ def stored_overview(path: str, preview: Preview) -> StoredOverview | None:
 
 
 def _importer():
-    """`collectors.readers.importers.load_any` when a colleague's importers are installed, else None."""
+    """`collectors.readers.importers.load_any` when the readers are installed, else None."""
     try:
         from collectors.readers.importers import load_any
     except ModuleNotFoundError as exc:
@@ -139,9 +139,13 @@ class ImportCancelled(Exception):
 def load(path: str, progress=None) -> Trace:
     """A Trace from a rooftop Parquet file or directory, or anything the importers recognise.
     `progress(done_bytes, total_bytes)` is called as an import reads (Kineto, nsys)."""
-    if Path(path).is_dir():
-        check_run_directory(path)  # any other directory: NotOneRun, and the app offers its files
     load_any = _importer()
+    if Path(path).is_dir():  # any other directory than one run: NotOneRun, and the app offers its files
+        if load_any is not None:
+            from collectors.readers.importers import check_directory
+            check_directory(path)
+        else:
+            check_run_directory(path)
     return load_any(path, progress) if load_any is not None else load_trace(path)
 
 

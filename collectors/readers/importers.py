@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import stat
 import sys
 import time
@@ -23,10 +24,11 @@ import pyarrow as pa
 from rooftop import limits
 from rooftop.summary import write_summarized_handed_over
 from rooftop.text import printable
-from rooftop.trace import (Trace, TraceError, check_input, check_writable, json_safe, load_trace, parquet_files,
+from rooftop.trace import (Trace, TraceError, check_input, check_run_directory, check_writable, json_safe, load_trace, parquet_files,
                            scrub_all, to_table, trace_from_table, write_trace)
 
-Progress = Callable[[int, int], None]
+# progress(done, total[, unit]): bytes read of the file, or (nsys, which reads SQLite tables) "stages"
+Progress = Callable[..., None]
 NCU_REP_MAGIC = b"NVR\x00"  # first bytes of every .ncu-rep seen (Nsight Compute 2021-2025)
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _PEEK = 1 << 20  # Kineto puts deviceProperties (one block per GPU) before traceEvents
@@ -147,6 +149,31 @@ def _peek_text(path: Path, head: bytes) -> str:
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 (PowerShell's `>`), e.g. an ncu CSV
         return data.decode("utf-16", errors="replace").lstrip("\ufeff \t\r\n")
     return data.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+
+
+# `"distributedInfo": {..., "rank": 3, ...}` near the top of a Kineto file (PyTorch writes it before
+# the events). Bounded: no nesting inside the object, a 9-digit rank at most.
+_HEADER_RANK = re.compile(r'"distributedInfo"\s*:\s*\{[^{}]{0,4096}?"rank"\s*:\s*(\d{1,9})\b')
+
+
+def header_rank(path: Path) -> int | None:
+    """The rank a Kineto file's header names (its `distributedInfo`), from its first ~1 MB; None
+    when it names none or is not a Kineto file (the caller falls back to the file's name)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64)
+    except OSError:
+        return None
+    text = _peek_text(path, head)
+    if not _is_kineto_text(text):
+        return None
+    m = _HEADER_RANK.search(text)
+    return int(m.group(1)) if m else None
+
+
+def check_directory(path: str | os.PathLike) -> None:
+    """`rooftop.trace.check_run_directory` with the readers' eyes: a Kineto file's own rank counts."""
+    check_run_directory(path, header_rank)
 
 
 def _is_kineto_text(text: str) -> bool:
@@ -328,16 +355,19 @@ def _read(src: Path, fmt: str, progress: Progress | None) -> tuple[pd.DataFrame 
 
 
 def _ranks(src: Path, files: list[Path], metas: list[dict]) -> list[int]:
-    """The rank of each per-rank file: its own `distributedInfo`, else its name, else its position.
+    """The rank of each per-rank file: its own `distributedInfo`, else its name; neither is an error.
     Two files claiming one rank is an error (two runs mixed in one directory)."""
     from .kineto import rank_of
 
     out = []
-    for i, (f, m) in enumerate(zip(files, metas)):
+    for f, m in zip(files, metas):
         r = m.get("rank")
         if not (type(r) is int and 0 <= r < 2 ** 31):
             r = rank_of(f)
-        out.append(r if type(r) is int and 0 <= r < 2 ** 31 else i)
+        if not (type(r) is int and 0 <= r < 2 ** 31):
+            raise ImportFailed(src, f"{f.name} names no rank (no distributedInfo rank in it, no rank in its name): "
+                               "the files are not one multi-rank run", "import one of them")
+        out.append(r)
     seen: dict[int, Path] = {}
     for r, f in zip(out, files):
         if r in seen:
@@ -380,21 +410,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="output .parquet (default: <stem>.rooftop.parquet next to SRC; a directory for ranks)")
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 class _ProgressLine:
     """`importing trace.json.gz: 42%` on stderr, at most ~5 times a second, only for large inputs."""
 
-    def __init__(self, label: str, stream=sys.stderr, min_bytes: int = 32 << 20):
-        self.label, self.stream, self.min_bytes = label, stream, min_bytes
+    def __init__(self, label: str, stream=sys.stderr, min_bytes: int = 32 << 20, size: int = 0):
+        self.label, self.stream, self.min_bytes, self.size = label, stream, min_bytes, size
         self.last = 0.0
         self.shown = False
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, done: int, total: int, unit: str = "bytes") -> None:
         now = time.monotonic()
-        if total < self.min_bytes or now - self.last < 0.2:
+        if (total if unit == "bytes" else self.size) < self.min_bytes or now - self.last < 0.2:
             return
         self.last, self.shown = now, True
-        self.stream.write(f"\rimporting {self.label}: {100 * done // max(total, 1):3d}% "
-                          f"({done >> 20}/{total >> 20} MB)")
+        what = f"({done >> 20}/{total >> 20} MB)" if unit == "bytes" else f"(stage {done} of {total})"
+        self.stream.write(f"\rimporting {self.label}: {100 * done // max(total, 1):3d}% {what}")
         self.stream.flush()
 
     def done(self) -> None:
@@ -510,7 +547,7 @@ def run(args: argparse.Namespace) -> int:
     check_output(src, out, directory=fmt == "kineto-dir")
     if fmt != "kineto-dir":
         check_writable(out)  # before a long import, not after
-    bar = _ProgressLine(src.name)
+    bar = _ProgressLine(src.name, size=_size(src))
     try:
         if fmt == "kineto-dir":
             written, warnings = write_ranks(src, out, bar)

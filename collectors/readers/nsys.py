@@ -159,7 +159,7 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
     })
     graphs = bool(k["graphNodeId"].notna().any() or k["graphId"].notna().any())
     if progress:
-        progress(1, 4)
+        progress(1, 4, "stages")
     m = db.select("CUPTI_ACTIVITY_KIND_MEMCPY", ["start", "end", "deviceId", "streamId", "correlationId",
                                                  "bytes", "copyKind"])
     copies = pd.DataFrame({
@@ -182,7 +182,7 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
     gpu = pd.concat([f for f in (kernels, copies, sets) if len(f)], ignore_index=True) \
         if len(kernels) + len(copies) + len(sets) else kernels
     if progress:
-        progress(2, 4)
+        progress(2, 4, "stages")
     # launching thread and time: the runtime call with the same correlation id
     calls = db.select("CUPTI_ACTIVITY_KIND_RUNTIME", ["correlationId", "globalTid", "start", "end", "nameId"])
     rt = calls[["correlationId", "globalTid", "start"]].dropna(subset=["correlationId"]).drop_duplicates("correlationId")
@@ -220,7 +220,7 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
     gpu["step"], gpu["phase"] = st.assign(lo, hi, steps.index, steps.phase, gs)
     pstep, pphase = st.assign_cpu(steps, i64(pp["globalTid"]), i64(pp["start"]))
     if progress:
-        progress(3, 4)
+        progress(3, 4, "stages")
     ranges = pd.DataFrame({"kind": "range", "name": pd.concat([pp["name"], se["name"]], ignore_index=True),
                            "start": pd.concat([pp["start"], se["start"]], ignore_index=True),
                            "end": pd.concat([pp["end"], se["end"]], ignore_index=True),
@@ -242,7 +242,7 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
     for col in ("name", "path"):
         rows[col] = redact_names(rows[col].tolist())
     if progress:
-        progress(4, 4)
+        progress(4, 4, "stages")
     meta = _meta(db, origin, gpu, graphs, warnings)
     meta["steps"] = st.attach_windows(steps, lo, hi, how, origin)
     return rows, redact(meta)

@@ -7,7 +7,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -574,9 +574,10 @@ def run_files(path: Path) -> list[tuple[int | None, Path]]:
 TRACE_SUFFIXES = (".parquet", ".json", ".json.gz", ".sqlite", ".ncu-rep", ".csv", ".nsys-rep")
 
 
-def check_run_directory(path: str | os.PathLike) -> None:
+def check_run_directory(path: str | os.PathLike, header_rank: Callable[[Path], int | None] | None = None) -> None:
     """Raise `NotOneRun` unless the directory is one run: its Parquet files pass `run_files`, or,
-    holding other traces (Kineto JSON, ...), each of them names a distinct rank (`rank0`, `rank-1`)."""
+    holding other traces (Kineto JSON, ...), each of them names a distinct rank: in its header
+    (`header_rank`, the readers' look at a file's `distributedInfo`), else in its name (`rank0`)."""
     path = Path(path)
     if parquet_files(path):
         run_files(path)
@@ -588,9 +589,12 @@ def check_run_directory(path: str | os.PathLike) -> None:
         return  # the reader that follows says what is wrong with the directory
     if len(files) <= 1:
         return
-    ranks = [int(m.group(1)) if (m := _RANK_RE.search(f.name)) and len(m.group(1)) <= 9 else None for f in files]
+    ranks = [header_rank(f) if header_rank is not None else None for f in files]
+    ranks = [r if r is not None else int(m.group(1)) if (m := _RANK_RE.search(f.name)) and len(m.group(1)) <= 9
+             else None for r, f in zip(ranks, files)]
     if None in ranks:
-        raise NotOneRun(path, files, "no distinct rank in each file's name")
+        why = "no distinct rank in each file's header or name" if header_rank else "no distinct rank in each file's name"
+        raise NotOneRun(path, files, why)
     _duplicate_rank(path, ranks, files)
 
 

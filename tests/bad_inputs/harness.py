@@ -82,12 +82,21 @@ def check(o: Outcome, path: Path, expect: str | None) -> None:
 
 
 # `rooftop ARGV` in a child that reports its own peak memory (ru_maxrss, KiB on Linux) into a file.
-_MEASURED = ("import resource, sys\n"
+# The peak is the process's VmHWM (in kB): it starts afresh at exec. ru_maxrss does not: the child is
+# forked from pytest (preexec_fn rules out posix_spawn), and Linux carries its high-water mark,
+# pytest's own size, across the exec.
+_MEASURED = ("import sys\n"
              "from rooftop.cli import main\n"
+             "def hwm():\n"
+             "    for line in open('/proc/self/status'):\n"
+             "        if line.startswith('VmHWM:'):\n"
+             "            return line.split()[1]\n"
+             "    import resource\n"
+             "    return str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
              "try:\n"
              "    rc = main(sys.argv[2:])\n"
              "finally:\n"
-             "    open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n"
+             "    open(sys.argv[1], 'w').write(hwm())\n"
              "sys.exit(rc)\n")
 
 

@@ -21,6 +21,22 @@ from textual_fastdatatable.backend import DataTableBackend
 from textual_fastdatatable.format import measure_width
 
 
+MAX_DIGITS = 9  # decimals a cell ever shows
+
+
+def round_cells(values: np.ndarray, digits: int) -> np.ndarray:
+    """Each value rounded to `digits` decimals, or, when non-zero and too small for them, to two
+    significant digits (see table._number_format)."""
+    mag = np.abs(values)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        own = np.clip(1 - np.floor(np.log10(mag)), digits, MAX_DIGITS)
+        small = (mag > 0) & (mag < 0.5 * 10.0 ** -digits)
+    if not small.any():
+        return np.round(values, digits)
+    scale = 10.0 ** np.where(small, own, digits)
+    return np.round(values * scale) / scale
+
+
 class TextCells:
     """Codes into distinct display strings (-1: null)."""
 
@@ -73,7 +89,7 @@ class NumberCells:
             return int(np.round(x))
         if self.how == "fixed":
             return f"%.{self.digits}f" % x
-        return float(np.round(x, self.digits))
+        return float(round_cells(np.array([x]), self.digits)[0])
 
     def value(self, pos: int) -> Any:
         return self._shown(float(self.values[pos]))
@@ -90,10 +106,15 @@ class NumberCells:
         if self.how == "fixed":  # text: the longest string (length grows with magnitude and sign)
             return max(len(self._shown(v)) for v in (lo, hi) if not np.isnan(v)) if not np.isnan(lo) else 0
         # the Arrow backend measures max and min with nulls as 0, as the rounded values they show
-        shown = [self._shown(v) for v in (lo, hi) if not np.isnan(v)]
+        ends = [lo, hi]
+        if self.how == "round":  # the smallest magnitude may keep the most decimals (round_cells)
+            with np.errstate(invalid="ignore"):
+                tiny = vals[(vals != 0) & ~np.isnan(vals)]
+            if len(tiny):
+                ends.append(float(tiny[np.argmin(np.abs(tiny))]))
+        shown = [self._shown(v) for v in ends if not np.isnan(v)]
         if nulls:
             shown.append(0 if self.how == "int" else 0.0)
-        shown = [max(shown), min(shown)]
         return max(measure_width(v) for v in shown)
 
 

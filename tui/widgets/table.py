@@ -21,7 +21,7 @@ from textual.reactive import reactive
 from textual.worker import get_current_worker
 from textual_fastdatatable import DataTable
 
-from .frame_backend import FrameBackend, NumberCells, TextCells
+from .frame_backend import MAX_DIGITS, FrameBackend, NumberCells, TextCells, round_cells
 from .text import sanitize, sanitize_series
 from rooftop.text import has_unsafe
 
@@ -85,23 +85,21 @@ def _text_array(s: pd.Series, fit: int | None = None) -> pa.Array:
 # The table prints a float with Python's `n` format (6 significant digits, then an exponent): a
 # value from a million up reads `1.23457e+06`, and one that rounds to nothing reads `0`.
 BIG = 1e6
-MAX_DIGITS = 9
 
 
 def _number_format(values: np.ndarray, digits: int) -> tuple[str, int]:
-    """How a column of numbers reads: ("round", d) rounded to d digits; ("int", 0) whole numbers
-    (a column reaching a million); ("fixed", d) text with d decimals, for a column holding non-zero
-    values too small for `digits` (two significant digits of its smallest: never `0`, never
-    `7.97e-05`). Decided once per column, over all its rows, from two reductions."""
+    """How a column of numbers reads: ("round", d): each value rounded to d digits, or to two
+    significant digits if it is non-zero and too small for d (`round_cells`: 81.4 and 0.076 in one
+    column, never `0`, never 81.4109); ("int", 0) whole numbers (a column reaching a million);
+    ("fixed", d) text with d decimals, for a column whose smallest non-zero value would otherwise
+    print with an exponent (`7.97e-05`). Decided once per column, over all its rows, from two
+    reductions."""
     mag = np.abs(values)
     with np.errstate(invalid="ignore"):
         small = mag[(mag > 0) & (mag < 0.5 * 10.0 ** -digits)]
     top = np.nanmax(mag) if len(mag) and not np.isnan(mag).all() else np.nan
-    if len(small):
-        need = min(MAX_DIGITS, max(digits, 1 - int(np.floor(np.log10(small.min())))))
-        if small.min() >= 1e-4 and top < BIG:  # still printed without an exponent: stays a number
-            return "round", need
-        return "fixed", need
+    if len(small) and (small.min() < 1e-4 or top >= BIG):
+        return "fixed", min(MAX_DIGITS, max(digits, 1 - int(np.floor(np.log10(small.min())))))
     if top >= BIG:
         return "int", 0
     return "round", digits
@@ -118,7 +116,7 @@ def _number_array(values: pd.Series, digits: int) -> pa.Array:
         return pa.array(text, type=pa.string())
     if how == "int":
         return pa.array(values.round().astype("Int64"), type=pa.int64(), from_pandas=True)
-    return pa.array(values.round(d), type=pa.float64(), from_pandas=True)
+    return pa.array(round_cells(arr, d), type=pa.float64(), mask=np.isnan(arr))
 
 
 def display_table(frame: pd.DataFrame, cols: list[Col], order: np.ndarray | None = None,
