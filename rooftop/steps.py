@@ -264,8 +264,8 @@ def _int32(digits: str) -> int | None:
 
 
 def parse_paths(paths: pd.Series, full: np.ndarray | None = None) -> pd.DataFrame:
-    """Vectorised `parse_path` -> DataFrame(phase, step, layer) aligned with `paths` (phase NaN
-    where the path is missing). Each distinct path is parsed once; `full` (a row mask) limits the
+    """Vectorised `parse_path` -> DataFrame(phase, step, layer) aligned with `paths` (phase: object,
+    NaN where none). Each distinct path is parsed once; `full` (a row mask) limits the
     phase and step to those rows' paths (the others get the layer alone, the cheap part: a
     million-kernel trace holds ~350k distinct paths, most already placed by the importer)."""
     codes, uniq = pd.factorize(paths, use_na_sentinel=True)
@@ -279,9 +279,9 @@ def parse_paths(paths: pd.Series, full: np.ndarray | None = None) -> pd.DataFram
     parsed = [parse_path(p) if w else (None, None, parse_layer(p)) for p, w in zip(uniq.tolist(), wanted.tolist())]
 
     def col(i, missing):
-        return np.array([v[i] for v in parsed] + [missing], dtype=object)[codes]
+        return np.array([missing if v[i] is None else v[i] for v in parsed] + [missing], dtype=object)[codes]
     return pd.DataFrame({
-        "phase": col(0, np.nan),
+        "phase": pd.Series(col(0, np.nan), index=paths.index, dtype=object),  # no phase: NaN
         "step": pd.array(col(1, None), dtype="Int32"),
         "layer": pd.array(col(2, None), dtype="Int32"),
     }, index=paths.index)
