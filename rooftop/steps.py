@@ -248,9 +248,13 @@ def parse_path(path: str | None) -> tuple[str | None, int | None, int | None]:
                 phase = "prefill" if s.group(1).lower() in ("extend", "prefill") else "decode"
     m = _STEP_RE.search(path)
     step = _int32(m.group(1)) if m else None
-    m = _LAYER_RE.search(path)
-    layer = _int32(m.group(1)) if m else None
-    return phase, step, layer
+    return phase, step, parse_layer(path)
+
+
+def parse_layer(path: str | None) -> int | None:
+    """The layer a path names (`.../layer=3/...`), or None: `parse_path`'s third value alone."""
+    m = _LAYER_RE.search(path) if path else None
+    return _int32(m.group(1)) if m else None
 
 
 def _int32(digits: str) -> int | None:
@@ -259,17 +263,27 @@ def _int32(digits: str) -> int | None:
     return v if len(digits) <= 10 and v < 2**31 else None
 
 
-def parse_paths(paths: pd.Series) -> pd.DataFrame:
-    """Vectorised `parse_path` -> DataFrame(phase, step, layer) aligned with `paths`."""
-    uniq = pd.unique(paths.dropna())
-    parsed = {p: parse_path(p) for p in uniq}
+def parse_paths(paths: pd.Series, full: np.ndarray | None = None) -> pd.DataFrame:
+    """Vectorised `parse_path` -> DataFrame(phase, step, layer) aligned with `paths` (phase: object,
+    NaN where none). Each distinct path is parsed once; `full` (a row mask) limits the
+    phase and step to those rows' paths (the others get the layer alone, the cheap part: a
+    million-kernel trace holds ~350k distinct paths, most already placed by the importer)."""
+    codes, uniq = pd.factorize(paths, use_na_sentinel=True)
+    uniq = np.asarray(uniq, dtype=object)
+    if full is None:
+        wanted = np.ones(len(uniq), dtype=bool)
+    else:
+        wanted = np.zeros(len(uniq), dtype=bool)
+        c = codes[np.asarray(full, dtype=bool)]
+        wanted[c[c >= 0]] = True
+    parsed = [parse_path(p) if w else (None, None, parse_layer(p)) for p, w in zip(uniq.tolist(), wanted.tolist())]
 
-    def col(i):
-        return paths.map({p: v[i] for p, v in parsed.items()})
+    def col(i, missing):
+        return np.array([missing if v[i] is None else v[i] for v in parsed] + [missing], dtype=object)[codes]
     return pd.DataFrame({
-        "phase": col(0).astype(object),
-        "step": pd.array(col(1), dtype="Int32"),
-        "layer": pd.array(col(2), dtype="Int32"),
+        "phase": pd.Series(col(0, np.nan), index=paths.index, dtype=object),  # no phase: NaN
+        "step": pd.array(col(1, None), dtype="Int32"),
+        "layer": pd.array(col(2, None), dtype="Int32"),
     }, index=paths.index)
 
 

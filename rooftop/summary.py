@@ -113,32 +113,60 @@ def build(analysis: Any, meta_bytes: bytes, rows: int) -> dict[bytes, bytes] | N
     return {**entries, **{bulk_key(name): data for name, data in bulk.items()}}
 
 
-def summary_entries(table: Any, meta_bytes: bytes, path: str | os.PathLike | None) -> dict[bytes, bytes] | None:
+def summary_entries(table: Any, meta_bytes: bytes, path: str | os.PathLike | None,
+                    scrubbed: bool = False) -> dict[bytes, bytes] | None:
     """The summary's footer entries for a conformed trace table about to be written with
     `meta_bytes`: the table is read as `load_trace` would read the file, and analysed with the
-    defaults. None when the analysis fails (the trace is then written without a summary, and
-    analysed when opened)."""
+    defaults (`scrubbed`: the table went through `scrub_all` already, as every import does, so
+    the second pass that a load makes would find nothing). None when the analysis fails (the
+    trace is then written without a summary, and analysed when opened)."""
+    return _entries_of_handed([table], meta_bytes, path, scrubbed)
+
+
+def _entries_of_handed(held: list, meta_bytes: bytes, path: str | os.PathLike | None,
+                       scrubbed: bool) -> dict[bytes, bytes] | None:
+    """`summary_entries` of the table in `held` (`[table]`, emptied: once it is converted to
+    pandas for the analysis, nothing here keeps it)."""
     from .analysis import analyze
-    from .trace import trace_from_table
+    from .trace.read import trace_from_handover
 
     try:
-        meta = json.loads(meta_bytes)
-        return build(analyze(trace_from_table(table, meta, path)), meta_bytes, table.num_rows)
+        rows = held[0].num_rows
+        held.append(json.loads(meta_bytes))
+        return build(analyze(trace_from_handover(held, path, scrubbed)), meta_bytes, rows)
     except Exception:
         if os.environ.get("ROOFTOP_DEBUG"):
             raise
         return None
+    finally:
+        held.clear()
 
 
-def write_summarized(path: str | os.PathLike, events: Any, meta: Mapping[str, Any], *, conform: bool = True) -> Path:
+def write_summarized(path: str | os.PathLike, events: Any, meta: Mapping[str, Any], *, conform: bool = True,
+                     scrubbed: bool = False) -> Path:
     """`rooftop.trace.write_trace` with the summary in the footer (what a finished import or
-    collection writes). Costs one analysis of the rows, before the write."""
-    from .trace import encode_meta, to_table, write_trace
+    collection writes). Costs one analysis of the rows, during the write. `scrubbed`: `events` is
+    a table `scrub_all` gave (see `summary_entries`)."""
+    from .trace import to_table
 
-    table = to_table(events) if conform or not hasattr(events, "num_rows") else events
-    if "rank" in table.column_names:
-        table = table.drop(["rank"])
-    return write_trace(path, table, meta, conform=False, extra=summary_entries(table, encode_meta(meta), path))
+    held = [to_table(events) if conform or not hasattr(events, "num_rows") else events]
+    del events
+    return write_summarized_handed_over(path, held, meta, scrubbed=scrubbed)
+
+
+def write_summarized_handed_over(path: str | os.PathLike, held: list, meta: Mapping[str, Any], *,
+                                 scrubbed: bool = False) -> Path:
+    """`write_summarized` of the conformed table in `held` (`[table]`, which it empties: the
+    caller keeps no other reference, so that the table is freed before the analysis peaks; see
+    `rooftop.trace.write.write_handed_over`)."""
+    from .trace import encode_meta
+    from .trace.write import write_handed_over
+
+    if "rank" in held[0].column_names:
+        held[0] = held[0].drop(["rank"])
+    meta_bytes = encode_meta(meta)  # what the writer stores (the same bytes: a pure function)
+    return write_handed_over(path, held, meta,
+                             lambda mine: _entries_of_handed(mine, meta_bytes, path, scrubbed))
 
 
 def refresh(path: str | os.PathLike) -> Path:

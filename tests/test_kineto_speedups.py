@@ -51,3 +51,87 @@ def test_as_category_keeps_values_and_missing():
     cat = _as_category(values)
     assert list(cat.categories) == [shared, "a"]  # equal texts from different objects: one category
     assert [None if pd.isna(v) else v for v in cat] == [shared, None, "a", shared, None, shared, "a"]
+
+
+def _conform_rows(n: int, seed: int) -> pd.DataFrame:
+    """Rows as an importer hands them over: shared launch-shape lists, repeated texts, gaps."""
+    rng = np.random.default_rng(seed)
+    shapes = [[1, 2, 3], [4, 1, 1], None, [65536, 1, 1]]
+    texts = ["decode/step=3/layer=7/attn", "prefill/step=1", "step=2/layer=0", "", None, "ProfilerStep#4/layers.12"]
+    pick = lambda vals: [vals[i] for i in rng.integers(0, len(vals), n)]  # noqa: E731
+    return pd.DataFrame({
+        "kind": pick(["kernel", "range", "memcpy"]), "name": pick(["gemm", "flash_fwd", None, ""]),
+        "start_ns": rng.integers(0, 10**6, n), "dur_ns": rng.integers(0, 1000, n),
+        "path": pick(texts), "phase": pick(["decode", None]), "step": pd.array(pick([1, None, 7]), dtype="Int32"),
+        "op": pick(["aten::mm", None]), "grid": pick(shapes), "block": pick(shapes),
+    })
+
+
+def test_to_table_per_distinct_value_is_the_per_row_conversion():
+    """Categorical text and shared shape lists (the importer's fast forms) conform to the same table
+    as plain object columns and one list per row (the per-row conversion)."""
+    import pyarrow as pa
+
+    from rooftop.trace import to_table
+
+    for seed in range(6):
+        rows = _conform_rows(300, seed)
+        plain = rows.assign(grid=[None if v is None else list(v) for v in rows["grid"]],
+                            block=[None if v is None else list(v) for v in rows["block"]])
+        fast = rows.assign(**{c: _as_category(rows[c].to_numpy(dtype=object)) for c in ("kind", "name", "path", "phase", "op")})
+        a, b = to_table(plain), to_table(fast)
+        assert a.schema == b.schema
+        for c in a.column_names:
+            assert a[c].equals(b[c]), c
+    # by hand: shapes and the dictionary in order of first appearance, nulls kept
+    t = to_table(pd.DataFrame({"kind": pd.Categorical(["range", None, "kernel", "range"]),
+                               "name": ["a", "b", "c", "d"], "start_ns": [0, 1, 2, 3], "dur_ns": [1, 1, 1, 1],
+                               "grid": [[1, 2, 3], None, [1, 2, 3], [2, 1, 1]]}))
+    assert t["kind"].to_pylist() == ["range", None, "kernel", "range"]
+    assert t["kind"].chunk(0).dictionary.to_pylist() == ["range", "kernel"]
+    assert t["grid"].to_pylist() == [[1, 2, 3], None, [1, 2, 3], [2, 1, 1]]
+    assert t["flops"].null_count == 4 and t["stall_wait"].type == pa.float32()
+
+
+def test_parse_paths_full_only_where_asked():
+    from rooftop.steps import parse_path, parse_paths
+
+    paths = pd.Series(["decode/step=3/layer=7/attn", None, "prefill/step=1", "decode/step=3/layer=7/attn",
+                       "layers.12/mlp", ""], dtype=object)
+    full = parse_paths(paths)
+    assert full["phase"].tolist()[:3] == ["decode", full["phase"][1], "prefill"] and pd.isna(full["phase"][1])
+    assert full["step"].tolist() == [3, pd.NA, 1, 3, pd.NA, pd.NA]
+    assert full["layer"].tolist() == [7, pd.NA, pd.NA, 7, 12, pd.NA]
+    for i, p in enumerate(paths):
+        want = parse_path(p)
+        assert (full["step"][i] if pd.notna(full["step"][i]) else None) == want[1]
+    # phase and step only for the rows asked (and every row sharing their path); the layer everywhere
+    part = parse_paths(paths, np.array([False, False, True, True, False, False]))
+    assert part["phase"].tolist()[2:4] == ["prefill", "decode"] and part["phase"][0] == "decode"
+    assert part["step"].tolist()[4] is pd.NA and part["layer"].tolist() == full["layer"].tolist()
+    assert pd.isna(part["phase"][4]) and part["step"][0] == 3 and part["phase"].dtype == object
+
+
+def test_write_handed_over_writes_what_write_trace_writes(tmp_path):
+    """The summary computed beside the rows' write: the same file, the hand-over lists emptied."""
+    import pyarrow.parquet as pq
+
+    from rooftop.trace import to_table, write_trace
+    from rooftop.trace.write import write_handed_over
+
+    table = to_table(_conform_rows(500, 1))
+    entries = {b"rooftop.summary": b'{"x": 1}', b"rooftop.summary.steps": b"[]"}
+    seen = []
+
+    def footer(mine):
+        seen.append(mine[0].num_rows)
+        mine.clear()
+        return entries
+
+    held = [table]
+    write_handed_over(tmp_path / "a.parquet", held, {"k": "v"}, footer)
+    write_trace(tmp_path / "b.parquet", table, {"k": "v"}, conform=False, extra=entries)
+    assert held == [] and seen == [500]
+    a, b = pq.read_table(tmp_path / "a.parquet"), pq.read_table(tmp_path / "b.parquet")
+    assert a.equals(b) and a.schema.metadata == b.schema.metadata
+    assert pq.read_metadata(tmp_path / "a.parquet").metadata == pq.read_metadata(tmp_path / "b.parquet").metadata

@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 from rooftop import limits
-from rooftop.summary import write_summarized
+from rooftop.summary import write_summarized_handed_over
 from rooftop.text import printable
 from rooftop.trace import (Trace, TraceError, check_input, check_run_directory, check_writable, json_safe, load_trace, parquet_files,
                            scrub_all, to_table, trace_from_table, write_trace)
@@ -307,7 +307,12 @@ def convert(src: str | os.PathLike, progress: Progress | None = None) -> tuple[p
     fmt = detect(src)
     rows, meta = import_any(src, progress)
     with _reading(src, fmt):
-        table = rows if isinstance(rows, pa.Table) else to_table(_text_as_categories(rows))
+        if isinstance(rows, pa.Table):
+            table = rows
+        else:
+            rows = _text_as_categories(rows)  # the object text columns freed (the others are shared)
+            table = to_table(rows)
+        del rows
         cap = limits.max_rows()
         if table.num_rows > cap:
             raise TraceError(src, limits.over_budget(f"{table.num_rows:,} events", limits.MAX_ROWS_ENV, cap))
@@ -549,8 +554,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             table, meta = convert(src, bar)
             warnings = list(meta.get("warnings") or [])
-            # with the summary of the report in its footer: `report` and the Overview answer at once
-            written = [write_summarized(out, table, meta, conform=False)]
+            # with the summary of the report in its footer: `report` and the Overview answer at once;
+            # the table handed over, so that it is freed before the analysis peaks
+            held = [table]
+            del table
+            written = [write_summarized_handed_over(out, held, meta, scrubbed=True)]
     finally:
         bar.done()
     for w in warnings:

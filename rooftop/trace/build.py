@@ -23,13 +23,15 @@ def _column(frame: pd.DataFrame, name: str, typ: pa.DataType, n: int) -> pa.Arra
     if name not in frame.columns:
         return pa.nulls(n, type=typ)
     col = frame[name]
+    if isinstance(col.dtype, pd.CategoricalDtype) and (pa.types.is_dictionary(typ) or pa.types.is_string(typ)):
+        arr = _from_categories(col, typ)
+        if arr is not None:
+            return arr
     if pa.types.is_dictionary(typ):
         arr = pa.array(col.astype(object).where(col.notna(), None), type=pa.string(), from_pandas=True)
         return arr.dictionary_encode().cast(typ)
     if pa.types.is_fixed_size_list(typ):
-        values = [None if v is None or (isinstance(v, float) and math.isnan(v)) else [int(x) for x in v]
-                  for v in col.tolist()]
-        return pa.array(values, type=typ)
+        return _shapes(col.to_numpy(dtype=object), typ)
     if pa.types.is_string(typ):
         return pa.array(col.astype(object).where(col.notna(), None), type=typ, from_pandas=True)
     if pa.types.is_floating(typ):
@@ -43,6 +45,43 @@ def _column(frame: pd.DataFrame, name: str, typ: pa.DataType, n: int) -> pa.Arra
     return pa.array(col, type=typ, from_pandas=True)
 
 
+def _from_categories(col: pd.Series, typ: pa.DataType) -> pa.Array | None:
+    """A categorical text column as Arrow, each distinct text converted once: what the per-row
+    conversion gives (a dictionary of the values in order of first appearance), without hashing
+    a million strings. None when a category is no text (the per-row path then says what)."""
+    local, used = pd.factorize(np.asarray(col.cat.codes, dtype=np.int64))  # in order of first appearance
+    present = used >= 0  # code -1: a missing value, no entry of the dictionary
+    renumber = np.where(present, np.cumsum(present) - 1, -1)
+    local = renumber[local]
+    try:
+        values = pa.array(np.asarray(col.cat.categories, dtype=object)[used[present]], type=pa.string(),
+                          from_pandas=True)
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+    if values.null_count:  # a NaN category: per-row conversion (it would be null there)
+        return None
+    indices = pa.array(local.astype(np.int32), mask=local < 0)
+    if pa.types.is_dictionary(typ):
+        return pa.DictionaryArray.from_arrays(indices, values).cast(typ)
+    return values.take(indices)
+
+
+def _shape(v: Any) -> list | None:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else [int(x) for x in v]
+
+
+def _shapes(values: np.ndarray, typ: pa.DataType) -> pa.Array:
+    """Launch shapes ([x, y, z] per row, None where unknown) -> fixed-size lists, each distinct
+    object converted once: importers share one list per shape, so a million rows hold a few
+    hundred (converting every row cost ~6 s at 1M kernels)."""
+    if not len(values):
+        return pa.array([], type=typ)
+    local, _ = pd.factorize(np.fromiter(map(id, values), dtype=np.uint64, count=len(values)))
+    first = np.flatnonzero(np.diff(np.maximum.accumulate(local), prepend=-1) > 0)  # codes rise at first sight
+    distinct = pa.array([_shape(v) for v in values[first].tolist()], type=typ)
+    return distinct.take(pa.array(local))
+
+
 def to_table(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]], fill_derived: bool = True) -> pa.Table:
     """Conform rows to the v1 schema: missing columns become null, derived columns are filled.
 
@@ -54,7 +93,7 @@ def to_table(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]], fill
     from ..names import categorize, demangle_all, short_names
     from ..steps import OUTSIDE_STEPS, parse_paths
 
-    frame = _as_frame(events).copy()
+    frame = _as_frame(events).copy(deep=False)  # columns are replaced, never written into (copy-on-write)
     n = len(frame)
     if "id" not in frame.columns or frame["id"].isna().all():
         frame["id"] = np.arange(n, dtype="int64")
@@ -62,7 +101,7 @@ def to_table(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]], fill
         frame["name"] = demangle_all(frame["name"])
     if fill_derived and n:
         if "name" in frame.columns:
-            frame["name"] = frame["name"].astype(object).where(frame["name"].notna(), "")
+            frame["name"] = _text_or_empty(frame["name"])
             given = frame["short_name"] if "short_name" in frame.columns else None
             frame["short_name"] = short_names(frame["name"], given)
         if "category" not in frame.columns or frame["category"].isna().any():
@@ -72,7 +111,11 @@ def to_table(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]], fill
                                    frame.loc[need, "kind"] if "kind" in frame.columns else None)
             frame["category"] = cat
         if "path" in frame.columns:
-            parsed = parse_paths(frame["path"])
+            # the phase and step only where the producer left them null; the layer everywhere
+            full = None
+            if "phase" in frame.columns and "step" in frame.columns:
+                full = (frame["phase"].isna() | frame["step"].isna()).to_numpy(dtype=bool)
+            parsed = parse_paths(frame["path"], full)
             for c in ("phase", "step", "layer"):
                 if c not in frame.columns:
                     frame[c] = parsed[c]
@@ -86,11 +129,30 @@ def to_table(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]], fill
             outside = frame["phase"].isin(OUTSIDE_STEPS).to_numpy()
             if outside.any():
                 frame["step"] = frame["step"].mask(outside)
-    arrays = [_column(frame, f.name, f.type, n) for f in SCHEMA]
+    # columns the producer left out: one all-null array per type, shared (Arrow arrays are
+    # immutable), not one each: 2.3M rows of ~25 counter and stall columns are ~280 MB otherwise
+    nulls: dict = {}
+
+    def null(typ: pa.DataType) -> pa.Array:
+        if typ not in nulls:
+            nulls[typ] = pa.nulls(n, type=typ)
+        return nulls[typ]
+    arrays = [_column(frame, f.name, f.type, n) if f.name in frame.columns else null(f.type) for f in SCHEMA]
     table = pa.Table.from_arrays(arrays, schema=SCHEMA)
     if "rank" in frame.columns:
         table = table.append_column("rank", _column(frame, "rank", pa.int32(), n))
     return table
+
+
+def _text_or_empty(col: pd.Series) -> pd.Series:
+    """Missing names as "" (a categorical stays one: its rows are not turned into objects)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        if not col.isna().any():
+            return col
+        if "" not in col.cat.categories:
+            col = col.cat.add_categories([""])
+        return col.fillna("")
+    return col.astype(object).where(col.notna(), "")
 
 
 def _fill_int(cur: pd.Series, fallback: pd.Series) -> pd.Series:

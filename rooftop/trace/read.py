@@ -792,22 +792,34 @@ def _scrub_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
     return meta
 
 
-def trace_from_table(table: pa.Table, meta: dict[str, Any], path: str | os.PathLike | None = None) -> Trace:
+def trace_from_table(table: pa.Table, meta: dict[str, Any], path: str | os.PathLike | None = None,
+                     scrubbed: bool = False) -> Trace:
     """A `Trace` from an in-memory table (a file just read, or an import converted on the fly):
-    validated, untimed rows dropped with a warning, optional columns added as nulls."""
+    validated, untimed rows dropped with a warning, optional columns added as nulls. `scrubbed`:
+    the table and metadata already went through `scrub_all` (an import about to be written),
+    which would change nothing a second time."""
     held = [table, meta]
     del table
-    return _trace_from(held, path)
+    return _trace_from(held, path, scrubbed)
 
 
-def _trace_from(held: list, path: str | os.PathLike | None) -> Trace:
+def trace_from_handover(held: list, path: str | os.PathLike | None = None, scrubbed: bool = False) -> Trace:
+    """`trace_from_table` of `held` = [table, meta], which it empties (the caller keeps no other
+    reference to the table, which is then freed once converted)."""
+    return _trace_from(held, path, scrubbed)
+
+
+def _trace_from(held: list, path: str | os.PathLike | None, scrubbed: bool = False) -> Trace:
     """`trace_from_table` of `held` = [table, meta], which it empties, so that each step can drop
     the table it replaced (the caller keeps no reference)."""
     table, meta = held
     held.clear()
     table, warnings = _validate(table, path)
-    table, meta, scrubbed = scrub_all(table, json_safe(meta, path))
-    warnings += scrubbed
+    if scrubbed:
+        meta = json_safe(meta, path)
+    else:
+        table, meta, found = scrub_all(table, json_safe(meta, path))
+        warnings += found
     meta, meta_warnings = conform_meta(meta)
     warnings += meta_warnings
     table, dropped = _drop_untimed(table, path)

@@ -5,8 +5,9 @@ import json
 import math
 import os
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -65,11 +66,60 @@ def write_parquet(table: pa.Table, where: str | os.PathLike, extra: Mapping[byte
     """`table` as Parquet (zstd, dictionary pages), with `extra` entries in the footer's key-value
     metadata only: put in the schema's metadata they would be stored twice, once more base64-coded
     inside the serialised Arrow schema (a 5 MB summary made a 7 MB trace 20 MB)."""
-    with pq.ParquetWriter(where, table.schema, compression="zstd", use_dictionary=True) as writer:
+    with _writer(where, table.schema) as writer:
         writer.write_table(table)
-        # (pyarrow < 16 cannot write footer-only entries: the trace is then written without them)
-        if extra and hasattr(writer, "add_key_value_metadata"):
-            writer.add_key_value_metadata(dict(extra))
+        _add_footer(writer, extra)
+
+
+def _writer(where: str | os.PathLike, schema: pa.Schema) -> pq.ParquetWriter:
+    return pq.ParquetWriter(where, schema, compression="zstd", use_dictionary=True)
+
+
+def _add_footer(writer: pq.ParquetWriter, extra: Mapping[bytes, bytes] | None) -> None:
+    # (pyarrow < 16 cannot write footer-only entries: the trace is then written without them)
+    if extra and hasattr(writer, "add_key_value_metadata"):
+        writer.add_key_value_metadata(dict(extra))
+
+
+def write_handed_over(path: str | os.PathLike, held: list, meta: Mapping[str, Any],
+                      footer: Callable[[list], Mapping[bytes, bytes] | None]) -> Path:
+    """`write_trace` of the conformed table in `held` (`[table]`, which it empties: the caller
+    keeps no other reference), with the footer entries that `footer` computes (the summary: an
+    analysis of the rows) from a `[table]` of its own, which it empties in turn.
+
+    `footer` runs while another thread encodes and compresses the rows, which Arrow does without
+    the GIL: the two overlap on a second core. The table is freed as soon as the write and
+    `footer` are both done with it (the summary converts it to pandas first, then analyses: at 1M
+    kernels the table is ~0.5 GB that the analysis need not sit on). The file is the one
+    `write_trace(path, table, meta, extra=footer entries)` writes."""
+    path = Path(path)
+    box = [held.pop()]
+    if "rank" in box[0].column_names:
+        box[0] = box[0].drop(["rank"])
+    box[0] = box[0].replace_schema_metadata({META_KEY: encode_meta(meta)})
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(tmp: str) -> None:
+        with _writer(tmp, box[0].schema) as writer:
+            mine = [box[0]]
+            with ThreadPoolExecutor(1, thread_name_prefix="rooftop-write") as pool:
+                rows = pool.submit(_write_rows, writer, box)
+                try:
+                    extra = footer(mine)
+                finally:
+                    mine.clear()
+                    rows.result()  # the rows' error first: the footer of a failed write is moot
+            _add_footer(writer, extra)
+
+    try:
+        return replace_atomically(path, write)
+    finally:
+        box.clear()
+
+
+def _write_rows(writer: pq.ParquetWriter, box: list) -> None:
+    writer.write_table(box.pop())  # the table's last reference, if the footer is done with it
+    pa.default_memory_pool().release_unused()
 
 
 def check_writable(path: str | os.PathLike) -> None:
