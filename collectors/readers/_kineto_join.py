@@ -46,6 +46,21 @@ def clean_text(v) -> str:
     return v if len(v) <= cap else v[: cap - 1] + "…"
 
 
+def _child_path(stack: list, label: str | None) -> tuple[str | None, int, bool]:
+    """The path and depth of an interval opening inside `stack` (entries [end, index, path, depth,
+    path of a child past the bounds]), and whether the bounds cut it: past `MAX_PATH_DEPTH` levels
+    or `MAX_PATH_CHARS` characters a child shares its parent's `…/` path, built once."""
+    if not stack or label is None:
+        return (label if label is None or len(label) <= MAX_PATH_CHARS else label[:MAX_PATH_CHARS - 1] + "…"), 1, False
+    top = stack[-1]
+    depth = top[3] + 1
+    if depth > MAX_PATH_DEPTH or len(top[2]) + 1 + len(label) > MAX_PATH_CHARS:
+        if top[4] is None:
+            top[4] = top[2] if top[2].endswith("/…") else f"{top[2]}/…"
+        return top[4], depth, True  # shared: no per-child copy of a long parent path
+    return f"{top[2]}/{label}", depth, False
+
+
 def nest_intervals(ithr, ist, ien, ilabel, qthr, qt, stats: dict | None = None):
     """Nesting of intervals per thread, half-open [start, end).
 
@@ -75,20 +90,8 @@ def nest_intervals(ithr, ist, ien, ilabel, qthr, qt, stats: dict | None = None):
         now = t_l[k]
         while stack and stack[-1][0] <= now:
             stack.pop()
-        label = ilabel[k] if ilabel is not None else None
-        if not stack or label is None:
-            path, depth = (label if label is None or len(label) <= MAX_PATH_CHARS
-                           else label[:MAX_PATH_CHARS - 1] + "…"), 1
-        else:
-            top = stack[-1]
-            depth = top[3] + 1
-            if depth > MAX_PATH_DEPTH or len(top[2]) + 1 + len(label) > MAX_PATH_CHARS:
-                if top[4] is None:
-                    top[4] = top[2] if top[2].endswith("/…") else f"{top[2]}/…"
-                path = top[4]  # shared: no per-child copy of a long parent path
-                cut += 1
-            else:
-                path = f"{top[2]}/{label}"
+        path, depth, was_cut = _child_path(stack, ilabel[k] if ilabel is not None else None)
+        cut += was_cut
         if stack:
             parent[k] = stack[-1][1]
         ipath[k] = path
@@ -152,20 +155,8 @@ def _nest_by_loop(ithr, ist, ien, ilabel, qthr, qt, stats: dict | None = None):
         while stack and stack[-1][0] <= now:
             stack.pop()
         if k < ni:
-            label = ilabel[k] if ilabel is not None else None
-            if not stack or label is None:
-                path, depth = (label if label is None or len(label) <= MAX_PATH_CHARS
-                               else label[:MAX_PATH_CHARS - 1] + "…"), 1
-            else:
-                top = stack[-1]
-                depth = top[3] + 1
-                if depth > MAX_PATH_DEPTH or len(top[2]) + 1 + len(label) > MAX_PATH_CHARS:
-                    if top[4] is None:
-                        top[4] = top[2] if top[2].endswith("/…") else f"{top[2]}/…"
-                    path = top[4]  # shared: no per-child copy of a long parent path
-                    cut += 1
-                else:
-                    path = f"{top[2]}/{label}"
+            path, depth, was_cut = _child_path(stack, ilabel[k] if ilabel is not None else None)
+            cut += was_cut
             ipath[k] = path
             stack.append([ien_l[k], k, path, depth, None])
         elif stack:
