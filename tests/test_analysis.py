@@ -1,6 +1,8 @@
 """The definitions of docs/definitions.md, checked on small traces whose numbers are worked out by hand."""
 import math
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from rooftop.analysis import analyze, compare
@@ -317,3 +319,18 @@ def test_kernel_detail_says_unknown_never_nan(tmp_path):
     costed = analyze(build(tmp_path, [k("gemv", 0, 1000, "decode/step=0", model_bytes=1e6, model_flops=1e6)], "c.parquet"))
     detail = {label: (value, source) for label, value, source in costed.kernel_detail("gemv")}
     assert detail["bytes"][1] == "model" and detail["% of roof"][1] == "model vs datasheet peaks"
+
+
+def test_top_by_weight_picks_the_heaviest_value_and_breaks_ties_by_first_row():
+    from rooftop.analysis.groups import top_by_weight
+
+    gid = np.array([0, 0, 0, 1, 1, 1, 2, 2])
+    vals = pd.Series(["decode", "prefill", "prefill", "b", "a", None, None, None])
+    w = np.array([5, 3, 3, 2, 2, 9, 1, 1])
+    top, distinct = top_by_weight(gid, vals, w, 3)
+    # group 0: prefill 6 > decode 5; group 1: the missing value weighs most and counts; group 2: only missing
+    assert top[0] == "prefill" and pd.isna(top[1]) and pd.isna(top[2])
+    assert distinct.tolist() == [2, 3, 1]
+    top, distinct = top_by_weight(gid, vals, w, 3, dropna=True)
+    # without the missing values: b and a tie at 2, b comes first in the rows
+    assert top[:2].tolist() == ["prefill", "b"] and pd.isna(top[2]) and distinct.tolist() == [2, 2, 0]
