@@ -346,15 +346,6 @@ def _validate(table: pa.Table, path: Path | str | None) -> tuple[pa.Table, list[
     return table, warnings
 
 
-def _conform_loaded(table: pa.Table) -> pa.Table:
-    """Add the optional v1 columns a producer left out, as nulls (unknown)."""
-    n = table.num_rows
-    for f in SCHEMA:
-        if f.name not in table.column_names:
-            table = table.append_column(f.name, pa.nulls(n, type=f.type))
-    return table
-
-
 # Columns that are never null once validated: plain int64 keeps arithmetic NA-free and fast.
 _TIME_COLUMNS = ("id", "start_ns", "dur_ns")
 _PANDAS_TYPES = {pa.int64(): pd.Int64Dtype(), pa.int32(): pd.Int32Dtype(), pa.bool_(): pd.BooleanDtype()}.get
@@ -853,7 +844,7 @@ def _load_dir(path: Path) -> Trace:
         table, dropped = _drop_untimed(table, f)
         warnings += dropped
         table, host = split_runtime(table)
-        frame = _to_frame(_conform_loaded(table))
+        frame = _to_frame(table)  # (it adds the schema columns the file left out, from one row)
         r = rank if rank is not None else _small_int(meta.get("rank"), default=i)
         frame["rank"] = pd.array([r] * len(frame), dtype="Int32")
         frames.append(frame)
