@@ -113,20 +113,14 @@ def build(analysis: Any, meta_bytes: bytes, rows: int) -> dict[bytes, bytes] | N
     return {**entries, **{bulk_key(name): data for name, data in bulk.items()}}
 
 
-def summary_entries(table: Any, meta_bytes: bytes, path: str | os.PathLike | None,
-                    scrubbed: bool = False) -> dict[bytes, bytes] | None:
-    """The summary's footer entries for a conformed trace table about to be written with
-    `meta_bytes`: the table is read as `load_trace` would read the file, and analysed with the
-    defaults (`scrubbed`: the table went through `scrub_all` already, as every import does, so
-    the second pass that a load makes would find nothing). None when the analysis fails (the
-    trace is then written without a summary, and analysed when opened)."""
-    return _entries_of_handed([table], meta_bytes, path, scrubbed)
-
-
 def _entries_of_handed(held: list, meta_bytes: bytes, path: str | os.PathLike | None,
                        scrubbed: bool) -> dict[bytes, bytes] | None:
-    """`summary_entries` of the table in `held` (`[table]`, emptied: once it is converted to
-    pandas for the analysis, nothing here keeps it)."""
+    """The summary's footer entries for the conformed trace table in `held` (`[table]`, emptied:
+    once it is converted to pandas for the analysis, nothing here keeps it), about to be written
+    with `meta_bytes`: the table is read as `load_trace` would read the file, and analysed with the
+    defaults (`scrubbed`: the table went through `scrub_all` already, as every import does, so the
+    second pass that a load makes would find nothing). None when the analysis fails (the trace is
+    then written without a summary, and analysed when opened)."""
     from .analysis import analyze
     from .trace.read import trace_from_handover
 
@@ -146,7 +140,7 @@ def write_summarized(path: str | os.PathLike, events: Any, meta: Mapping[str, An
                      scrubbed: bool = False) -> Path:
     """`rooftop.trace.write_trace` with the summary in the footer (what a finished import or
     collection writes). Costs one analysis of the rows, during the write. `scrubbed`: `events` is
-    a table `scrub_all` gave (see `summary_entries`)."""
+    a table `scrub_all` gave (see `_entries_of_handed`)."""
     from .trace import to_table
 
     held = [to_table(events) if conform or not hasattr(events, "num_rows") else events]
@@ -162,8 +156,6 @@ def write_summarized_handed_over(path: str | os.PathLike, held: list, meta: Mapp
     from .trace import encode_meta
     from .trace.write import write_handed_over
 
-    if "rank" in held[0].column_names:
-        held[0] = held[0].drop(["rank"])
     meta_bytes = encode_meta(meta)  # what the writer stores (the same bytes: a pure function)
     return write_handed_over(path, held, meta,
                              lambda mine: _entries_of_handed(mine, meta_bytes, path, scrubbed))

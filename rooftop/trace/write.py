@@ -54,12 +54,18 @@ def write_trace(path: str | os.PathLike, events: pd.DataFrame | pa.Table | Itera
     """Write a trace atomically (temporary file in the same directory, then rename). `extra`: more
     footer entries beside the metadata (the stored summary, rooftop/summary.py)."""
     path = Path(path)
-    table = to_table(events) if conform or not isinstance(events, pa.Table) else events
+    table = _as_stored(to_table(events) if conform or not isinstance(events, pa.Table) else events, meta, path)
+    return replace_atomically(path, lambda tmp: write_parquet(table, tmp, extra))
+
+
+def _as_stored(table: pa.Table, meta: Mapping[str, Any], path: Path) -> pa.Table:
+    """The table as a file stores it: no `rank` column (a file is one rank; the directory says
+    which), the metadata in the schema; and the file's directory made."""
     if "rank" in table.column_names:
         table = table.drop(["rank"])
-    table = table.replace_schema_metadata({META_KEY: encode_meta(meta)})
+    table = table.replace_schema_metadata({META_KEY: encode_meta(meta)})  # (raises before any mkdir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return replace_atomically(path, lambda tmp: write_parquet(table, tmp, extra))
+    return table
 
 
 def write_parquet(table: pa.Table, where: str | os.PathLike, extra: Mapping[bytes, bytes] | None = None) -> None:
@@ -93,11 +99,7 @@ def write_handed_over(path: str | os.PathLike, held: list, meta: Mapping[str, An
     kernels the table is ~0.5 GB that the analysis need not sit on). The file is the one
     `write_trace(path, table, meta, extra=footer entries)` writes."""
     path = Path(path)
-    box = [held.pop()]
-    if "rank" in box[0].column_names:
-        box[0] = box[0].drop(["rank"])
-    box[0] = box[0].replace_schema_metadata({META_KEY: encode_meta(meta)})
-    path.parent.mkdir(parents=True, exist_ok=True)
+    box = [_as_stored(held.pop(), meta, path)]
 
     def write(tmp: str) -> None:
         with _writer(tmp, box[0].schema) as writer:
