@@ -125,15 +125,15 @@ def stored_overview(path: str, preview: Preview, footer: Any = None) -> StoredOv
         return None
 
 
-def _importer():
-    """`collectors.readers.importers.load_any` when the readers are installed, else None."""
+def _readers():
+    """`collectors.readers.importers` (the readers of other formats) when installed, else None."""
     try:
-        from collectors.readers.importers import load_any
+        from collectors.readers import importers
     except ModuleNotFoundError as exc:
-        if exc.name in ("collectors.readers.importers", "collectors"):
+        if exc.name in ("collectors.readers.importers", "collectors.readers", "collectors"):
             return None
         raise
-    return load_any
+    return importers
 
 
 class ImportCancelled(Exception):
@@ -144,18 +144,14 @@ class ImportCancelled(Exception):
 def load(path: str, progress=None) -> Trace:
     """A Trace from a rooftop Parquet file or directory, or anything the importers recognise.
     `progress(done_bytes, total_bytes)` is called as an import reads (Kineto, nsys)."""
-    load_any = _importer()
+    readers = _readers()
     if Path(path).is_dir():  # any other directory than one run: NotOneRun, and the app offers its files
-        if load_any is not None:
-            from collectors.readers.importers import check_directory
-            check_directory(path)
-        else:
-            check_run_directory(path)
+        (readers.check_directory if readers is not None else check_run_directory)(path)
     elif is_parquet(path):
         # A rooftop trace: its runtime rows (one per kernel in a Kineto import) stay on disk until
         # the timeline asks for them (`Trace.runtime_rows`).
         return load_trace(path, lazy_host=True)
-    return load_any(path, progress) if load_any is not None else load_trace(path)
+    return readers.load_any(path, progress) if readers is not None else load_trace(path)
 
 
 def warm_overview_rest(a: Any) -> None:
