@@ -37,23 +37,33 @@ def round_cells(values: np.ndarray, digits: int) -> np.ndarray:
     return np.round(values * scale) / scale
 
 
-class TextCells:
-    """Codes into distinct display strings (-1: null)."""
+class _Cells:
+    """A column's cells; `width(order, markup)` of the subclass, and of all rows computed once."""
 
-    def __init__(self, codes: np.ndarray, labels: list) -> None:
-        self.codes, self.labels = codes, labels
-        self._label_widths: dict[bool, np.ndarray] = {}
+    def __init__(self) -> None:
         self._whole: dict[bool, int] = {}
 
-    @property
-    def rows(self) -> int:
-        return len(self.codes)
+    def width(self, order: np.ndarray | None, markup: bool) -> int:
+        raise NotImplementedError
 
     def whole_width(self, markup: bool) -> int:
         """`width` of every row (any order of them all), computed once."""
         if markup not in self._whole:
             self._whole[markup] = self.width(None, markup)
         return self._whole[markup]
+
+
+class TextCells(_Cells):
+    """Codes into distinct display strings (-1: null)."""
+
+    def __init__(self, codes: np.ndarray, labels: list) -> None:
+        super().__init__()
+        self.codes, self.labels = codes, labels
+        self._label_widths: dict[bool, np.ndarray] = {}
+
+    @property
+    def rows(self) -> int:
+        return len(self.codes)
 
     def label_widths(self, markup: bool) -> np.ndarray:
         """Cells each distinct value takes. Arrow counts the one-byte-per-character values (most
@@ -91,23 +101,17 @@ class TextCells:
         return int(widths.max()) if len(widths) else 0
 
 
-class NumberCells:
+class NumberCells(_Cells):
     """One float array; `how` says how a value reads (see table._number_format): rounded to
     `digits`, whole, or fixed-point text."""
 
     def __init__(self, values: np.ndarray, how: str, digits: int) -> None:
+        super().__init__()
         self.values, self.how, self.digits = values, how, digits
-        self._whole: dict[bool, int] = {}
 
     @property
     def rows(self) -> int:
         return len(self.values)
-
-    def whole_width(self, markup: bool) -> int:
-        """`width` of every row (any order of them all), computed once."""
-        if markup not in self._whole:
-            self._whole[markup] = self.width(None, markup)
-        return self._whole[markup]
 
     def _shown(self, x: float) -> Any:
         if np.isnan(x):

@@ -87,6 +87,9 @@ def _text_array(s: pd.Series, fit: int | None = None) -> pa.Array:
 # The table prints a float with Python's `n` format (6 significant digits, then an exponent): a
 # value from a million up reads `1.23457e+06`, and one that rounds to nothing reads `0`.
 BIG = 1e6
+# What a column kind's values are multiplied by to read in its header's unit: ns as µs, a 0..1
+# share as %, bytes as MB.
+_SCALE = {"ns": 1e-3, "pct": 100.0, "mb": 1e-6}
 
 
 def _number_format(values: np.ndarray, digits: int) -> tuple[str, int]:
@@ -134,7 +137,7 @@ def display_table(frame: pd.DataFrame, cols: list[Col], order: np.ndarray | None
         elif c.kind == "int":
             arrays.append(pa.array(_numeric(s).round().astype("Int64"), type=pa.int64(), from_pandas=True))
         else:
-            scale = {"ns": 1e-3, "pct": 100.0, "mb": 1e-6}.get(c.kind, 1.0)
+            scale = _SCALE.get(c.kind, 1.0)
             arrays.append(_number_array(_numeric(s) * scale, c.digits))
     table = pa.Table.from_arrays(arrays, names=[c.label for c in cols])
     return table if order is None else table.take(pa.array(order))
@@ -170,7 +173,7 @@ def frame_cells(frame: pd.DataFrame, cols: list[Col], fit: dict[str, int] | None
         elif c.kind == "int":
             out.append(NumberCells(_numeric(s).to_numpy(dtype="float64", na_value=np.nan), "int", 0))
         else:
-            scale = {"ns": 1e-3, "pct": 100.0, "mb": 1e-6}.get(c.kind, 1.0)
+            scale = _SCALE.get(c.kind, 1.0)
             values = _numeric(s).to_numpy(dtype="float64", na_value=np.nan)
             if scale != 1.0:
                 values = values * scale
