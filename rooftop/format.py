@@ -1,6 +1,8 @@
 """Human formatting of numbers with units. Unknown (None/NaN) is shown as an em dash, never 0."""
 from __future__ import annotations
 
+import math
+
 UNKNOWN = "—"
 
 
@@ -61,6 +63,15 @@ def fmt_ns(v) -> str:
     if not _no_number(v) and 0 < abs(float(v)) < 1:
         return _sub(float(v) * 1e-9, "s")
     return _scaled(v, _TIME, "ns")
+
+
+def fmt_ns_at(v: float, resolution: float) -> str:
+    """A time in ns in its own unit with the decimals `resolution` (ns) needs: a ruler's ticks
+    `20 ms`, `200 µs`, and deep in a zoom `49.605 ms` beside `49.61 ms`, never two reading `49.6 ms`."""
+    scale, unit = next(((f, u) for f, u in _TIME if abs(v) >= f), (1.0, "ns"))
+    step = resolution / scale
+    digits = max(0, math.ceil(-math.log10(step) - 1e-9)) if 0 < step < 1 else 0
+    return f"{v / scale:.{digits}f} {unit}"
 
 
 def fmt_bytes(v) -> str:

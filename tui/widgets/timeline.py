@@ -18,7 +18,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from rooftop.analysis import timeline as tl
-from rooftop.format import fmt_ns
+from rooftop.format import fmt_ns, fmt_ns_at
 
 LABEL_W = 13  # "stream 123", "host 2910249" (Linux thread ids reach 7 digits) and a space
 # One glyph per category, all one cell wide (block elements and box drawing).
@@ -61,23 +61,11 @@ def ruler_ticks(t0: float, t1: float, width: int, origin: int, every: int = 16) 
         col = int((origin + offset - t0) / per_col)
         if col >= width:
             break
-        label = ("+" if offset > 0 else "-") + offset_label(abs(offset), step) if offset else "0"
+        label = ("+" if offset > 0 else "-") + fmt_ns_at(abs(offset), step) if offset else "0"
         if col >= 0 and col + len(label) + 1 <= width and (not out or col > out[-1][0] + len(out[-1][1])):
             out.append((col, label))
         k += 1
     return out
-
-
-_UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
-
-
-def offset_label(offset: float, step: float) -> str:
-    """A tick's offset in its own unit with the decimals its spacing needs: `20 ms`, `200 µs`,
-    and deep in a zoom `49.605 ms` next to `49.61 ms`, never two ticks reading `49.6 ms`."""
-    scale, unit = next(((f, u) for f, u in _UNITS if offset >= f), _UNITS[-1])
-    st = step / scale
-    digits = max(0, math.ceil(-math.log10(st) - 1e-9)) if st < 1 else 0
-    return f"{offset / scale:.{digits}f} {unit}"
 
 
 class TimelineView(Widget, can_focus=True):
