@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import limits
-from .schema import (FORMAT_VERSION, HOST_COLUMNS, META_KEY, NUMERIC_CHECKED, REQUIRED, SCHEMA, TEXT_COLUMNS,
-                     Trace, TraceError, one_line)
+from .schema import (FORMAT_VERSION, GPU_KINDS, HOST_COLUMNS, META_KEY, NUMERIC_CHECKED, REQUIRED, SCHEMA,
+                     TEXT_COLUMNS, Trace, TraceError, one_line)
 
 
 _RANK_RE = re.compile(r"rank[=_\-]?(\d+)", re.IGNORECASE)
@@ -180,22 +180,51 @@ def is_parquet(path: str | os.PathLike) -> bool:
 
 
 def _read_filtered(pf: pq.ParquetFile, columns: list[str], kind: str, keep: bool) -> pa.Table:
-    """The rows whose `kind` is (`keep`) or is not `kind`, read in batches of 64k rows and filtered
-    as they come: the whole file is never decoded at once (a 2.3M-row Kineto import read whole and
-    then filtered peaked at ~980 MB; batch by batch, at the rows kept plus one batch)."""
+    """The rows whose `kind` is (`keep`) or is not `kind`, the GPU rows kept first (in file order),
+    then the others (see `split_runtime`). Read one column of one row group at a time and filtered
+    as it comes: the file is never decoded whole (a 2.3M-row Kineto import read whole and then
+    filtered peaked at ~980 MB). See `_row_group_column` for how each column is read."""
     import pyarrow.compute as pc
 
-    kept = []
-    for batch in pf.iter_batches(batch_size=1 << 16, columns=columns, use_threads=False):
-        hit = _kind_is(pa.chunked_array([batch.column("kind")]), kind)
+    first: dict[str, list] = {c: [] for c in columns}
+    rest: dict[str, list] = {c: [] for c in columns}
+    types: dict[str, pa.DataType] = {}
+    for g in range(pf.metadata.num_row_groups):
+        kinds = pf.read_row_group(g, columns=["kind"], use_threads=False).column(0)
+        hit = _kind_is(kinds, kind)
         if not keep:
             hit = pc.invert(hit)
-        kept.append(batch.filter(hit.combine_chunks()))
+        gpu = _kind_in(kinds, GPU_KINDS)
+        masks = [(first, pc.and_(hit, gpu).combine_chunks()), (rest, pc.and_(hit, pc.invert(gpu)).combine_chunks())]
+        masks = [(parts, mask, pc.sum(mask).as_py() or 0) for parts, mask in masks]
+        for c in columns:
+            col = kinds if c == "kind" else _row_group_column(pf, g, c)
+            types[c] = col.type
+            for parts, mask, hits in masks:
+                if hits == len(col):
+                    parts[c] += col.chunks
+                elif hits:
+                    parts[c] += col.filter(mask).chunks
+                else:  # no row, but the dictionary: text columns keep the categories a whole read has
+                    parts[c] += [chunk.slice(0, 0) for chunk in col.chunks[:1]]
+            del col
+        pa.default_memory_pool().release_unused()  # the row group's decoded pages, as we go
     schema = pf.schema_arrow
-    schema = pa.schema([schema.field(c) for c in columns], metadata=schema.metadata)
-    if kept:
-        schema = kept[0].schema
-    return pa.Table.from_batches(kept, schema=schema)
+    fields = [pa.field(c, types.get(c, schema.field(c).type)) for c in columns]
+    return pa.table({f.name: pa.chunked_array(first[f.name] + rest[f.name], type=f.type) for f in fields},
+                    schema=pa.schema(fields, metadata=schema.metadata))
+
+
+def _row_group_column(pf: pq.ParquetFile, group: int, name: str) -> pa.ChunkedArray:
+    """One column of one row group. Text is read whole (one dictionary for the row group: read in
+    batches, each batch carried its own copy of it, 250 MB of range paths at 1M kernels); other
+    columns in 64k-row batches (decoding a launch shape of a 1M-row group at once held ~180 MB of
+    levels and builders for a 13 MB result)."""
+    want = pf.schema_arrow.field(name).type
+    if _is_text(want):
+        return pf.read_row_group(group, columns=[name], use_threads=False).column(0)
+    batches = pf.iter_batches(batch_size=1 << 16, row_groups=[group], columns=[name], use_threads=False)
+    return pa.chunked_array([b.column(0) for b in batches], type=want)
 
 
 def _read_file(path: Path, skip_runtime: bool = False) -> tuple[pa.Table, dict[str, Any]]:
@@ -351,14 +380,19 @@ _TIME_COLUMNS = ("id", "start_ns", "dur_ns")
 _PANDAS_TYPES = {pa.int64(): pd.Int64Dtype(), pa.int32(): pd.Int32Dtype(), pa.bool_(): pd.BooleanDtype()}.get
 
 
-def _to_frame(table: pa.Table) -> pd.DataFrame:
-    """pandas rows: text columns as categoricals (the dictionary columns of the file, and names
-    and paths, which repeat), nullable ints, plain int64 time columns.
+def _to_frame(held: list[pa.Table]) -> pd.DataFrame:
+    """pandas rows of the table in `held` (which it empties: the caller keeps no other reference,
+    so each column's Arrow buffers can go once converted): text columns as categoricals (the
+    dictionary columns of the file, and names and paths, which repeat), nullable ints, plain int64
+    time columns.
 
     Memory (a 1M-kernel trace): the Arrow pages the caller just dropped (the table as read, before
     the runtime rows were split off) are handed back first, since pandas allocates elsewhere; the
-    time columns go to numpy straight (not through nullable Int64 and a cast); blocks are not
-    consolidated (that would copy every same-typed column into one 2-D array at once)."""
+    time columns go to numpy straight (not through nullable Int64 and a cast); columns are
+    converted one at a time, each dropped from the table once converted (all at once, the whole
+    table and the whole frame were held together: ~150 MB more at 1M kernels with ranges); blocks
+    are not consolidated (that would copy every same-typed column into one 2-D array at once)."""
+    table = held.pop()
     give_back_memory()
     # the schema's order, then any other column (free in Arrow: empty columns came back at the end)
     known = [c for c in SCHEMA.names if c in table.column_names]
@@ -380,7 +414,7 @@ def _to_frame(table: pa.Table) -> pd.DataFrame:
             null = pa.nulls(1, f.type)
             one[f.name] = null.dictionary_encode() if f.name in TEXT_COLUMNS else null
         one = pa.table(one).to_pandas(types_mapper=_PANDAS_TYPES, split_blocks=True)
-        late.update({c: one[c].array.take(np.zeros(n, dtype=np.intp)) for c in one.columns})
+        late.update({c: _repeated(one[c].array, n) for c in one.columns})
         given = set(names) | {f.name for f in missing}
         names = [c for c in SCHEMA.names if c in given] + [c for c in names if c not in SCHEMA.names]
     for c in table.column_names:  # launch shapes: a few distinct ones over a million rows
@@ -388,16 +422,42 @@ def _to_frame(table: pa.Table) -> pd.DataFrame:
             late[c] = _shared_lists(table.column(c))
     rest = table.drop_columns([c for c in late if c in table.column_names])
     del table
-    frame = rest.to_pandas(types_mapper=_PANDAS_TYPES, split_blocks=True)
+    for i, c in enumerate(rest.column_names):
+        col = rest.select([c]).to_pandas(types_mapper=_PANDAS_TYPES, split_blocks=True)[c]
+        rest = rest.drop_columns([c])
+        if c in NUMERIC_CHECKED:
+            col = col.astype("float64")
+            col = col.where(col >= 0)
+        late[c] = col.array
+        del col
+        if i % 4 == 3:
+            pa.default_memory_pool().release_unused()
     del rest
-    for c in NUMERIC_CHECKED:
-        if c in frame.columns:
-            col = frame[c].astype("float64")
-            frame[c] = col.where(col >= 0)
-    # Joined and put back in order without a copy (`insert` would copy each array it is given).
+    # Put together in order without a copy (`insert` would copy each array it is given).
     late = {c: v.to_numpy() if isinstance(v, pd.arrays.NumpyExtensionArray) else v for c, v in late.items()}
-    frame = pd.concat([frame, pd.DataFrame(late, index=frame.index, copy=False)], axis=1)
-    return frame[names]
+    return pd.DataFrame({c: late[c] for c in names}, index=pd.RangeIndex(n), copy=False)
+
+
+def _repeated(one: Any, n: int) -> Any:
+    """The one-row pandas array `one` (a null) as `n` rows that all view its single slot (NumPy
+    stride 0): a trace without ncu has ~30 counter and stall columns with no value, 160 MB at 1M
+    rows when each row has its own slot. The views are read-only: pandas (copy-on-write) copies a
+    column before writing into it, and a filter, sort or arithmetic makes an ordinary array; values,
+    dtypes and null-ness are those of the repeated row (unknown stays null)."""
+    from pandas.arrays import BooleanArray, FloatingArray, IntegerArray, NumpyExtensionArray
+
+    def spread(values: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(values[:1], (n,))
+
+    if isinstance(one, NumpyExtensionArray):
+        return spread(one.to_numpy())
+    if isinstance(one, np.ndarray):
+        return spread(one)
+    if isinstance(one, (IntegerArray, FloatingArray, BooleanArray)):
+        return type(one)(spread(one._data), spread(one._mask))
+    if isinstance(one, pd.Categorical):
+        return pd.Categorical.from_codes(spread(one.codes), dtype=one.dtype)
+    return one.take(np.zeros(n, dtype=np.intp))  # any other array: one slot per row, as before
 
 
 def _is_list(t: pa.DataType) -> bool:
@@ -483,23 +543,29 @@ def _drop_untimed(table: pa.Table, path) -> tuple[pa.Table, list[str]]:
 
 def split_runtime(table: pa.Table) -> tuple[pa.Table, pd.DataFrame | None]:
     """The `runtime` rows out of the table, as a frame of HOST_COLUMNS (names as categoricals,
-    nullable ints); None when there are none. Everything else stays an event row.
+    nullable ints); None when there are none. Everything else stays an event row, the GPU rows
+    (kernels, copies) first, each part in its original order: `Trace.timed()` is then a slice of
+    the events, not a copy of them (a Kineto import's ranges, 340k rows at 1M kernels, would
+    otherwise make the timed rows a second 1M-row frame of every column).
 
     Done in Arrow, before any pandas: the host rows take only their six columns; the event rows
     lose the schema columns that hold no value at all (a Kineto import leaves ~30 of the ~60
     empty; each still fills a buffer per row), which `_to_frame` gives back from one row; the
     filter copies the rest. At 1M kernels plus 1M runtime rows this halves what the filter
     copies, and the table as read can be freed before pandas."""
-    import pyarrow.compute as pc
-
     rows = table.num_rows
     empty = [c for c in table.column_names
              if c in SCHEMA.names and c not in REQUIRED and table.column(c).null_count == rows]
-    runtime = _kind_is(table.column("kind"), "runtime")
-    if not pc.any(runtime).as_py():
-        return table.drop_columns(empty), None
+    kinds = table.column("kind")
+    runtime = _bools(_kind_is(kinds, "runtime"))
+    gpu = _bools(_kind_in(kinds, GPU_KINDS))
+    first = int(gpu.sum())
+    if not runtime.any():
+        if gpu[:first].all():  # (every file this reader wrote batch by batch, and any single-kind trace)
+            return table.drop_columns(empty), None
+        return table.drop_columns(empty).take(_gpu_first(gpu, runtime)), None
     present = [c for c in HOST_COLUMNS if c in table.column_names]
-    calls = table.select(present).filter(runtime)
+    calls = table.select(present).filter(pa.array(runtime))
     host = {}
     for c in HOST_COLUMNS:
         col = calls.column(c) if c in present else pa.nulls(calls.num_rows, pa.string() if c in ("name", "op")
@@ -512,20 +578,40 @@ def split_runtime(table: pa.Table) -> tuple[pa.Table, pd.DataFrame | None]:
         else:
             host[c] = col.to_pandas(types_mapper=_PANDAS_TYPES)
     del calls
-    events = table.drop_columns(empty).filter(pc.invert(runtime))
+    events = table.drop_columns(empty)
+    kept = gpu[~runtime]
+    if kept[:int(kept.sum())].all():
+        events = events.filter(pa.array(~runtime))  # GPU rows first already
+    else:
+        events = events.take(_gpu_first(gpu, runtime))
     return events, pd.DataFrame(host)
 
 
+def _bools(mask: pa.ChunkedArray) -> np.ndarray:
+    return mask.to_numpy() if mask.num_chunks else np.zeros(0, dtype=bool)
+
+
+def _gpu_first(gpu: np.ndarray, runtime: np.ndarray) -> pa.Array:
+    """The positions of the rows that are not runtime calls: the GPU rows, then the others."""
+    return pa.array(np.concatenate([np.flatnonzero(gpu), np.flatnonzero(~gpu & ~runtime)]))
+
+
 def _kind_is(kind: pa.ChunkedArray, value: str) -> pa.ChunkedArray:
-    """`kind == value` (null: False), on the dictionary codes when the column is dictionary-encoded
-    (one comparison per distinct kind, not a million string compares)."""
+    """`kind == value` (null: False); see `_kind_in`."""
+    return _kind_in(kind, (value,))
+
+
+def _kind_in(kind: pa.ChunkedArray, values: tuple[str, ...]) -> pa.ChunkedArray:
+    """Whether `kind` is one of `values` (null: False), on the dictionary codes when the column is
+    dictionary-encoded (one comparison per distinct kind, not a million string compares)."""
     import pyarrow.compute as pc
 
+    wanted = pa.array(values, type=pa.string())
     if not pa.types.is_dictionary(kind.type):
-        return pc.fill_null(pc.equal(pc.cast(kind, pa.string()), value), False)
+        return pc.fill_null(pc.is_in(pc.cast(kind, pa.string()), value_set=wanted), False)
     chunks = []
     for chunk in kind.chunks:
-        hit = pc.equal(chunk.dictionary, value)  # per distinct value
+        hit = pc.is_in(chunk.dictionary.cast(pa.string()), value_set=wanted)  # per distinct value
         chunks.append(pc.fill_null(pc.take(hit, chunk.indices), False))
     return pa.chunked_array(chunks, type=pa.bool_())
 
@@ -816,8 +902,9 @@ def _trace_from(held: list, path: str | os.PathLike | None, scrubbed: bool = Fal
     table, dropped = _drop_untimed(table, path)
     table, host = split_runtime(table)
     rank = table.column("rank") if "rank" in table.column_names else None
-    events = _to_frame(table)  # (it adds the schema columns the file left out)
+    held.append(table)
     del table
+    events = _to_frame(held)  # (it adds the schema columns the file left out)
     if rank is not None:
         events["rank"] = rank.to_pandas().astype("Int32")
     give_back_memory()
@@ -844,7 +931,9 @@ def _load_dir(path: Path) -> Trace:
         table, dropped = _drop_untimed(table, f)
         warnings += dropped
         table, host = split_runtime(table)
-        frame = _to_frame(table)  # (it adds the schema columns the file left out, from one row)
+        held = [table]
+        del table
+        frame = _to_frame(held)  # (it adds the schema columns the file left out, from one row)
         r = rank if rank is not None else _small_int(meta.get("rank"), default=i)
         frame["rank"] = pd.array([r] * len(frame), dtype="Int32")
         frames.append(frame)

@@ -20,6 +20,8 @@ META_KEY = b"rooftop"
 # cudaStreamSynchronize, cudaMemcpyAsync ...), joined to what it launched by `correlation`. It says
 # what the host was doing while the GPU sat idle; it is never a timed (GPU) row.
 KINDS = ("kernel", "memcpy", "memset", "range", "op", "runtime")
+# The GPU work: the rows that carry a run's time when it has any (`Trace.timed`).
+GPU_KINDS = ("kernel", "memcpy", "memset")
 
 # The 19 warp stall reasons of Hopper's WarpStateStats section, in Nsight Compute's order.
 STALL_REASONS = (
@@ -147,9 +149,12 @@ class Trace:
     def timed(self) -> pd.DataFrame:
         """The rows that carry the run's time: kernels/memcpy/memset, or ops on a CPU-only run."""
         ev = self.events
-        gpu = ev["kind"].isin(["kernel", "memcpy", "memset"])
+        gpu = ev["kind"].isin(GPU_KINDS)
         if gpu.all():
             return ev  # no copy: a million-kernel trace is mostly kernels
+        first = int(gpu.sum())
+        if first and gpu.iloc[:first].all():
+            return ev.iloc[:first]  # a loaded trace puts its GPU rows first: a view, not a copy
         if gpu.any():
             return ev[gpu]
         return ev[ev["kind"] == "op"]
