@@ -423,12 +423,15 @@ def _to_frame(held: list[pa.Table]) -> pd.DataFrame:
     rest = table.drop_columns([c for c in late if c in table.column_names])
     del table
     for i, c in enumerate(rest.column_names):
-        col = rest.select([c]).to_pandas(types_mapper=_PANDAS_TYPES, split_blocks=True)[c]
+        col = _categorical(rest.column(c))
+        if col is None:
+            col = rest.select([c]).to_pandas(types_mapper=_PANDAS_TYPES, split_blocks=True)[c]
+            if c in NUMERIC_CHECKED:
+                col = col.astype("float64")
+                col = col.where(col >= 0)
+            col = col.array
         rest = rest.drop_columns([c])
-        if c in NUMERIC_CHECKED:
-            col = col.astype("float64")
-            col = col.where(col >= 0)
-        late[c] = col.array
+        late[c] = col
         del col
         if i % 4 == 3:
             pa.default_memory_pool().release_unused()
@@ -460,6 +463,29 @@ def _repeated(one: Any, n: int) -> Any:
     return one.take(np.zeros(n, dtype=np.intp))  # any other array: one slot per row, as before
 
 
+def _categorical(col: pa.ChunkedArray) -> pd.Categorical | None:
+    """A dictionary-encoded text column as the categorical pyarrow's `to_pandas` makes (same
+    categories in the same order, same codes), built from the unified dictionary directly: pyarrow
+    went through a Python string per category on the way (a Kineto import's range paths are 340k
+    distinct at 1M kernels: ~75 MB more at the peak of the load). None for any other column."""
+    import pyarrow.compute as pc
+
+    if not pa.types.is_dictionary(col.type) or not _is_text(col.type) or not col.num_chunks:
+        return None
+    col = col.unify_dictionaries()
+    dictionary = col.chunk(0).dictionary
+    if dictionary.null_count:
+        return None  # (a null category: left to pyarrow)
+    codes = np.concatenate([pc.fill_null(c.indices, -1).to_numpy(zero_copy_only=False) for c in col.chunks])
+    categories = pd.Index(pd.array(dictionary.cast(pa.string()), dtype=pd.StringDtype("pyarrow", na_value=np.nan)))
+    out = pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(categories, ordered=col.type.ordered))
+    # Checking the categories are distinct left a hash table of them cached on the Index, with a
+    # Python string per category: ~45 MB for 340k range paths that nothing may look up by value.
+    # Dropped; pandas builds it again on the first lookup that needs it.
+    getattr(out.categories, "_cache", {}).pop("_engine", None)
+    return out
+
+
 def _is_list(t: pa.DataType) -> bool:
     return pa.types.is_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_large_list(t)
 
@@ -474,17 +500,20 @@ def _shared_lists(col: pa.ChunkedArray) -> np.ndarray:
 
     n = len(col)
     flat = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-    key = pc.binary_join(pc.cast(flat, pa.list_(pa.string())), ",")
-    if key.null_count != flat.null_count:  # a null element inside a list: no faithful key
-        return flat.to_pandas().to_numpy(dtype=object)
-    codes = pc.dictionary_encode(key).indices.to_numpy(zero_copy_only=False)
     out = np.full(n, None, dtype=object)
-    valid = ~np.isnan(codes) if codes.dtype.kind == "f" else np.ones(n, dtype=bool)
-    if not valid.any():
+    found = _shape_codes(flat)
+    if found is None:  # any other list: a text key per row
+        key = pc.binary_join(pc.cast(flat, pa.list_(pa.string())), ",")
+        if key.null_count != flat.null_count:  # a null element inside a list: no faithful key
+            return flat.to_pandas().to_numpy(dtype=object)
+        codes = pc.dictionary_encode(key).indices.to_numpy(zero_copy_only=False)
+        valid = ~np.isnan(codes) if codes.dtype.kind == "f" else np.ones(n, dtype=bool)
+        rows, codes = np.flatnonzero(valid), codes[valid].astype(np.int64)
+    else:
+        rows, codes = found
+    if not len(rows):
         return out
-    codes = codes[valid].astype(np.int64)
     first = np.full(codes.max() + 1, -1, dtype=np.int64)
-    rows = np.flatnonzero(valid)
     first[codes[::-1]] = rows[::-1]  # the first row of each distinct list
     distinct = flat.take(pa.array(first)).to_pandas().to_numpy(dtype=object)
     if flat.values.null_count and pa.types.is_integer(flat.type.value_type):
@@ -492,6 +521,34 @@ def _shared_lists(col: pa.ChunkedArray) -> np.ndarray:
         distinct = np.array([d.astype(np.float64) for d in distinct] + [None], dtype=object)[:-1]
     out[rows] = distinct[codes]
     return out
+
+
+def _shape_codes(flat: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
+    """(the rows holding a list, a code per such row naming its list) for fixed-size lists of
+    non-negative integers (launch shapes), from the numbers themselves: the text key of every row
+    (`binary_join`) held ~80 MB per column at 1M rows. None for any other list column, or numbers
+    too large to pack into one int64."""
+    import pyarrow.compute as pc
+
+    if not (pa.types.is_fixed_size_list(flat.type) and pa.types.is_integer(flat.type.value_type)):
+        return None
+    values = pc.list_flatten(flat)  # the values of the lists that are not null, row after row
+    if values.null_count:
+        return None
+    shapes = values.to_numpy().astype(np.int64, copy=False).reshape(-1, flat.type.list_size)
+    rows = np.flatnonzero(flat.is_valid().to_numpy(zero_copy_only=False))
+    if not len(shapes):
+        return rows, np.zeros(0, dtype=np.int64)
+    if shapes.min() < 0:
+        return None
+    key, span = np.zeros(len(shapes), dtype=np.int64), 1
+    for j in range(shapes.shape[1]):  # mixed radix: one int64 per distinct shape
+        radix = int(shapes[:, j].max()) + 1
+        span *= radix
+        if span >= 1 << 62:
+            return None
+        key = key * radix + shapes[:, j]
+    return rows, pd.factorize(key)[0].astype(np.int64, copy=False)
 
 
 _MMAP_FROM = 1 << 20
