@@ -2,6 +2,7 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -167,7 +168,10 @@ def test_launch_shapes_load_as_shared_arrays(typ):
                                pa.array([[4, 5, 6], None], type=typ)]),
              pa.chunked_array([pa.array([[1, 2, 3], [4, 5, 6], [1, 2, 3]], type=typ)]),
              pa.chunked_array([pa.array([None, None], type=typ)]),
-             pa.chunked_array([pa.array([[1, None, 3], [1, 2, 3]], type=typ)])]
+             pa.chunked_array([pa.array([[1, None, 3], [1, 2, 3]], type=typ)]),
+             # too large to pack into one int64, and negative: keyed by their text instead
+             pa.chunked_array([pa.array([[2**31 - 1] * 3, [1, 2, 3], [2**31 - 1] * 3], type=typ)]),
+             pa.chunked_array([pa.array([[-1, 2, 3], [1, 2, 3], [-1, 2, 3]], type=typ)])]
     for col in cases:
         got, want = _shared_lists(col), col.to_pandas().to_numpy(dtype=object)
         assert len(got) == len(want)
@@ -177,6 +181,9 @@ def test_launch_shapes_load_as_shared_arrays(typ):
                 assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
     got = _shared_lists(cases[0])
     assert got[0] is got[2] and got[3] is got[4]  # one object per distinct shape
+    for col in cases[-2:]:
+        got = _shared_lists(col)
+        assert got[0] is got[2] and got[0] is not got[1]
 
 
 def test_lazy_runtime_rows_load_as_the_eager_ones(tmp_path, monkeypatch):
@@ -207,3 +214,59 @@ _ITER_BATCHES = pq.ParquetFile.iter_batches
 def _small_batches(self, **kw):
     kw.pop("batch_size", None)
     return _ITER_BATCHES(self, batch_size=2, **kw)
+
+
+def test_empty_columns_load_as_one_repeated_null(tmp_path):
+    """A schema column without any value (left out of the file, or all null in it) loads as nulls of
+    its usual dtype that all view one slot (NumPy stride 0) instead of a slot per row; writing into
+    such a column copies it (copy-on-write) and leaves the trace as loaded."""
+    rows = [dict(ROWS[0], id=1), dict(ROWS[1], id=2), dict(ROWS[2], id=3)]
+    ev = load_trace(write_trace(tmp_path / "t.parquet", rows, {})).events
+    dtypes = {"sm_pct": "float32", "flops": "float64", "registers": "Int32", "counters": "boolean",
+              "thread": "Int64", "op": "category"}
+    for col, dtype in dtypes.items():
+        assert str(ev[col].dtype) == dtype and ev[col].isna().all(), col
+        arr = ev[col].array
+        slots = arr.codes if isinstance(arr, pd.Categorical) else getattr(arr, "_data", None)
+        slots = arr.to_numpy() if slots is None else slots
+        assert slots.strides == (0,), col
+    assert ev["registers"].iloc[0] is pd.NA and np.isnan(ev["sm_pct"].iloc[2])
+    changed = ev.copy(deep=False)
+    changed.loc[changed.index[:1], "sm_pct"] = 50.0
+    assert changed["sm_pct"].iloc[0] == 50.0 and np.isnan(changed["sm_pct"].iloc[1])
+    assert ev["sm_pct"].isna().all()
+
+
+def test_gpu_rows_come_first_and_timed_is_a_view(tmp_path):
+    """Events load with the GPU rows first (each part in file order), eager and lazy alike, so the
+    timed rows are a slice of the events, not a copy; the runtime rows are left out of both."""
+    rows = [dict(kind="range", name="decode", start_ns=0, dur_ns=500, path="decode", id=1),
+            dict(kind="runtime", name="cudaLaunchKernel", start_ns=5, dur_ns=3, correlation=7, id=2),
+            dict(kind="kernel", name="k1", start_ns=10, dur_ns=50, path="decode", id=3, device=0, stream=7),
+            dict(kind="range", name="layer", start_ns=9, dur_ns=100, path="decode/layer", id=4),
+            dict(kind="memcpy", name="Memcpy HtoD", start_ns=70, dur_ns=20, id=5, device=0, stream=7),
+            dict(kind="kernel", name="k2", start_ns=95, dur_ns=5, id=6, device=0, stream=7)]
+    p = write_trace(tmp_path / "t.parquet", rows, {})
+    for t in (load_trace(p), load_trace(p, lazy_host=True)):
+        assert t.events["id"].tolist() == [3, 5, 6, 1, 4]
+        timed = t.timed()
+        assert timed["id"].tolist() == [3, 5, 6]
+        assert np.shares_memory(timed["start_ns"].to_numpy(), t.events["start_ns"].to_numpy())
+        assert t.runtime_rows()["correlation"].tolist() == [7]
+
+
+def test_text_columns_convert_as_pyarrow_converts_them():
+    """`_categorical` (text columns to pandas from the unified dictionary) gives what pyarrow's own
+    conversion gives: dtype, categories in order, codes, nulls."""
+    from rooftop.trace.read import _categorical
+
+    typ = pa.dictionary(pa.int32(), pa.string())
+    a = pa.DictionaryArray.from_arrays(pa.array([0, 1, None, 1], type=pa.int32()), pa.array(["b", "a"]))
+    b = pa.DictionaryArray.from_arrays(pa.array([2, 0], type=pa.int32()), pa.array(["c", "x", "a"]))
+    empty = pa.DictionaryArray.from_arrays(pa.array([], type=pa.int32()), pa.array(["z"]))
+    for col in (pa.chunked_array([a, b]), pa.chunked_array([empty, a]), pa.chunked_array([a])):
+        got, want = _categorical(col), pa.table({"c": col}).to_pandas()["c"].array
+        assert got.dtype == want.dtype and list(got.categories) == list(want.categories)
+        assert got.codes.dtype == want.codes.dtype and got.codes.tolist() == want.codes.tolist()
+    assert _categorical(pa.chunked_array([pa.array(["a"])])) is None
+    assert _categorical(pa.chunked_array([], type=typ)) is None
