@@ -61,6 +61,8 @@ def runtime_rows(events: pd.DataFrame, t0: int, t1: int, within: np.ndarray | No
     e = s + events["dur_ns"].to_numpy(dtype=np.int64)[pos]
     pos = pos[(e > t0) & (s < t1)]
     cols = [c for c in HOST_COLUMNS if c in events.columns]
+    if len(pos) == len(events):  # every row (the whole run of a trace's own runtime rows): no copy
+        return pd.DataFrame({c: events[c].reset_index(drop=True) for c in cols}, copy=False)
     return pd.DataFrame({c: events[c].iloc[pos].reset_index(drop=True) for c in cols})
 
 

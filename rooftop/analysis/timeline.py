@@ -331,7 +331,9 @@ def build(gpu: pd.DataFrame, calls: pd.DataFrame | None = None, within: np.ndarr
             launched = start - launch_to_start(gpu, host)
             first = int(np.nanmin(launched)) if np.isfinite(launched).any() else t0
             s = host["start_ns"].to_numpy(dtype=np.int64)
-            host = host[keep & (s + host["dur_ns"].to_numpy(dtype=np.int64) > min(t0, first))].reset_index(drop=True)
+            keep &= s + host["dur_ns"].to_numpy(dtype=np.int64) > min(t0, first)
+            if not keep.all():  # (a 1M-call host frame is copied only when some call goes)
+                host = host[keep].reset_index(drop=True)
     lanes = gpu_lanes(gpu)
     union = union_lane(gpu, lanes)
     lanes += host_lanes(host, threads)

@@ -622,7 +622,9 @@ def split_runtime(table: pa.Table) -> tuple[pa.Table, pd.DataFrame | None]:
             return table.drop_columns(empty), None
         return table.drop_columns(empty).take(_gpu_first(gpu, runtime)), None
     present = [c for c in HOST_COLUMNS if c in table.column_names]
-    calls = table.select(present).filter(pa.array(runtime))
+    calls = table.select(present)
+    if not runtime.all():  # (runtime rows read alone, `_read_host`: no copy)
+        calls = calls.filter(pa.array(runtime))
     host = {}
     for c in HOST_COLUMNS:
         col = calls.column(c) if c in present else pa.nulls(calls.num_rows, pa.string() if c in ("name", "op")
@@ -831,7 +833,9 @@ def _read_host(path: Path, warnings: list[str]) -> pd.DataFrame | None:
         table, _, _ = scrub_all(table, {})
         ok = pc.and_(pc.and_(pc.is_valid(table.column("start_ns")), pc.is_valid(table.column("dur_ns"))),
                      pc.greater_equal(table.column("dur_ns"), 0))
-        table = table.filter(pc.fill_null(ok, False))
+        ok = pc.fill_null(ok, False)
+        if not pc.all(ok).as_py():  # (a copy of every column only when some row goes)
+            table = table.filter(ok)
         _, host = split_runtime(table)
         give_back_memory()
         return host
