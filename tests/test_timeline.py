@@ -150,3 +150,18 @@ def test_ruler_ticks_sit_on_round_offsets_and_never_read_alike():
     # before the origin, and never past the canvas
     ticks = ruler_ticks(-40e6, 40e6, 120, 0)
     assert ("-20 ms" in [lab for _, lab in ticks]) and all(c + len(lab) <= 120 for c, lab in ticks)
+
+
+def test_runtime_rows_of_the_whole_run_are_not_copied():
+    """`host.runtime_rows` over a window holding every call gives the calls as they are, sharing the
+    host frame's arrays (a 1M-call frame is not copied); a narrower window gives only its calls."""
+    from rooftop.analysis.host import runtime_rows
+
+    calls = pd.DataFrame({"start_ns": np.array([10, 20, 30], dtype=np.int64), "dur_ns": np.array([5, 5, 5], dtype=np.int64),
+                          "name": pd.Categorical(["cudaLaunchKernel"] * 3), "correlation": pd.array([1, 2, 3], dtype="Int64"),
+                          "thread": pd.array([7, 7, 7], dtype="Int64"), "op": pd.Categorical([None, "aten::mm", None])})
+    whole = runtime_rows(calls, 0, 100)
+    assert whole.equals(calls)
+    assert np.shares_memory(whole["start_ns"].to_numpy(), calls["start_ns"].to_numpy())
+    part = runtime_rows(calls, 18, 26)
+    assert part["correlation"].tolist() == [2] and part.index.tolist() == [0]
