@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import pandas as pd
 
 from collectors.readers._kineto_join import _distinct_rows, _nest_by_loop, nest_intervals
@@ -112,13 +113,17 @@ def test_parse_paths_full_only_where_asked():
     assert pd.isna(part["phase"][4]) and part["step"][0] == 3 and part["phase"].dtype == object
 
 
-def test_write_handed_over_writes_what_write_trace_writes(tmp_path):
-    """The summary computed beside the rows' write: the same file, the hand-over lists emptied."""
+@pytest.mark.parametrize("overlap", [True, False])
+def test_write_handed_over_writes_what_write_trace_writes(tmp_path, monkeypatch, overlap):
+    """The summary computed beside the rows' write (or after it, for a large table): the same file,
+    the hand-over lists emptied."""
     import pyarrow.parquet as pq
 
     from rooftop.trace import to_table, write_trace
+    from rooftop.trace import write as write_module
     from rooftop.trace.write import write_handed_over
 
+    monkeypatch.setattr(write_module, "OVERLAP_MAX_BYTES", 1 << 40 if overlap else 0)
     table = to_table(_conform_rows(500, 1))
     entries = {b"rooftop.summary": b'{"x": 1}', b"rooftop.summary.steps": b"[]"}
     seen = []
