@@ -284,7 +284,7 @@ def parse_paths(paths: pd.Series, full: np.ndarray | None = None) -> pd.DataFram
         return np.array([missing if v[i] is None else v[i] for v in parsed] + [missing], dtype=object)[codes]
     return pd.DataFrame({
         "phase": pd.Series(col(0, np.nan), index=paths.index, dtype=object),  # no phase: NaN
-        "step": pd.array(col(1, None), dtype="Int32"),
+        "step": pd.array(np.array([np.nan if v[1] is None else v[1] for v in parsed] + [np.nan])[codes], dtype="Int32"),
         "layer": pd.array(layers[codes], dtype="Int32"),
     }, index=paths.index)
 
