@@ -26,7 +26,7 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from rooftop.analysis import timeline as tl
-from rooftop.format import fmt_ns, is_unknown
+from rooftop.format import fmt_count, fmt_ns, is_unknown
 
 from ..widgets.breadcrumb import RooftopScreen, trace_title
 from ..widgets.table import Col, FrameTable
@@ -254,7 +254,7 @@ class TimelineScreen(RooftopScreen):
         total = fmt_ns(t.t1 - t.t0)
         largest = f" (max {fmt_ns(int(t.gaps.dur(t.gaps.order[0])))})" if n else ""
         lo, hi = max(v.t0, t.t0) - t.t0, min(v.t1, t.t1) - t.t0
-        text.append(f"{len(t.gpu):,} rows in {total} · {n:,} gaps{largest} · "
+        text.append(f"{fmt_count(len(t.gpu), 'row')} in {total} · {fmt_count(n, 'gap')}{largest} · "
                     f"view +{fmt_ns(lo)}–{fmt_ns(hi)}", "dim")
         if v.gap is not None and self.gap_rank >= 0:
             self._describe_gap(text)
@@ -296,7 +296,7 @@ class TimelineScreen(RooftopScreen):
             else:
                 text.append(f"in no CUDA call for {fmt_ns(act.outside_calls_ns)} of it (Python / CPU ops)")
                 if act.calls:
-                    text.append(f"; {act.total_calls} call(s), longest ")
+                    text.append(f"; {fmt_count(act.total_calls, 'call')}, longest ")
                     text.append(sanitize(act.calls[0].name))
                     text.append(f" {fmt_ns(act.calls[0].overlap_ns)}")
         after = int(t.gaps.next_row(k))
