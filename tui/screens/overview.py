@@ -13,7 +13,7 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
-from rooftop.analysis.columns import GAP, PHASES, RANK_PHASES, RANK_STEPS
+from rooftop.columns import GAP, PHASES, RANK_PHASES, RANK_STEPS
 from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
 
 from ..loader import Preview, overview_ready, phases_ready, warm_overview_rest
