@@ -36,6 +36,8 @@ def read_footer(path: str | os.PathLike) -> Footer | None:
     """`num_rows` and the key-value metadata of a Parquet file, or None when it cannot be read this way."""
     try:
         with open(path, "rb") as fh:
+            if fh.read(4) != MAGIC:
+                return None  # a Parquet file starts with the magic too (pyarrow would refuse it)
             fh.seek(0, os.SEEK_END)
             size = fh.tell()
             if size < 12:

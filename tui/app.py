@@ -27,7 +27,6 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from rooftop.format import fmt_bytes
 from rooftop.text import write_csv
-from rooftop.trace import NotOneRun, TraceError
 
 from .widgets.breadcrumb import RooftopScreen
 
@@ -248,6 +247,10 @@ class RooftopApp(App[int]):
         if p is not None:
             self.post_message(Previewed(p))
             p.shown.wait(timeout=PAINT_WAIT_S)
+        # pandas and pyarrow come with these, and with the load: after the first paint (above), so
+        # that importing them (~0.5-0.7 s here) does not hold the GIL the paint needs.
+        from rooftop.trace import NotOneRun, TraceError
+
         worker, started, last = get_current_worker(), time.monotonic(), [0.0]
 
         def progress(done: int, total: int, unit: str = "bytes") -> None:
