@@ -141,9 +141,14 @@ async def main():
     seen = {{}}
     display = app._display
 
+    screens = []
+
     def timed(screen, renderable):
         out = display(screen, renderable)
+        if not seen and renderable is not None:
+            screens.append(type(screen).__name__)
         if not seen and renderable is not None and number_shown(app):
+            seen["screens"] = screens
             seen["heavy"] = sorted(m for m in HEAVY if m in sys.modules)
             seen["stored"] = app.screen.stored is not None
             seen["torch"] = "torch" in sys.modules
@@ -173,6 +178,7 @@ def test_the_first_number_from_a_summary_imports_no_pandas(tmp_path):
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["at_import"] == []  # importing the app imports none of them
     assert got["stored"] and got["heavy"] == []  # the phase table's first number: still none
+    assert got["screens"] == ["OverviewScreen"]  # the first frame (no loading screen painted before it)
     assert got["after_load"] == ["numpy", "pandas", "pyarrow"]  # the load imports them after (not vacuous)
     assert not got["torch"]
 

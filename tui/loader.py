@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 # pandas, pyarrow and rooftop.trace (which imports both) are imported in the functions that use
 # them, never with this module: a trace with a current stored summary paints the Overview's
@@ -176,26 +176,34 @@ def _preview_of_summary(path: str, footer: Any) -> Preview | None:
         return None
 
 
-def preview(path: str, use_summary: bool = True) -> Preview | None:
+def preview(path: str, use_summary: bool = True,
+            summary_seen: Callable[[Preview | None], None] | None = None) -> Preview | None:
     """The footer-only Preview of a big rooftop Parquet file or run directory, else None (a small
     trace, another format, or a footer that cannot be read: the full load opens or reports it).
     With `use_summary` (the default options), a current stored summary comes with it: then
-    neither pandas nor pyarrow is imported."""
+    neither pandas nor pyarrow is imported. `summary_seen(found)` is called once the stored
+    summary was looked at (a few ms), before the slower preview of a trace without one: with the
+    Preview it gave, or None."""
     from rooftop.footer import read_footer
 
+    seen = summary_seen or (lambda found: None)
     p = Path(path)
     footer = None
     try:
         if p.is_file():  # (never a FIFO or a device: opening one to read its footer could block)
             footer = read_footer(p)  # pure Python, a few ms: rows, metadata, stored summary
     except OSError:
-        return None
+        pass
     if footer is not None and footer.num_rows < PREVIEW_FROM:
+        seen(None)
         return None
     if footer is not None and use_summary:
         out = _preview_of_summary(path, footer)
+        seen(out)
         if out is not None:
             return out
+    else:
+        seen(None)
     return _preview_of_rows(p, footer)
 
 
