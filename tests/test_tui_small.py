@@ -24,8 +24,10 @@ MARKERS = (BIG, MID, SMALL, SELECTED)
 def test_step_ticks_are_steps_and_y_ticks_round():
     assert step_ticks([0, 1, 2], 8) == [0, 1, 2]
     assert step_ticks(list(range(100)), 8) == [0, 14, 28, 42, 57, 71, 85, 99]  # steps that exist, ends kept
-    assert nice_ticks(135.3, 4) == [0, 50, 100]        # 33.8 per tick rounds up to 50
-    assert nice_ticks(0.0042, 3) == [0.0, 0.002, 0.004]
+    assert nice_ticks(135.3, 4) == [0, 50, 100, 150]   # 33.8 per tick rounds up to 50; the top tick covers 135.3
+    assert nice_ticks(0.0042, 3) == [0.0, 0.002, 0.004, 0.006]
+    assert nice_ticks(79_800, 2) == [0, 50_000, 100_000]  # a short panel: the data lies under a labelled line
+    assert nice_ticks(100, 4) == [0, 50, 100]            # a top on a multiple is its own last tick
 
 
 class One(App):

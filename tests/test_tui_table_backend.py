@@ -126,6 +126,58 @@ def test_sort_and_filter_are_reactive_and_a_superseded_order_is_dropped(monkeypa
     assert seen["status"] == "2 of 4 rows · sort: kernel ▲ · filter: /^a/"
 
 
+def test_a_sort_or_filter_shows_the_new_view_in_the_mounted_table():
+    """A sort or a filter keeps the mounted table widget and gives it the new view: the painted
+    header and rows, the scrollable height and the focus follow; the row under the cursor is
+    announced (Highlighted) even when the cursor stays on row 0. Another frame mounts a new one."""
+    import asyncio
+
+    from textual.app import App
+
+    from tui.widgets.table import FrameTable
+
+    f = pd.DataFrame({"name": ["b", "a", "c", "ab"], "t": [2.0, 1.0, 3.0, 4.0]})
+    cols = [Col("name", "kernel", "text"), Col("t", "time µs", "num")]
+    seen: dict = {}
+
+    class T(App):
+        def compose(self):
+            yield FrameTable(cols, f, id="t")
+
+        def on_frame_table_highlighted(self, message: FrameTable.Highlighted) -> None:
+            seen.setdefault("highlighted", []).append(message.row["name"])
+
+    def painted(table) -> list[str]:
+        return [table.render_line(y).text.split() for y in range(table.virtual_size.height)]
+
+    async def main():
+        app = T()
+        async with app.run_test() as pilot:
+            t = app.query_one(FrameTable)
+            widget = t.table
+            widget.focus()
+            await pilot.pause()
+            seen.clear()
+            t.sort = ("t", True)
+            await pilot.pause()
+            seen["sorted"] = painted(t.table)
+            seen["same"] = t.table is widget
+            seen["focus"] = t.table.has_focus
+            t.filter = "^a"
+            await pilot.pause()
+            seen["filtered"] = painted(t.table)
+            seen["height"] = t.table.virtual_size.height
+            await t.set_frame(f.iloc[:2].copy())
+            await pilot.pause()
+            seen["new_frame_new_widget"] = t.table is not widget
+    asyncio.run(main())
+    assert seen["same"] and seen["focus"] and seen["new_frame_new_widget"]
+    assert seen["sorted"] == [["kernel", "time", "µs", "▼"], ["ab", "4"], ["c", "3"], ["b", "2"], ["a", "1"]]
+    assert seen["filtered"] == [["kernel", "time", "µs", "▼"], ["ab", "4"], ["a", "1"]] and seen["height"] == 3
+    # the cursor stayed on row 0 through both, over "ab" then "ab": each view announced its row
+    assert seen["highlighted"][:2] == ["ab", "ab"]
+
+
 # Values a cell can hold: names (cut, spaced, bracketed, with a final backslash, non-ASCII, wide,
 # control), numbers of every shape the table shows (rounded, whole, fixed-point text), nulls, bools.
 PLAIN_VALUES = ["gemm<1>", "flash_fwd_kernel<128, 64>", "a[bold]b[/]", "ends\\", "", " ", "two  spaces",
@@ -261,6 +313,14 @@ def test_packed_sort_is_the_stable_sort(desc):
         assert np.array_equal(got, expected), name
         packed = tbl._whole_number_order(key, desc)
         assert (packed is None) == (name in ("fractions", "too wide")), name
+    # integer columns (nullable steps and layers, int64 timestamps) sort without a float key
+    ints = rng.integers(-1000, 1000, n)
+    nullable = pd.Series(pd.array(ints, dtype="Int32")).mask(rng.random(n) < 0.05)
+    as_float = nullable.astype("float64").to_numpy()
+    assert np.array_equal(tbl.sort_order(nullable, desc), np.argsort(-as_float if desc else as_float, kind="stable"))
+    stamps = pd.Series(1_700_000_000_000_000_000 + ints * 7, dtype="int64")
+    assert np.array_equal(tbl.sort_order(stamps, desc),
+                          np.argsort(-stamps.to_numpy() if desc else stamps.to_numpy(), kind="stable"))
     text = pd.Series(pd.Categorical.from_codes(rng.integers(-1, 3, n), ["b", "a", "c"]))
     rank = np.array([1.0, 0.0, 2.0, np.nan])[text.cat.codes.to_numpy()]  # a < b < c, null last
     assert np.array_equal(tbl.sort_order(text, desc, "text"), np.argsort(-rank if desc else rank, kind="stable"))

@@ -127,7 +127,8 @@ class KernelsScreen(RooftopScreen):
         legend = "phase a (+b): mostly a, also b" if mixed else ""
         # the filter is user-typed text and the note may quote a trace: never markup
         line = " · ".join(p for p in (mode, self.table.status(), note, legend) if p)
-        self.query_one("#kernels-status", Static).update(safe_text(line))
+        # one line of fixed height (`.status`): no layout pass, which would repaint the whole table
+        self.query_one("#kernels-status", Static).update(safe_text(line), layout=False)
 
     def action_toggle_raw(self) -> None:
         self.mode = "short_name" if self.mode == "raw" else "raw"

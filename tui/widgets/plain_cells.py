@@ -12,7 +12,9 @@ library's own `_render_cell`.
 
 `_render_cell`, `_cell_render_cache`, `_get_styles_to_render_cell`, `_update_count`,
 `_pseudo_class_state` and `_show_hover_cursor` are textual-fastdatatable's private names (0.19.x),
-used here as its own `_render_cell` uses them; without this class the table is only slower.
+used here as its own `_render_cell` uses them; `show_view` sets `_column_labels`,
+`_ordered_columns` and `_require_update_dimensions` and calls `_update_dimensions`, as its `sort`
+and `add_rows` do. Without this class the table is only slower.
 """
 from __future__ import annotations
 
@@ -94,6 +96,22 @@ class PlainCellTable(DataTable):
         super()._clear_caches()
         self._plain_styles.clear()
         self._row_styles.clear()
+
+    def show_view(self, backend, column_labels: list[str]) -> None:
+        """Show another view of the same columns (a sort, a filter) in this widget, as the library's
+        own `sort` does in place with its Arrow backend: a new backend, the header relabelled, the
+        widths and the scrollable size measured again, a new update count so that no cached row is
+        reused. Removing the table and mounting a new one costs about four full repaints of a
+        million-row page (removal, mount, focus, cursor): ~150 ms of a sort here."""
+        backend.render_markup = self.render_markup
+        self.backend = backend
+        self._column_labels = list(column_labels)
+        self._ordered_columns = None
+        self._update_count += 1
+        self._clear_caches()
+        self._require_update_dimensions = False
+        self._update_dimensions([])
+        self.refresh()
 
     def _body_row_styles(self, row_index: int, base_style: Style) -> tuple[Style, Style]:
         """(row style, style of the fill right of the last column) of a body row, as the library

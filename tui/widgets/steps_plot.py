@@ -53,10 +53,12 @@ class StepsPlot(PlotextPlot):
             return super().render()
         # y from 0: auto-ranging would blow a 0.01% wobble up to a steep-looking slope. Ticks are
         # set here, on round values and on steps that exist, so every tick and grid line is data.
+        # The top tick is at or above the slowest step, so every point lies between labelled lines
+        # (on a short panel, 0 / 50,000 / 100,000 for steps near 76,000, not 0 / 50,000 alone).
         top = max(tops, default=0.0)
         if top > 0:
-            yt = nice_ticks(top * 1.1, max(2, (self.size.height - 4) // 2))
-            p.ylim(0, max(top * 1.1, yt[-1]))
+            yt = nice_ticks(top * 1.05, max(2, (self.size.height - 4) // 2))
+            p.ylim(0, yt[-1])
             p.yticks(yt, [fmt_num(v) for v in yt])
         xt = step_ticks(sorted(xs), max(2, (self.size.width - 10) // 6))
         p.xticks(xt, [str(v) for v in xt])
@@ -75,8 +77,9 @@ def step_ticks(steps: list[int], most: int) -> list[int]:
 
 
 def nice_ticks(top: float, most: int) -> list[float]:
-    """0 and round multiples (1, 2 or 5 x 10^k) up to `top`: at most `most` + 1 ticks."""
+    """0 and round multiples (1, 2 or 5 x 10^k), the last at or above `top`: at most `most` + 1
+    ticks (the step is at least top / most, so ceil(top / step) <= most)."""
     raw = top / max(most, 1)
     mag = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
     step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
-    return [i * step for i in range(int(top // step) + 1)]
+    return [i * step for i in range(max(1, math.ceil(top / step - 1e-9)) + 1)]
