@@ -79,7 +79,7 @@ async def first_number(path: str) -> dict:
     from tui.app import RooftopApp  # (imported in main, timed there)
 
     out: dict = {"imports_s": IMPORTS_S}
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     app = RooftopApp([path])
     clock = FirstNumberClock(app)
     async with app.run_test(size=SIZE) as pilot:
@@ -88,6 +88,9 @@ async def first_number(path: str) -> dict:
         await until(pilot, lambda: clock.at is not None, what="the phase table's first number")
         out["first_number_s"] = clock.at - t0
         out["from_process_start_s"] = clock.at - PROCESS_START  # Python's own start-up and every import too
+        # CPU seconds the process spent meanwhile (all threads): on a shared machine, steadier than wall
+        out["first_number_cpu_s"] = clock.cpu_at - cpu0
+        out["from_process_start_cpu_s"] = clock.cpu_at
         out["from_summary"] = app.screen.stored is not None
         await pilot.pause()
         out["first_idle_s"] = time.perf_counter() - t0
