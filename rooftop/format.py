@@ -114,6 +114,11 @@ def fmt_num(v, digits: int = 3) -> str:
     return f"{v:.{digits}g}"
 
 
+def fmt_count(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 row`, `1,471 rows`: a count with its noun in the right number."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
 def fmt_value(v, kind: str, unit: str = "") -> str:
     """A value by its column's format kind (`rooftop.columns`): ns, pct, bytes, flops,
     rate (per second, `unit`), int or num; text passes through (unknown: an em dash)."""

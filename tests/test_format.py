@@ -1,5 +1,5 @@
 """Numbers as people read them: SI prefixes both ways, never `0` for a non-zero value, never an exponent."""
-from rooftop.format import fmt_bytes, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate
+from rooftop.format import fmt_bytes, fmt_count, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate
 
 
 def test_tiny_values_get_sub_unit_prefixes():
@@ -23,3 +23,8 @@ def test_no_exponent_anywhere():
     for v in (7.97e-05, 3e-9, 1.2e-13, 1200.5, 4.5e7, 1.23456789e8):
         for f in (fmt_num, fmt_ns, fmt_bytes, fmt_flops, fmt_rate, fmt_pct):
             assert "e-" not in f(v) and "e+" not in f(v), (f.__name__, v, f(v))
+
+
+def test_fmt_count_agrees_in_number():
+    assert fmt_count(1, "row") == "1 row" and fmt_count(0, "gap") == "0 gaps"
+    assert fmt_count(1471, "row") == "1,471 rows" and fmt_count(2, "copy", "copies") == "2 copies"

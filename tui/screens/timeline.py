@@ -26,7 +26,7 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from rooftop.analysis import timeline as tl
-from rooftop.format import fmt_ns, is_unknown
+from rooftop.format import fmt_count, fmt_ns, is_unknown
 
 from ..widgets.breadcrumb import RooftopScreen, trace_title
 from ..widgets.table import Col, FrameTable
@@ -254,7 +254,7 @@ class TimelineScreen(RooftopScreen):
         total = fmt_ns(t.t1 - t.t0)
         largest = f" (max {fmt_ns(int(t.gaps.dur(t.gaps.order[0])))})" if n else ""
         lo, hi = max(v.t0, t.t0) - t.t0, min(v.t1, t.t1) - t.t0
-        text.append(f"{len(t.gpu):,} rows in {total} · {n:,} gaps{largest} · "
+        text.append(f"{fmt_count(len(t.gpu), 'row')} in {total} · {fmt_count(n, 'gap')}{largest} · "
                     f"view +{fmt_ns(lo)}–{fmt_ns(hi)}", "dim")
         if v.gap is not None and self.gap_rank >= 0:
             self._describe_gap(text)
@@ -296,7 +296,7 @@ class TimelineScreen(RooftopScreen):
             else:
                 text.append(f"in no CUDA call for {fmt_ns(act.outside_calls_ns)} of it (Python / CPU ops)")
                 if act.calls:
-                    text.append(f"; {act.total_calls} call(s), longest ")
+                    text.append(f"; {fmt_count(act.total_calls, 'call')}, longest ")
                     text.append(sanitize(act.calls[0].name))
                     text.append(f" {fmt_ns(act.calls[0].overlap_ns)}")
         after = int(t.gaps.next_row(k))
@@ -377,6 +377,9 @@ def open_for_screen(app, screen) -> bool:
     """`t`: the timeline of the step the screen shows (a step view, or the Steps table's row)."""
     analysis = getattr(screen, "analysis", None)
     phase, step, rank = getattr(screen, "phase", None), getattr(screen, "step", None), getattr(screen, "rank", None)
+    if analysis is not None and getattr(screen, "whole_run", False):  # the whole run's range tree
+        app.push_screen(TimelineScreen(analysis, None, None, rank, list(screen.crumbs) + ["timeline"]))
+        return True
     if step is None:
         tables = [t for t in screen.query(FrameTable) if t.id == "steps-table"]
         row = tables[0].current() if tables else None

@@ -15,6 +15,8 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
+from rooftop.format import fmt_count
+
 from ..widgets.breadcrumb import RooftopScreen, trace_title
 from ..widgets.text import sanitize
 from ..workers import post_if_current
@@ -60,7 +62,7 @@ class WarningsScreen(RooftopScreen):
     def _ready(self, message: Ready) -> None:
         self.items = message.items
         self.query_one("#warnings-list", Static).update(warnings_text(message.items))
-        self.query_one("#warnings-pending", Static).update(f"{len(message.items)} warning(s) · Esc: back")
+        self.query_one("#warnings-pending", Static).update(f"{fmt_count(len(message.items), 'warning')} · Esc: back")
 
     def export_frame(self) -> pd.DataFrame | None:
         return None if self.items is None else pd.DataFrame(self.items, columns=["where", "message"])
