@@ -204,10 +204,10 @@ def preview(path: str, use_summary: bool = True,
             return out
     else:
         seen(None)
-    return _preview_of_rows(p, footer)
+    return _preview_of_rows(path, footer)
 
 
-def _preview_of_rows(p: Path, footer: Any) -> Preview | None:
+def _preview_of_rows(path: str, footer: Any) -> Preview | None:
     """`preview` without a current summary: the identity from the metadata, numbers to compute."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -215,6 +215,7 @@ def _preview_of_rows(p: Path, footer: Any) -> Preview | None:
     from rooftop.footer import read_footer
     from rooftop.trace import TraceError, is_parquet, parquet_files, read_meta
 
+    p = Path(path)
     try:
         files = parquet_files(p) if p.is_dir() else [p] if is_parquet(p) else []
         if not files:
@@ -225,7 +226,7 @@ def _preview_of_rows(p: Path, footer: Any) -> Preview | None:
             return None
         # (the steps list is not read: the identity does not need it)
         meta = read_meta(p, without=("steps",), footer=None if p.is_dir() else footers[p])
-        return _preview_of_meta(str(p), meta, rows)
+        return _preview_of_meta(path, meta, rows)
     except (TraceError, OSError, pa.ArrowException):
         return None  # the load that follows reads the same bytes and says what is wrong
 
