@@ -16,7 +16,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static, Tree
 
-from rooftop.analysis.columns import RANK_STEPS, STEPS
+from rooftop.columns import RANK_STEPS, STEPS
 from rooftop.format import fmt_count, fmt_ns
 
 from ..widgets.breadcrumb import RooftopScreen
@@ -25,7 +25,7 @@ from ..widgets.table import Col, FrameTable
 from ..widgets.text import sanitize
 from ..workers import post_if_current
 
-# Headers and units come from the core's column registry (rooftop/analysis/columns.py).
+# Headers and units come from the core's column registry (rooftop/columns.py).
 STEP_COLS = grid_cols(STEPS, "phase", "step", "kernels", "span_ns", "busy_ns", "idle_frac", "tflops", "tbps",
                       "mfu", "mbu", "tokens_per_s")
 
