@@ -111,12 +111,13 @@ class FirstNumberClock:
 
     def __init__(self, app) -> None:
         self.at: float | None = None
+        self.cpu_at: float | None = None  # the process's CPU seconds then (every thread; `time.process_time`)
         display = app._display
 
         def timed(screen, renderable):
             out = display(screen, renderable)
             if self.at is None and renderable is not None and _phase_number_shown(app):
-                self.at = time.perf_counter()
+                self.at, self.cpu_at = time.perf_counter(), time.process_time()
             return out
 
         app._display = timed

@@ -7,12 +7,13 @@ from typing import Any
 
 import pandas as pd
 
-from .analysis import Analysis, columns, compare
+from . import columns
+from .analysis import Analysis, compare
 from .analysis.gap import STEP_GAP_KEYS
 from .format import fmt_bytes, fmt_ns, fmt_num, fmt_pct
 from .render import _printable, _table, model_lines as render_model_lines, render_report
 
-# The published columns and their order come from the registry (rooftop/analysis/columns.py), the
+# The published columns and their order come from the registry (rooftop/columns.py), the
 # one place a table's columns are declared; `report --json` keys follow it.
 PHASE_KEYS = columns.PHASES.keys
 STEP_KEYS = columns.STEPS.keys

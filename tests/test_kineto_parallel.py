@@ -7,6 +7,7 @@ import pytest
 
 from collectors.readers import _kineto_parallel, kineto
 from collectors.readers.kineto import read_kineto
+from rooftop.trace import to_table
 
 from test_kineto import PREFIX, FILES, _synthetic, _write
 
@@ -34,6 +35,7 @@ def test_two_workers_equal_one_process(tmp_path, monkeypatch, gz):
     one, meta1 = read_kineto(p, workers=1)
     two, meta2 = read_kineto(p, workers=2)
     assert one.equals(two)
+    assert to_table(one).equals(to_table(two))  # and so the stored tables
     assert {k: v for k, v in meta1.items() if k != "source"} == {k: v for k, v in meta2.items() if k != "source"}
     assert int((two["kind"] == "kernel").sum()) == 400
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import pandas as pd
 
 from collectors.readers._kineto_join import _distinct_rows, _nest_by_loop, nest_intervals
@@ -112,13 +113,17 @@ def test_parse_paths_full_only_where_asked():
     assert pd.isna(part["phase"][4]) and part["step"][0] == 3 and part["phase"].dtype == object
 
 
-def test_write_handed_over_writes_what_write_trace_writes(tmp_path):
-    """The summary computed beside the rows' write: the same file, the hand-over lists emptied."""
+@pytest.mark.parametrize("overlap", [True, False])
+def test_write_handed_over_writes_what_write_trace_writes(tmp_path, monkeypatch, overlap):
+    """The summary computed beside the rows' write (or after it, for a large table): the same file,
+    the hand-over lists emptied."""
     import pyarrow.parquet as pq
 
     from rooftop.trace import to_table, write_trace
+    from rooftop.trace import write as write_module
     from rooftop.trace.write import write_handed_over
 
+    monkeypatch.setattr(write_module, "OVERLAP_MAX_BYTES", 1 << 40 if overlap else 0)
     table = to_table(_conform_rows(500, 1))
     entries = {b"rooftop.summary": b'{"x": 1}', b"rooftop.summary.steps": b"[]"}
     seen = []
@@ -135,3 +140,21 @@ def test_write_handed_over_writes_what_write_trace_writes(tmp_path):
     a, b = pq.read_table(tmp_path / "a.parquet"), pq.read_table(tmp_path / "b.parquet")
     assert a.equals(b) and a.schema.metadata == b.schema.metadata
     assert pq.read_metadata(tmp_path / "a.parquet").metadata == pq.read_metadata(tmp_path / "b.parquet").metadata
+
+
+def test_parse_layers_matches_parse_layer():
+    """Arrow's regex over plain ASCII paths, `parse_layer` for the rest: the same layers, hand-checked
+    edge cases (int32 bound, 10 digits, newline, non-ASCII digits) and random paths of the tokens."""
+    from rooftop.steps import parse_layer, parse_layers
+
+    cases = ["a/layer=3/b", "layers.12", "layer_2147483647", "layer_2147483648", "layer_0000000001",
+             "layer_00000000001", "a/layerx3", "layer3\n", "layer\u0663", "\u00e9/layer=4", None, "",
+             "/layer=1/layer=2", "alayer=1", "layer=1x", "LAYER=3", "layer/layer5"]
+    expected = [3, 12, 2147483647, None, 1, None, None, 3, 3, 4, None, None, 1, None, None, None, 5]
+    rng = np.random.default_rng(3)
+    tokens = ["layer", "layers", "/", "=", "_", ".", "#", " ", "1", "23", "x", "9999999999", "\n", "\u0663"]
+    random = ["".join(rng.choice(tokens, rng.integers(0, 10))) for _ in range(5000)]
+    expected += [parse_layer(p) for p in random]
+    got = parse_layers(np.array(cases + random, dtype=object))
+    assert [None if np.isnan(v) else int(v) for v in got] == expected
+    assert sum(e is not None for e in expected) > 50  # the random paths do name layers

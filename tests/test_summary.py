@@ -232,6 +232,8 @@ def test_footer_reader_agrees_with_pyarrow_and_never_raises_on_damage(tmp_path):
         damaged.write_bytes(bad)
         got = read_footer(damaged)  # None, or whatever a flipped byte still parses as: never an exception
         assert got is None or isinstance(got.num_rows, int)
+    damaged.write_bytes(b"PAR0" + data[4:])  # a sound footer behind a wrong start: not Parquet (pyarrow refuses it)
+    assert read_footer(damaged) is None
 
 
 def test_summarize_keeps_rows_and_metadata_and_refuses_other_inputs(tmp_path, capsys):

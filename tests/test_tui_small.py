@@ -101,3 +101,89 @@ def test_a_trace_without_steps_says_so_on_the_steps_screen(tmp_path):
         assert text_of(app.screen.query_one("#steps-hint")) == NO_STEPS
 
     drive([path], ["2"], check=check)
+
+
+def nvtx_trace_without_steps(tmp_path):
+    """An Nsight-Systems-like capture: NVTX ranges `main/bench/{warmup,run}` with kernels under them,
+    no steps. warmup: 2 kernels of 50 ns; run: 3 kernels of 100 ns and a 40 ns copy."""
+    from rooftop.trace import write_trace
+
+    from tui_helpers import _meta
+
+    meta = _meta(modeled=False)
+    meta.pop("steps")
+    rows = [{"kind": "range", "name": "main", "path": "main", "start_ns": 0, "dur_ns": 2_000},
+            {"kind": "range", "name": "bench", "path": "main/bench", "start_ns": 10, "dur_ns": 1_900},
+            {"kind": "range", "name": "warmup", "path": "main/bench/warmup", "start_ns": 20, "dur_ns": 300},
+            {"kind": "range", "name": "run", "path": "main/bench/run", "start_ns": 400, "dur_ns": 1_000}]
+    rows += [{"kind": "kernel", "name": "warm_k", "path": "main/bench/warmup", "start_ns": 30 + 100 * i, "dur_ns": 50,
+              "device": 0, "stream": 7} for i in range(2)]
+    rows += [{"kind": "kernel", "name": "run_k", "path": "main/bench/run", "start_ns": 500 + 200 * i, "dur_ns": 100,
+              "device": 0, "stream": 7} for i in range(3)]
+    rows.append({"kind": "memcpy", "name": "Memcpy HtoD", "path": "main/bench/run", "start_ns": 1_200, "dur_ns": 40,
+                 "device": 0, "stream": 7})
+    path = tmp_path / "nvtx.parquet"
+    write_trace(path, rows, meta)
+    return path
+
+
+def test_the_whole_runs_ranges_open_from_steps_without_steps(tmp_path):
+    """`a` on the Steps screen opens the NVTX range tree of the whole run (a capture with ranges but no
+    steps has nowhere else to browse them): times from the range rows, kernel and copy counts under
+    each range; Enter on a range lists its kernels; `t` opens the whole run's timeline."""
+    from textual.widgets import Tree
+
+    from tui.screens.steps import StepScreen
+    from tui.screens.timeline import TimelineScreen
+
+    def tree(app):
+        screen = app.screen
+        assert isinstance(screen, StepScreen) and screen.whole_run
+        root = screen.query_one("#range-tree", Tree).root
+        labels, stack = [], [(root, 0)]
+        while stack:
+            node, depth = stack.pop()
+            labels.append("  " * depth + node.label.plain)
+            stack.extend((c, depth + 1) for c in reversed(node.children))
+        return labels
+
+    def kernels(app):
+        return sorted(str(k) for k in app.screen.query_one("#step-kernels").column("short_name"))
+
+    def timeline(app):
+        return isinstance(app.screen, TimelineScreen) and app.screen.step is None
+
+    got = drive([nvtx_trace_without_steps(tmp_path)], steps=[
+        (["2", "a"], tree), ([], kernels), (["down", "down", "down", "down", "enter"], kernels), (["t"], timeline)])
+    assert got[0] == ["whole run",
+                      "  main  2 µs · 5 kernels + 1 copy, 440 ns on GPU",
+                      "    bench  1.9 µs · 5 kernels + 1 copy, 440 ns on GPU",
+                      "      warmup  300 ns · 2 kernels, 100 ns on GPU",
+                      "      run  1 µs · 3 kernels + 1 copy, 340 ns on GPU"]
+    assert got[1] == ["Memcpy HtoD", "run_k", "run_k", "run_k", "warm_k", "warm_k"]  # the root: every row
+    assert got[2] == ["Memcpy HtoD", "run_k", "run_k", "run_k"]  # Enter on `run`
+    assert got[3]
+
+
+def test_a_whole_run_tree_stops_at_the_depth_that_fits():
+    """`max_nodes`: the tree keeps whole depths while the count stays within it, and says where it
+    stopped; without it (or when everything fits) nothing is left out."""
+    import pandas as pd
+
+    from rooftop.analysis.tree import range_tree
+
+    # 3 steps x 4 layers x 2 sublayers: 3 + 12 + 24 nodes
+    paths = [f"step={s}/layer={l}/{part}" for s in range(3) for l in range(4) for part in ("attn", "mlp")]
+    timed = pd.DataFrame({"path": pd.Categorical(paths), "start_ns": range(0, 240, 10), "dur_ns": 5,
+                          "kind": "kernel", "phase": "decode", "step": 0})
+    events = timed.copy()
+    full = range_tree(events, timed, None, None)
+    assert len(full) == 39 and full.attrs["cut_below_depth"] is None
+    assert range_tree(events, timed, None, None, max_nodes=39).attrs["cut_below_depth"] is None
+    cut = range_tree(events, timed, None, None, max_nodes=38)
+    assert len(cut) == 15 and cut.attrs["cut_below_depth"] == 2 and cut["depth"].max() == 1
+    # a cut tree's nodes hold the same numbers as the full tree's
+    merged = cut.merge(full, on="path", suffixes=("", "_full"))
+    assert (merged["kernels"] == merged["kernels_full"]).all() and (merged["dur_ns"] == merged["dur_ns_full"]).all()
+    assert list(cut.loc[cut["depth"] == 0, "kernels"]) == [8, 8, 8]
+    assert range_tree(events, timed, None, None, max_nodes=2).attrs["cut_below_depth"] == 1  # the top level always shows

@@ -27,7 +27,6 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from rooftop.format import fmt_bytes
 from rooftop.text import write_csv
-from rooftop.trace import NotOneRun, TraceError
 
 from .widgets.breadcrumb import RooftopScreen
 
@@ -43,10 +42,23 @@ KEYLINE_HIDDEN = ("compare", "timeline")  # keep the key line's compact `1-5 scr
 
 # The longest the load waits for the Overview's first paint from the footer (see `Preview.shown`).
 PAINT_WAIT_S = 1.0
+# The longest the first mount waits for the trace's stored summary to be read (~0.1 s at 1M kernels):
+# when current, the Overview is the first screen, with its numbers (no loading screen painted first).
+SUMMARY_WAIT_S = 0.5
 # Timed rows from which the loaded heap is frozen out of the cyclic GC (see `_load`).
 FREEZE_GC_FROM = 50_000
 # How often an import reports its progress to the screen (each report is a message and a repaint).
 PROGRESS_EVERY_S = 0.2
+
+
+@dataclass
+class EarlyPreview:
+    """The footer preview of the one trace, read in a thread from the app's construction."""
+
+    thread: threading.Thread
+    got: list  # [Preview or None, or the Exception], once read
+    # set once the stored summary was looked at: `got` then holds its Preview if it is current
+    summary_seen: threading.Event
 
 
 @dataclass
@@ -202,22 +214,41 @@ class RooftopApp(App[int]):
         self._pending_mode: str | None = None  # a screen asked for while loading, opened once loaded
         # One trace: its footer preview (and stored summary) is read from now, beside Textual's own
         # start-up, not from the first mount (~0.1 s sooner on screen); the load worker takes it.
-        self._early_preview: tuple[threading.Thread, list] | None = None
+        self._early_preview: EarlyPreview | None = None
         if len(self.paths) == 1:
-            got: list = []
-            thread = threading.Thread(target=self._read_preview, args=(self.paths[0], got), daemon=True,
+            thread = threading.Thread(target=self._read_preview, args=(self.paths[0],), daemon=True,
                                       name="rooftop-preview")
-            self._early_preview = (thread, got)
+            self._early_preview = EarlyPreview(thread, [], threading.Event())
             thread.start()
 
-    def _read_preview(self, path: str, got: list) -> None:
+    def _read_preview(self, path: str) -> None:
+        early = self._early_preview
+
+        def summary_seen(found: Any) -> None:
+            if found is not None:
+                early.got.append(found)
+            early.summary_seen.set()
+
         try:
             from .loader import preview
             from .screens import overview  # noqa: F401  (imported here, while Textual starts)
 
-            got.append(preview(path, self._default_options()))
+            p = preview(path, self._default_options(), summary_seen)
+            if not early.got:
+                early.got.append(p)
         except Exception as exc:  # the load worker reads the file again and reports it
-            got.append(exc)
+            early.got.append(exc)
+        finally:
+            early.summary_seen.set()
+
+    def _stored_preview(self) -> Any:
+        """The early preview if it came from a current stored summary (waited for: the thread has
+        the GIL to itself meanwhile), else None."""
+        early = self._early_preview
+        if early is None or not early.summary_seen.wait(SUMMARY_WAIT_S):
+            return None
+        p = early.got[0] if early.got else None
+        return p if getattr(p, "stored", None) is not None else None
 
     def on_mount(self) -> None:
         from .keymap import load_keymap
@@ -227,7 +258,11 @@ class RooftopApp(App[int]):
             self.set_keymap(keymap)
         for line in problems:
             self.notify(sanitize(line), title="keymap", severity="warning", timeout=8, markup=False)
-        self.push_screen(LoadingScreen(self.paths))
+        stored = self._stored_preview()
+        if stored is not None:  # every number of the Overview at once: no loading screen before it
+            self._show_preview(stored)
+        else:
+            self.push_screen(LoadingScreen(self.paths))
         self._load_workers = {self._load(i, path): i for i, path in enumerate(self.paths)}
 
     @work(thread=True, exit_on_error=False, group="load", description="loading trace")
@@ -240,14 +275,19 @@ class RooftopApp(App[int]):
         p = None
         if len(self.paths) == 1:
             early, self._early_preview = self._early_preview, None
-            if early is not None and early[0].ident is not None and path == self.paths[0]:
-                early[0].join()
-                p = early[1][0] if early[1] and not isinstance(early[1][0], Exception) else None
+            if early is not None and early.thread.ident is not None and path == self.paths[0]:
+                early.thread.join()
+                p = early.got[0] if early.got and not isinstance(early.got[0], Exception) else None
             else:
                 p = preview(path, self._default_options())
         if p is not None:
-            self.post_message(Previewed(p))
+            if self._overview is None:  # (else shown already, from the first mount)
+                self.post_message(Previewed(p))
             p.shown.wait(timeout=PAINT_WAIT_S)
+        # pandas and pyarrow come with these, and with the load: after the first paint (above), so
+        # that importing them (~0.5-0.7 s here) does not hold the GIL the paint needs.
+        from rooftop.trace import NotOneRun, TraceError
+
         worker, started, last = get_current_worker(), time.monotonic(), [0.0]
 
         def progress(done: int, total: int, unit: str = "bytes") -> None:
@@ -339,9 +379,12 @@ class RooftopApp(App[int]):
 
     @on(Previewed)
     def _previewed(self, message: Previewed) -> None:
+        self._show_preview(message.preview)
+
+    def _show_preview(self, preview: Any) -> None:
         from .screens.overview import OverviewScreen
 
-        screen = self._overview = OverviewScreen(message.preview)
+        screen = self._overview = OverviewScreen(preview)
         self.add_mode("overview", lambda: screen)
         self.switch_mode("overview")
 

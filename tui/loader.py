@@ -5,19 +5,26 @@ trace files don't, and this module imports nothing from the collectors but the i
 
 The Overview paints the identity first; its own worker then computes the phase table and after it
 the rest (findings, gap, ranks), and other screens compute theirs when they open. A small
-trace is warmed whole here instead: it costs a fraction of a second and opens complete.
+trace is warmed whole here instead: it costs a fraction of a second and opens complete. A big
+trace with a current stored summary shows every number of the Overview from its footer (`preview`)
+before pandas and pyarrow are imported; the load imports them after that paint.
 """
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
+# pandas, pyarrow and rooftop.trace (which imports both) are imported in the functions that use
+# them, never with this module: a trace with a current stored summary paints the Overview's
+# numbers from the footer before either is imported (~0.5-0.7 s of imports on a small machine,
+# holding the GIL the first paint needs), and the rows load after that paint.
+if TYPE_CHECKING:
+    import pandas as pd
 
-from rooftop.trace import Trace, TraceError, check_run_directory, conform_meta, is_parquet, load_trace, parquet_files, read_meta
+    from rooftop.summary import Stored
+    from rooftop.trace import Trace
 
 # Timed rows below which everything the Overview shows is computed before the first paint.
 WARM_ALL_BELOW = 50_000
@@ -30,33 +37,94 @@ OVERVIEW_REST = ("findings", "gap", "rank_phases", "rank_steps", "warnings")
 PREVIEW_FROM = WARM_ALL_BELOW
 
 
+@dataclass(frozen=True)
+class TraceHead:
+    """What the screens read of a Trace before its rows are read, from a stored summary: where
+    it is, whether it is modeled, its ranks (a summarised trace is one file: none)."""
+
+    path: str
+    modeled: bool
+    ranks: tuple = ()
+
+    @property
+    def label(self) -> str:
+        return Path(self.path).name  # as `Trace.label` names a file
+
+
+@dataclass(frozen=True)
+class StoredGpu:
+    name: str
+
+
+@dataclass(frozen=True)
+class StoredPeaks:
+    """The device peaks the summary was computed with (its `device` section), under the names
+    `rooftop.devices.Peaks` gives them: what the Overview's sources line and ceilings read."""
+
+    source: str | None
+    reason: str | None
+    gpu: StoredGpu | None
+    flops: float | None
+    bw: float | None
+    datasheet_flops: float | None
+    datasheet_bw: float | None
+    measured_flops: float | None
+    measured_bw: float | None
+
+    @classmethod
+    def of(cls, device: dict) -> "StoredPeaks":
+        datasheet, measured = device.get("datasheet") or {}, device.get("measured") or {}
+        return cls(device.get("peaks_source"), device.get("peaks_reason"),
+                   StoredGpu(device["matched"]) if device.get("matched") is not None else None,
+                   device.get("peak_flops"), device.get("peak_bw"), datasheet.get("flops"), datasheet.get("bw"),
+                   measured.get("flops"), measured.get("bw"))
+
+
+class StoredFinding(NamedTuple):
+    """A finding of the stored summary (`rooftop.analysis.Finding`'s fields the Overview reads)."""
+
+    id: str
+    severity: str
+    title: str
+    detail: str
+
+
 class StoredOverview:
     """What the Overview shows, from the trace's stored summary (rooftop/summary.py), under the names
     an Analysis gives them: phases, steps, findings, gap, warnings, peaks, identity. Only a current
-    summary of a single file gets here, so there are no ranks and no `--model`."""
+    summary of a single file gets here, so there are no ranks and no `--model`. The tables are
+    the summary's records (lists of dicts, as `report --json` prints them), not DataFrames: the
+    Overview paints them before pandas is imported."""
 
-    def __init__(self, stored: Any, preview: "Preview") -> None:
-        from rooftop.analysis import Finding
-        from rooftop.devices import peaks as device_peaks
-
+    def __init__(self, stored: "Stored", trace: TraceHead) -> None:
         report = stored.report
         self.version = stored.version
-        self.trace = preview.trace
-        self.identity = {**preview.identity, "counters": bool(report["trace"].get("counters"))}
-        self.peaks = device_peaks(self.trace.meta)  # the same table and metadata the summary was made from
+        self.trace = trace
+        self.identity = stored_identity(report)
+        self.peaks = StoredPeaks.of(report["device"])  # the same peaks the numbers were computed with
         self.model = None
-        self.phases = pd.DataFrame(report["phases"])
+        self.phases = report["phases"]
         self.steps = None  # 4 MB of JSON at 1M kernels: parsed after the first paint (`load_steps`)
         self._stored = stored
-        self.gap = pd.DataFrame(report["gap"]) if report["gap"] else None
-        self.findings = [Finding(**{k: f.get(k) for k in ("id", "severity", "title", "detail", "evidence", "coverage")})
-                         for f in report["findings"]]
+        self.gap = report["gap"] or None
+        self.findings = [StoredFinding(*(f[k] for k in StoredFinding._fields)) for f in report["findings"]]
         self.warnings = list(stored.warnings)
         self.rank_phases = self.rank_steps = None
 
-    def load_steps(self) -> pd.DataFrame:
+    def load_steps(self) -> "pd.DataFrame":
         """The per-step table for the step curve (blocking: call from a worker)."""
+        import pandas as pd
+
         return pd.DataFrame(self._stored.bulk_values("steps"))
+
+
+def stored_identity(report: dict) -> dict:
+    """`Analysis.identity`'s keys the screens read, from a report document: its identity lines
+    (made by `rooftop.analysis.trace_identity` when the summary was) and the trace's flags."""
+    t = report["trace"]
+    return {**{k: report["identity"].get(k) for k in ("label", "model", "workload", "device", "source")},
+            "modeled": bool(t.get("modeled")), "counters": bool(t.get("counters")),
+            "incomplete": bool(t.get("incomplete")), "ranks": []}
 
 
 class Preview:
@@ -66,63 +134,101 @@ class Preview:
 
     stored: StoredOverview | None = None
 
-    def __init__(self, path: str, meta: dict, rows: int) -> None:
-        from rooftop.analysis import trace_identity
-        from rooftop.redact import redact
-
-        # The same metadata the full load gives (secrets out, sections conformed), less the steps
-        # list: the identity does not read it, and scrubbing thousands of steps costs 40 ms.
-        meta, _ = conform_meta(redact({k: v for k, v in meta.items() if k != "steps"}))
-        self.trace = Trace(pd.DataFrame(), meta, path)
+    def __init__(self, trace: "Trace | TraceHead", identity: dict, rows: int) -> None:
+        self.trace = trace
+        self.identity = identity
         self.rows = rows
         # Set by the Overview once it has painted this: the load waits for it, since reading the rows
         # holds the GIL for long stretches and would hold the paint back by a second at 1M rows.
         self.shown = threading.Event()
-        self.identity = trace_identity(self.trace, counters=None)  # counters: unknown until the rows are read
 
 
-def preview(path: str, use_summary: bool = True) -> Preview | None:
+def _preview_of_meta(path: str, meta: dict, rows: int) -> Preview:
+    """The Preview from the footer's metadata (no current summary: the numbers are computed)."""
+    import pandas as pd
+
+    from rooftop.analysis import trace_identity
+    from rooftop.redact import redact
+    from rooftop.trace import Trace, conform_meta
+
+    # The same metadata the full load gives (secrets out, sections conformed), less the steps
+    # list: the identity does not read it, and scrubbing thousands of steps costs 40 ms.
+    meta, _ = conform_meta(redact({k: v for k, v in meta.items() if k != "steps"}))
+    trace = Trace(pd.DataFrame(), meta, path)
+    return Preview(trace, trace_identity(trace, counters=None), rows)  # counters: unknown until the rows are read
+
+
+def _preview_of_summary(path: str, footer: Any) -> Preview | None:
+    """The Preview of a trace file with a current stored summary, the Overview's numbers with it,
+    from the footer alone (no pandas, no pyarrow); None when there is no current summary."""
+    from rooftop.summary import load_stored
+
+    try:
+        stored = load_stored(path, footer=footer)
+        if stored is None:
+            return None
+        report = stored.report
+        identity = {**stored_identity(report), "counters": None}  # as before the rows are read
+        out = Preview(TraceHead(path, identity["modeled"]), identity, footer.num_rows)
+        out.stored = StoredOverview(stored, out.trace)
+        return out
+    except Exception:  # a summary is a cache: whatever is wrong with it, the analysis answers instead
+        return None
+
+
+def preview(path: str, use_summary: bool = True,
+            summary_seen: Callable[[Preview | None], None] | None = None) -> Preview | None:
     """The footer-only Preview of a big rooftop Parquet file or run directory, else None (a small
     trace, another format, or a footer that cannot be read: the full load opens or reports it).
-    With `use_summary` (the default options), a current stored summary comes with it."""
+    With `use_summary` (the default options), a current stored summary comes with it: then
+    neither pandas nor pyarrow is imported. `summary_seen(found)` is called once the stored
+    summary was looked at (a few ms), before the slower preview of a trace without one: with the
+    Preview it gave, or None."""
+    from rooftop.footer import read_footer
+
+    seen = summary_seen or (lambda found: None)
+    p = Path(path)
+    footer = None
+    try:
+        if p.is_file():  # (never a FIFO or a device: opening one to read its footer could block)
+            footer = read_footer(p)  # pure Python, a few ms: rows, metadata, stored summary
+    except OSError:
+        pass
+    if footer is not None and footer.num_rows < PREVIEW_FROM:
+        seen(None)
+        return None
+    if footer is not None and use_summary:
+        out = _preview_of_summary(path, footer)
+        seen(out)
+        if out is not None:
+            return out
+    else:
+        seen(None)
+    return _preview_of_rows(path, footer)
+
+
+def _preview_of_rows(path: str, footer: Any) -> Preview | None:
+    """`preview` without a current summary: the identity from the metadata, numbers to compute."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rooftop.footer import read_footer
+    from rooftop.trace import TraceError, is_parquet, parquet_files, read_meta
+
     p = Path(path)
     try:
         files = parquet_files(p) if p.is_dir() else [p] if is_parquet(p) else []
         if not files:
             return None
-        footers = {f: _footer(f) for f in files}  # read once: rows, metadata, stored summary
-        rows = sum(_num_rows(f, footers[f]) for f in files)
+        footers = {f: footer if f == p and footer is not None else read_footer(f) for f in files}  # read once
+        rows = sum(footers[f].num_rows if footers[f] is not None else pq.read_metadata(f).num_rows for f in files)
         if rows < PREVIEW_FROM:
             return None
         # (the steps list is not read: the identity does not need it)
-        out = Preview(path, read_meta(p, without=("steps",), footer=None if p.is_dir() else footers[p]), rows)
+        meta = read_meta(p, without=("steps",), footer=None if p.is_dir() else footers[p])
+        return _preview_of_meta(path, meta, rows)
     except (TraceError, OSError, pa.ArrowException):
         return None  # the load that follows reads the same bytes and says what is wrong
-    if use_summary and not p.is_dir():
-        out.stored = stored_overview(path, out, footers[p])
-    return out
-
-
-def _footer(path: Path) -> Any:
-    from rooftop.footer import read_footer
-
-    return read_footer(path)  # a few ms, where pyarrow copies the whole footer (a stored summary too)
-
-
-def _num_rows(path: Path, footer: Any) -> int:
-    return footer.num_rows if footer is not None else pq.read_metadata(path).num_rows
-
-
-def stored_overview(path: str, preview: Preview, footer: Any = None) -> StoredOverview | None:
-    """The Overview's numbers from the file's current summary; None when there is none, or it is
-    stale or damaged (the Overview then computes them, as for any trace)."""
-    from rooftop.summary import load_stored
-
-    try:
-        stored = load_stored(path, footer=footer)
-        return StoredOverview(stored, preview) if stored is not None else None
-    except Exception:  # a summary is a cache: whatever is wrong with it, the analysis answers instead
-        return None
 
 
 def _readers():
@@ -141,9 +247,11 @@ class ImportCancelled(Exception):
     reader, which catches only its own format's errors."""
 
 
-def load(path: str, progress=None) -> Trace:
+def load(path: str, progress=None) -> "Trace":
     """A Trace from a rooftop Parquet file or directory, or anything the importers recognise.
     `progress(done_bytes, total_bytes)` is called as an import reads (Kineto, nsys)."""
+    from rooftop.trace import check_run_directory, is_parquet, load_trace
+
     readers = _readers()
     if Path(path).is_dir():  # any other directory than one run: NotOneRun, and the app offers its files
         (readers.check_directory if readers is not None else check_run_directory)(path)
@@ -169,7 +277,7 @@ def overview_ready(a: Any) -> bool:
     return all(a.is_computed(name) for name in OVERVIEW_REST)
 
 
-def analyze_warm(trace: Trace, peaks_override: Any = None, **options: Any) -> Any:
+def analyze_warm(trace: "Trace", peaks_override: Any = None, **options: Any) -> Any:
     """The Analysis, with what the Overview's first paint reads already computed (off the UI thread):
     the identity line only for a big trace, everything for a small one. `options` go to `analyze`."""
     from rooftop.analysis import analyze
@@ -187,6 +295,8 @@ def analyze_warm(trace: Trace, peaks_override: Any = None, **options: Any) -> An
 
 
 def open_analysis(path: str, peaks_override: Any = None, progress=None, **options: Any) -> Any:
+    import pyarrow as pa
+
     a = analyze_warm(load(path, progress), peaks_override, **options)
     # Reading Parquet into pandas goes through Arrow buffers that are freed by then, but pyarrow's
     # allocator (mimalloc) keeps their pages: ~330 MB of RSS at 1M kernels, given back here.

@@ -8,8 +8,6 @@ from __future__ import annotations
 from textual.message import Message
 from textual.worker import get_current_worker
 
-from rooftop.trace.read import give_back_memory
-
 
 def post_if_current(node, message: Message) -> bool:
     """Post `message` from `node` unless the worker running this was cancelled; whether it was posted.
@@ -17,6 +15,9 @@ def post_if_current(node, message: Message) -> bool:
     A worker has just done its pandas work: the temporaries it freed sit in the C heap (glibc
     keeps them while anything above is in use; ~150 MB after the Overview's analysis at 1M
     kernels), so they are handed back here, off the UI thread."""
+    # (imported here, not with this module: the Overview's first paint imports it, and no pandas)
+    from rooftop.trace.read import give_back_memory
+
     give_back_memory()
     if get_current_worker().is_cancelled:
         return False

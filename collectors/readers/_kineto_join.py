@@ -22,7 +22,7 @@ from rooftop import limits
 from rooftop.redact import redact_names
 
 from ._kineto_events import KIND_NAMES, NULL, Collector
-from ._kineto_runtime import append_runtime, runtime_rows
+from ._kineto_runtime import runtime_rows
 from ._kineto_events import first_index as _lookup
 
 
@@ -272,18 +272,21 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
     alabel = name_of[ann.np("name")].tolist()
     q = np.flatnonzero(has_rt)
     nest_stats: dict = {}
-    _, qpath, apath = nest_intervals(ann.np("thread"), ast, aen, alabel, launch_thr[q], launch_t[q], nest_stats)
-    gpath = np.full(len(g), None, dtype=object)
-    gpath[q] = qpath
-    # fallback: gpu_user_annotation spans on the kernel's (device, stream)
-    left = np.flatnonzero(pd.isna(gpath))
+    # a launch's path is its innermost range's: kept as that range's index (-1: none), never as a
+    # row of text (the categorical column is built from the indices, `_categorical`)
+    inner, _, apath = nest_intervals(ann.np("thread"), ast, aen, alabel, launch_thr[q], launch_t[q], nest_stats)
+    gpath = np.full(len(g), -1, dtype=np.int64)
+    gpath[q] = inner
+    fpaths: list = []
+    # fallback: gpu_user_annotation spans on the kernel's (device, stream); their paths follow apath's
+    left = np.flatnonzero(gpath < 0)
     if len(left) and len(gann):
         key = lambda d, s: d * (1 << 32) + s
         gst = gann.np("ts")
-        _, fpath, _ = nest_intervals(key(gann.np("device"), gann.np("stream")), gst, gst + gann.np("dur"),
-                             name_of[gann.np("name")].tolist(), key(g.np("device")[left], g.np("stream")[left]),
-                             gts[left], nest_stats)
-        gpath[left] = fpath
+        finner, _, fpaths = nest_intervals(key(gann.np("device"), gann.np("stream")), gst, gst + gann.np("dur"),
+                                           name_of[gann.np("name")].tolist(), key(g.np("device")[left], g.np("stream")[left]),
+                                           gts[left], nest_stats)
+        gpath[left] = np.where(finner >= 0, finner + len(apath), -1)
     # steps: markers among the annotations (else Python frames); GPU work by the window it runs in
     steps = _find_steps(sink, alabel, apath, name_of, ast, aen)
     gend = gts + gdur
@@ -298,7 +301,7 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
     # CPU-only run: one `op` row per outermost cpu_op (ops never overlap then, so no time counts twice)
     oprows = _cpu_op_rows(ops, ann, alabel, name_of, sink.shape_inputs, steps) if not len(g) else None
     # analytic cost of each launching op instance, split across its kernels by duration
-    op_name = np.full(len(g), None, dtype=object)
+    op_name = np.full(len(g), -1, dtype=np.int64)  # name ids (-1: no op)
     mflops, mbytes = np.full(len(g), np.nan), np.full(len(g), np.nan)
     with_op = np.flatnonzero(oi >= 0)
     gkind = g.np("kind")
@@ -307,7 +310,6 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
         onames = ops.np("name")[inst]
         oshape = ops.np("shape")[inst]
         fl, by = _op_costs(onames, oshape, name_of, sink.shape_inputs)
-        op_name[with_op] = name_of[onames[local]]
         # the op's cost goes to the compute kernels it launched, never to its memsets/memcpys
         kern = gkind[with_op] == 0
         krows, klocal = with_op[kern], local[kern]
@@ -324,14 +326,14 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
                 for tot, out in ((fl[o], mflops), (by[o], mbytes)):
                     parts = split_by_duration(None if np.isnan(tot) else float(tot), d)
                     out[members] = [np.nan if v is None else v for v in parts]
-        op_name[with_op] = name_of[onames[local]]
+        op_name[with_op] = onames[local]
     # a CUDA-graph replay outside any op: its kernels were launched by the cudaGraphLaunch itself
     graph_ids = [i for i, n in enumerate(names) if n.startswith(("cudaGraphLaunch", "cuGraphLaunch"))]
     replay = np.zeros(len(g), bool)
     if graph_ids and len(rt):
         replay = has_rt & np.isin(rt.np("name")[ri.clip(0)], graph_ids)
-        op_name[replay & (oi < 0)] = name_of[rt.np("name")[ri[replay & (oi < 0)]]]
-    runtime = runtime_rows(sink, name_of, origin)  # the host side, for the timeline
+        op_name[replay & (oi < 0)] = rt.np("name")[ri[replay & (oi < 0)]]
+    runtime = runtime_rows(sink)  # the host side, for the timeline
     ops.release()  # the joins are done: free the CPU side before the rows are built
     rt.release()
     nb = g.np("nbytes")
@@ -342,47 +344,61 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
         ids, inv = np.unique(g.np("name")[copy], return_inverse=True)
         factor = np.array([copy_hbm_bytes(name_of[i], 1.0) or np.nan for i in ids.tolist()])
         mbytes[copy] = nb[copy] * factor[inv.ravel()]
-    # rows in time order, built column by column once (no concat, sort or Python lists per row)
+    # rows in time order (GPU work, ranges, a CPU-only run's ops), then the runtime calls in time
+    # order: built column by column once (no concat, sort or Python lists per row)
     nk, na = len(g), len(ann)
     op_part = oprows or {}
     no = len(op_part.get("ts", ()))
+    nr = len(runtime.get("ts", ()))
     order = np.argsort(np.concatenate([gts, ast, op_part.get("ts", np.zeros(0, np.int64))]), kind="stable")
+    order = np.concatenate([order, nk + na + no + runtime.get("order", np.zeros(0, np.int64))])
 
-    def col(gpu_part, range_part, op_col=None, dtype=None):
-        parts = [gpu_part, range_part] + ([op_col] if no else [])
-        out = np.concatenate(parts)[order]
-        return pd.Series(out, dtype=dtype, copy=False) if dtype else out
+    def col(*parts):
+        return np.concatenate([np.asarray(p) for p in parts])[order]
 
-    def text(gpu_part, range_part, op_col=None):  # object columns of shared strings: 8 bytes a row
-        oc = np.asarray(op_col if op_col is not None else np.full(no, None, dtype=object), dtype=object)
-        return col(np.asarray(gpu_part, dtype=object), np.asarray(range_part, dtype=object), oc, object)
+    def ints(gpu_part, range_part, op_part_=None, rt_part=None):
+        fill = lambda a, n: np.full(n, NULL, np.int64) if a is None else a
+        return col(gpu_part, range_part, fill(op_part_, no), fill(rt_part, nr))
 
-    def ints(gpu_part, range_part, op_col=None):
-        return col(gpu_part, range_part, op_col if op_col is not None else np.full(no, NULL, np.int64))
+    def floats(gpu_part, range_part, op_part_=None):
+        return col(gpu_part, range_part, np.full(no, np.nan) if op_part_ is None else op_part_, np.full(nr, np.nan))
 
-    def floats(gpu_part, range_part, op_col=None):
-        return col(gpu_part, range_part, op_col if op_col is not None else np.full(no, np.nan))
+    def none(n):
+        return np.full(n, -1, np.int64)
 
-    nulls, none = np.full(na, NULL, dtype=np.int64), np.full(na, None, dtype=object)
-    kinds = np.array(KIND_NAMES + ("range", "op"), dtype=object)
-    step_all = np.concatenate([_with_null(gstep), _with_null(astep)] + ([_with_null(op_part["step"])] if no else []))[order]
+    def objects(gpu_part):  # launch shapes: ranges, ops and calls have none
+        return col(gpu_part, np.full(na + no + nr, None, dtype=object))
+
+    kinds = list(KIND_NAMES + ("range", "op", "runtime"))
+    steps_of = lambda a: _with_null(a) if len(a) else np.zeros(0)
+    name_ids = ann.np("name")
     rows = pd.DataFrame({
-        "id": np.arange(nk + na + no, dtype=np.int64),
-        "kind": text(kinds[g.np("kind")], kinds[np.full(na, len(KIND_NAMES))], kinds[np.full(no, len(KIND_NAMES) + 1)]),
-        "name": text(name_of[g.np("name")], alabel, op_part.get("name")),
-        "start_ns": ints(gts, ast, op_part.get("ts")) - origin,
-        "dur_ns": ints(gdur, ann.np("dur"), op_part.get("dur")),
-        "device": _masked(ints(g.np("device"), nulls), "Int32"), "stream": _masked(ints(g.np("stream"), nulls), "Int32"),
-        "correlation": _masked(ints(gcorr, nulls)), "path": text(gpath, apath, op_part.get("path")),
-        "phase": text(gphase, aphase, op_part.get("phase")),
-        "step": pd.array(step_all, dtype="Int32"),
-        "op": text(op_name, none, op_part.get("name")),
-        "grid": text(_shape3(g, "g"), none), "block": text(_shape3(g, "b"), none),
-        "registers": _masked(ints(g.np("regs"), nulls), "Int32"), "shared_mem": _masked(ints(g.np("smem"), nulls), "Int32"),
+        "id": np.arange(nk + na + no + nr, dtype=np.int64),
+        "kind": _categorical([(g.np("kind"), kinds), (np.full(na, 3), None), (np.full(no, 4), None),
+                              (np.full(nr, 5), None)], order),
+        "name": _categorical([(g.np("name"), names), (name_ids, None), (op_part.get("name_id", none(no)), None),
+                              (runtime.get("name", none(nr)), None)], order),
+        "start_ns": ints(gts, ast, op_part.get("ts"), runtime.get("ts")) - origin,
+        "dur_ns": ints(gdur, ann.np("dur"), op_part.get("dur"), runtime.get("dur")),
+        "device": _masked(ints(g.np("device"), np.full(na, NULL, np.int64)), "Int32"),
+        "stream": _masked(ints(g.np("stream"), np.full(na, NULL, np.int64)), "Int32"),
+        "correlation": _masked(ints(gcorr, np.full(na, NULL, np.int64), None, runtime.get("corr"))),
+        "path": _categorical([(gpath, apath + fpaths), (np.arange(na), None), *op_part.get("path", [(none(no), [])]),
+                              (none(nr), None)], order),
+        "phase": _categorical([_codes_of(gphase), _codes_of(aphase), _codes_of(op_part.get("phase", np.full(no, None))),
+                               (none(nr), [])], order),
+        "step": pd.array(col(steps_of(gstep), steps_of(astep), steps_of(op_part["step"]) if no else np.zeros(0),
+                             np.full(nr, np.nan)), dtype="Int32"),
+        "op": _categorical([(op_name, names), (none(na), None), (op_part.get("name_id", none(no)), None),
+                            (runtime.get("op", none(nr)), None)], order),
+        "grid": objects(_shape3(g, "g")), "block": objects(_shape3(g, "b")),
+        "registers": _masked(ints(g.np("regs"), np.full(na, NULL, np.int64)), "Int32"),
+        "shared_mem": _masked(ints(g.np("smem"), np.full(na, NULL, np.int64)), "Int32"),
         "model_flops": floats(mflops, np.full(na, np.nan), op_part.get("flops")),
         "model_bytes": floats(mbytes, np.full(na, np.nan), op_part.get("bytes")),
     })
-    rows = append_runtime(rows, runtime)
+    if nr:  # the OS thread of a runtime call (no column at all when there are none)
+        rows["thread"] = _masked(ints(np.full(nk, NULL, np.int64), np.full(na, NULL, np.int64), None, runtime["thread"]))
     kernel_dev = g.np("device")[g.np("kind") == 0]
     meta = _meta(head, path, sink, kernel_dev[kernel_dev != NULL])
     meta["workload"] = {"cuda_graphs": bool(replay.any())}
@@ -391,6 +407,29 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
         meta["warnings"].append(f"{nest_stats['cut']} range path(s) deeper than {MAX_PATH_DEPTH} levels or longer "
                                 f"than {MAX_PATH_CHARS} characters cut (\"…\")")
     return rows, meta
+
+
+def _categorical(parts: list, order: np.ndarray) -> pd.Categorical:
+    """A text column from parts (codes into a list of texts, -1 or a None text: missing; a part
+    whose list is None uses the previous part's) concatenated, rows taken in `order`. The rows
+    never become Python objects: each distinct text is hashed once, to merge equal texts."""
+    codes, values = [], []
+    offset = start = 0
+    for c, texts in parts:
+        if texts is not None:
+            start, offset = offset, offset + len(texts)
+            values.extend(texts)
+        c = np.asarray(c, dtype=np.int64)
+        codes.append(np.where(c >= 0, c + start, -1))
+    merged, cats = pd.factorize(np.array(values + [None], dtype=object))  # the appended None: code -1
+    rows = merged[np.concatenate(codes)[order]] if len(order) else np.zeros(0, np.int64)
+    return pd.Categorical.from_codes(rows, categories=pd.Index(cats, dtype=object))
+
+
+def _codes_of(texts: np.ndarray) -> tuple[np.ndarray, list]:
+    """An object column of a few texts (phases) as (codes, texts)."""
+    codes, uniq = pd.factorize(np.asarray(texts, dtype=object))
+    return codes, list(uniq)
 
 
 def _with_null(a: pd.arrays.IntegerArray) -> np.ndarray:
@@ -415,10 +454,10 @@ def _cpu_op_rows(ops, ann, alabel: list, name_of: np.ndarray, shape_inputs: list
     th, ts, dur = oth[keep], ost[keep], odur[keep]
     names = ops.np("name")[keep]
     ast_ = ann.np("ts")
-    _, paths, _ = nest_intervals(ann.np("thread"), ast_, ast_ + ann.np("dur"), alabel, th, ts)
+    inner, _, paths = nest_intervals(ann.np("thread"), ast_, ast_ + ann.np("dur"), alabel, th, ts)
     flops, nbytes = _op_costs(names, ops.np("shape")[keep], name_of, shape_inputs)
     step, phase = st.assign_cpu(steps, th, ts)
-    return {"ts": ts, "dur": dur, "name": name_of[names], "path": np.array(paths + [None], dtype=object)[:-1],
+    return {"ts": ts, "dur": dur, "name_id": names, "path": [(inner, paths)],
             "flops": flops, "bytes": nbytes, "step": step, "phase": phase}
 
 

@@ -4,12 +4,12 @@ Each `cuda_runtime`/`cuda_driver` event (cudaLaunchKernel, cuLaunchKernel, cudaG
 cudaStreamSynchronize, cudaMemcpyAsync, ...) becomes one row of kind `runtime` with its thread and
 its `correlation`, the id CUPTI gives both a launch and the kernel it launched: a kernel's
 launch-to-start time is `kernel.start_ns - runtime.start_ns` of the row with the same correlation.
-The calling CPU op (by `External id`) goes in `op`. Vectorised over the collected columns.
+The calling CPU op (by `External id`) goes in `op`. Vectorised over the collected columns;
+`_kineto_join.assemble` appends them after the GPU and range rows.
 """
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from ._kineto_events import NULL, Collector, first_index as _lookup_first
 
@@ -21,33 +21,13 @@ def thread_ids(sink: Collector) -> np.ndarray:
                      for k in keys] + [NULL], dtype=np.int64)
 
 
-def runtime_rows(sink: Collector, name_of: np.ndarray, origin: int) -> pd.DataFrame:
-    """The runtime calls as rows (call before the collector's columns are released)."""
+def runtime_rows(sink: Collector) -> dict:
+    """The runtime calls as columns (call before the collector's columns are released): `order`
+    puts them in time order; `name` and `op` are name ids (-1: no op), `thread` NULL where unknown."""
     rt, ops = sink.rt, sink.ops
-    n = len(rt)
-    if not n:
-        return pd.DataFrame()
+    if not len(rt):
+        return {}
     oi = _lookup_first(ops.np("ext"), rt.np("ext"))
-    op = np.where(oi >= 0, name_of[ops.np("name")[oi.clip(0)]] if len(ops) else None, None)
-    tid = thread_ids(sink)[rt.np("thread")]
-    order = np.argsort(rt.np("ts"), kind="stable")
-    return pd.DataFrame({
-        "kind": np.full(n, "runtime", dtype=object)[order],
-        "name": name_of[rt.np("name")][order],
-        "start_ns": (rt.np("ts") - origin)[order], "dur_ns": rt.np("dur")[order],
-        "correlation": rt.np("corr")[order], "op": op[order],
-        "thread": pd.arrays.IntegerArray(np.where(tid == NULL, 0, tid), tid == NULL)[order],
-    })
-
-
-def append_runtime(rows: pd.DataFrame, runtime: pd.DataFrame) -> pd.DataFrame:
-    """The GPU and range rows, then the runtime rows (each part in time order), ids continuing."""
-    if not len(runtime):
-        return rows
-    runtime = runtime.assign(id=np.arange(len(rows), len(rows) + len(runtime), dtype=np.int64))
-    for c in rows.columns:  # missing text and launch shapes as None, not the NaN concat would fill in
-        if c not in runtime.columns and rows[c].dtype == object:
-            runtime[c] = np.full(len(runtime), None, dtype=object)
-    for c in ("correlation", "thread"):
-        runtime[c] = runtime[c].astype("Int64")
-    return pd.concat([rows, runtime], ignore_index=True)
+    op = np.where(oi >= 0, ops.np("name")[oi.clip(0)] if len(ops) else -1, -1)
+    return {"order": np.argsort(rt.np("ts"), kind="stable"), "name": rt.np("name"), "ts": rt.np("ts"),
+            "dur": rt.np("dur"), "corr": rt.np("corr"), "op": op, "thread": thread_ids(sink)[rt.np("thread")]}

@@ -24,6 +24,7 @@ import pyarrow as pa
 from rooftop import limits
 from rooftop.summary import write_summarized_handed_over
 from rooftop.text import printable
+from rooftop.trace.read import give_back_memory
 from rooftop.trace import (Trace, TraceError, check_input, check_run_directory, check_writable, json_safe, load_trace, parquet_files,
                            scrub_all, to_table, trace_from_table, write_trace)
 
@@ -317,6 +318,7 @@ def convert(src: str | os.PathLike, progress: Progress | None = None) -> tuple[p
         if table.num_rows > cap:
             raise TraceError(src, limits.over_budget(f"{table.num_rows:,} events", limits.MAX_ROWS_ENV, cap))
         table, meta, scrubbed = scrub_all(table, json_safe(meta, src))
+    give_back_memory()  # the rows' conversion's temporaries, before the write and the summary peak
     if scrubbed:
         meta = {**meta, "warnings": list(meta.get("warnings") or []) + scrubbed}
     return table, meta

@@ -150,11 +150,11 @@ class Analysis:
             rows = rows[rows[by] == key]
         return rows
 
-    def range_tree(self, phase, step, rank=None) -> pd.DataFrame:
+    def range_tree(self, phase, step, rank=None, max_nodes: int | None = None) -> pd.DataFrame:
         events, timed = self.trace.events, self.timed
         if rank is not None and "rank" in timed.columns:
             events, timed = events[events["rank"] == rank], timed[timed["rank"] == rank]
-        return tree.range_tree(events, timed, phase, step)
+        return tree.range_tree(events, timed, phase, step, max_nodes)
 
     def roofline(self, by: str = "short_name", phase: str | None = None) -> pd.DataFrame:
         """Roofline points: one per kernel group and phase (the same GEMM kernel is compute-bound

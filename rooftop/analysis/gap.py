@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..ideal import kernel_ideal_ns
-from .columns import GAP_STEPS
+from ..columns import GAP_STEPS
 from .metrics import labelled
 
 MIN_KERNEL_COVERAGE = 0.5  # below this share of kernel time with costs, per-kernel ideals say too little

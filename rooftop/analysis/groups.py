@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..devices import ridge_point
 from .ceilings import group_peak
-from .columns import GROUPS, ROOFLINE
+from ..columns import GROUPS, ROOFLINE
 from .metrics import VERDICT_COVERAGE, add_coverage, known_sums, prepare, source_labels
 
 LATENCY_NS = 5_000

@@ -1,15 +1,20 @@
-"""The NVTX range tree of one step: every path prefix, with its time and the kernels under it."""
+"""The NVTX range tree of one step, or of the whole run: every path prefix, with its time and the kernels under it."""
 from __future__ import annotations
 
 import pandas as pd
 
 
-def range_tree(events: pd.DataFrame, timed: pd.DataFrame, phase: str | None, step: int | None) -> pd.DataFrame:
+def range_tree(events: pd.DataFrame, timed: pd.DataFrame, phase: str | None, step: int | None,
+               max_nodes: int | None = None) -> pd.DataFrame:
     """Rows in depth-first display order: path, depth, name, start_ns, dur_ns, kernels, copies, kernel_ns.
 
     A node's time comes from its `range` row where the trace has one, else from the span of the
     GPU work under it (first start to last end). `kernels` counts kernel launches only; `copies`
     counts the memcpy/memset under the range; `kernel_ns` sums the time of both.
+
+    `max_nodes`: the tree stops at the last depth that keeps it within that many nodes (a whole
+    run of a million kernels has a few hundred thousand ranges, one subtree per step); the frame's
+    `attrs["cut_below_depth"]` then says from which depth (0-based) ranges were left out, else None.
     """
     cols = ["path", "depth", "name", "start_ns", "dur_ns", "kernels", "copies", "kernel_ns"]
     sel = timed
@@ -19,23 +24,54 @@ def range_tree(events: pd.DataFrame, timed: pd.DataFrame, phase: str | None, ste
         sel = sel[sel["step"] == step]
     sel = sel[sel["path"].notna()]
     if sel.empty:
-        return pd.DataFrame(columns=cols)
+        empty = pd.DataFrame(columns=cols)
+        empty.attrs["cut_below_depth"] = None
+        return empty
     ends = sel["start_ns"] + sel["dur_ns"]
     is_kernel = (sel["kind"] == "kernel") if "kind" in sel.columns else pd.Series(True, index=sel.index)
-    paths = sel["path"].astype(str)
-    parts = paths.str.split("/")
-    max_depth = int(parts.str.len().max())
-    frames = []
-    for depth in range(1, max_depth + 1):
-        has = parts.str.len() >= depth
-        prefix = parts[has].str[:depth].str.join("/")
-        frames.append(pd.DataFrame({"path": prefix, "depth": depth - 1, "start": sel.loc[has, "start_ns"],
-                                    "end": ends[has], "dur": sel.loc[has, "dur_ns"], "kernel": is_kernel[has]}))
-    allp = pd.concat(frames)
-    g = allp.groupby("path", sort=False)
-    nodes = pd.DataFrame({"depth": g["depth"].first(), "start_ns": g["start"].min(), "end": g["end"].max(),
-                          "kernels": g["kernel"].sum(), "kernel_ns": g["dur"].sum()})
-    nodes["copies"] = g.size() - nodes["kernels"]
+    # One row per distinct path first (a categorical: a million rows hold a few thousand paths, or
+    # a few hundred thousand over a whole run), then the prefixes of those paths depth by depth:
+    # strings are cut per distinct path, never per row. Min of mins, max of maxes and sums of
+    # sums give each prefix what its rows would.
+    path = sel["path"]
+    if isinstance(path.dtype, pd.CategoricalDtype):  # group by code: one step's rows, not every category
+        key, names = path.cat.codes.to_numpy(), path.cat.categories
+    else:
+        key, names = path.to_numpy(dtype=object), None
+    per = pd.DataFrame({"path": key, "start": sel["start_ns"], "end": ends, "dur": sel["dur_ns"],
+                        "kernel": is_kernel.astype("int64")})
+    leaf = per.groupby("path", sort=False).agg(
+        start=("start", "min"), end=("end", "max"), dur=("dur", "sum"), kernel=("kernel", "sum"),
+        rows=("kernel", "size"))
+    paths = [str(p) for p in (leaf.index if names is None else names[leaf.index.to_numpy()])]
+    cut = [-1] * len(paths)  # where the prefix of the depth being built ends in each path
+    levels, total, cut_below = [], 0, None
+    depth = 0
+    while True:
+        prefix, keep = [], []
+        for i, p in enumerate(paths):
+            if cut[i] == len(p):
+                continue  # the path ended at an earlier depth
+            nxt = p.find("/", cut[i] + 1)
+            cut[i] = len(p) if nxt < 0 else nxt
+            prefix.append(p[:cut[i]])
+            keep.append(i)
+        if not keep:
+            break
+        rows = leaf.iloc[keep]
+        g = pd.DataFrame({"path": prefix, "start": rows["start"].to_numpy(), "end": rows["end"].to_numpy(),
+                          "dur": rows["dur"].to_numpy(), "kernel": rows["kernel"].to_numpy(),
+                          "rows": rows["rows"].to_numpy()}).groupby("path", sort=False)
+        level = pd.DataFrame({"depth": depth, "start_ns": g["start"].min(), "end": g["end"].max(),
+                              "kernels": g["kernel"].sum(), "kernel_ns": g["dur"].sum(), "rows": g["rows"].sum()})
+        if max_nodes is not None and levels and total + len(level) > max_nodes:
+            cut_below = depth
+            break
+        levels.append(level)
+        total += len(level)
+        depth += 1
+    nodes = pd.concat(levels)
+    nodes["copies"] = nodes.pop("rows") - nodes["kernels"]
     nodes["dur_ns"] = nodes["end"] - nodes["start_ns"]
     ranges = events[(events["kind"] == "range") & events["path"].isin(nodes.index)]
     if not ranges.empty:
@@ -62,5 +98,6 @@ def range_tree(events: pd.DataFrame, timed: pd.DataFrame, phase: str | None, ste
         p = stack.pop()
         order.append(p)
         stack.extend(reversed(children.get(p, [])))
-    nodes = nodes.set_index("path").loc[order].reset_index()
-    return nodes[cols]
+    nodes = nodes.set_index("path").loc[order].reset_index()[cols]
+    nodes.attrs["cut_below_depth"] = cut_below
+    return nodes

@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from rooftop.analysis.columns import PHASES
+from rooftop.columns import PHASES
 from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
 from tui.widgets.breadcrumb import RooftopScreen, trace_title
 from tui.widgets.table import Col, FrameTable

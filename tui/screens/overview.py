@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
@@ -13,13 +13,20 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
-from rooftop.analysis.columns import GAP, PHASES, RANK_PHASES, RANK_STEPS
+from rooftop.columns import GAP, PHASES, RANK_PHASES, RANK_STEPS
 from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
 
 from ..loader import Preview, overview_ready, phases_ready, warm_overview_rest
 from ..widgets.breadcrumb import MODELED, RooftopScreen
 from ..widgets.text import safe_text, sanitize
 from ..workers import post_if_current
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# Nothing here imports pandas at module level: a trace with a current stored summary is painted
+# from the summary's records (lists of dicts) before pandas is imported; an Analysis' tables are
+# DataFrames. Every table below reads either (`_records`).
 
 _SEVERITY_MARK = {"bad": "✖", "warn": "▲", "info": "•"}
 
@@ -42,14 +49,14 @@ class StyledStatic(Static):
 class PhaseTable(StyledStatic):
     """Per-phase figures as a Rich table: time, tokens/s, TFLOP/s, TB/s, MFU, MBU, bound."""
 
-    def __init__(self, phases: pd.DataFrame, **kwargs) -> None:
+    def __init__(self, phases: pd.DataFrame | list[dict], **kwargs) -> None:
         super().__init__(**kwargs)
         self.phases = phases
 
     def on_mount(self) -> None:
         table = Table(box=None, pad_edge=False, expand=False, header_style="bold")
         _add_columns(table, PHASES.pick("phase", "span_ns", "tokens_per_s", "tflops", "tbps", "mfu", "mbu", "bound"))
-        for r in self.phases.to_dict("records"):
+        for r in _records(self.phases):
             phase, bound = r.get("phase"), r.get("bound")
             table.add_row(
                 safe_text(phase, self.style_of(f"phase--{phase}")), fmt_ns(r.get("span_ns")),
@@ -63,10 +70,14 @@ class PhaseTable(StyledStatic):
         self.update(table)
 
 
+def _records(table: pd.DataFrame | list[dict]) -> list[dict]:
+    """A table's rows as dicts: an Analysis' DataFrame, or a stored summary's records as they are."""
+    return table if isinstance(table, list) else table.to_dict("records")
+
+
 def sources_line(a) -> str:
     """Where the bytes and the peaks came from, e.g. `bytes: model (no counters) · peaks: datasheet H100 SXM (...)`."""
-    phases = a.phases
-    srcs = sorted({s for s in phases.get("bytes_source", pd.Series(dtype=object)).dropna()}) if len(phases) else []
+    srcs = sorted({s for r in _records(a.phases) if not is_unknown(s := r.get("bytes_source"))})
     counters = bool(a.identity.get("counters"))
     if not srcs:
         bytes_part = "bytes: unknown"
@@ -89,14 +100,14 @@ def has_both_ceilings(a) -> bool:
     return bool((p.measured_bw or p.measured_flops) and (p.datasheet_bw or p.datasheet_flops))
 
 
-def ceilings_table(phases: pd.DataFrame) -> Table:
+def ceilings_table(phases: pd.DataFrame | list[dict]) -> Table:
     """Per phase, MBU and MFU against both ceilings (decode: MBU 79.8% of datasheet, 99.8% of measured)."""
     table = Table(box=None, pad_edge=False, header_style="bold")
     pairs = PHASES.pick("mbu_datasheet", "mbu_measured", "mfu_datasheet", "mfu_measured")
     table.add_column(PHASES["phase"].label, justify="left", no_wrap=True)
     for i, c in enumerate(pairs):  # `MBU of datasheet`, `of measured`: each pair reads as one
         table.add_column(c.label if i % 2 == 0 else c.label.split(" ", 1)[1], justify="right", no_wrap=True)
-    for r in phases.to_dict("records"):
+    for r in _records(phases):
         table.add_row(safe_text(r.get("phase")), *(c.format(r.get(c.key)) for c in pairs))
     return table
 
@@ -110,12 +121,12 @@ def _add_columns(table: Table, columns) -> None:
         table.add_column(c.label, justify="left" if c.kind == "text" else "right", no_wrap=True)
 
 
-def gap_table(gap: pd.DataFrame) -> Table:
+def gap_table(gap: pd.DataFrame | list[dict]) -> Table:
     """Measured time = ideal + slow kernels + extra bytes + launch gaps + unmodeled, one column per phase
     (time and share of the measured time), so the sum reads top to bottom at any width."""
     table = Table(box=None, pad_edge=False, header_style="bold")
     table.add_column("", no_wrap=True)
-    records = gap.to_dict("records")
+    records = _records(gap)
     for r in records:
         table.add_column(safe_text(r.get("phase")), justify="right", no_wrap=True)
     table.add_row(GAP["measured_ns"].label, *(fmt_ns(r.get("measured_ns")) for r in records))
@@ -343,7 +354,7 @@ class OverviewScreen(RooftopScreen):
             yield Static(ceilings_table(a.phases), id="ceilings")
         yield Static(safe_text(sources_line(a)), id="sources", classes="muted")  # may quote the device name
 
-    def _rest(self, gap: pd.DataFrame | None, a=None):
+    def _rest(self, gap: pd.DataFrame | list[dict] | None, a=None):
         """The widgets below the sources line: rank note, findings, gap, ranks, step curve."""
         a = a if a is not None else self.analysis
         ranks = a.trace.ranks

@@ -16,8 +16,8 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static, Tree
 
-from rooftop.analysis.columns import RANK_STEPS, STEPS
-from rooftop.format import fmt_ns
+from rooftop.columns import RANK_STEPS, STEPS
+from rooftop.format import fmt_count, fmt_ns
 
 from ..widgets.breadcrumb import RooftopScreen
 from ..widgets.columns import grid_col, grid_cols
@@ -25,7 +25,7 @@ from ..widgets.table import Col, FrameTable
 from ..widgets.text import sanitize
 from ..workers import post_if_current
 
-# Headers and units come from the core's column registry (rooftop/analysis/columns.py).
+# Headers and units come from the core's column registry (rooftop/columns.py).
 STEP_COLS = grid_cols(STEPS, "phase", "step", "kernels", "span_ns", "busy_ns", "idle_frac", "tflops", "tbps",
                       "mfu", "mbu", "tokens_per_s")
 
@@ -33,11 +33,15 @@ RANK_COL = grid_col(STEPS["rank"])
 
 SPREAD_COLS = grid_cols(RANK_STEPS, "phase", "step", "ranks", "min_ns", "median_ns", "max_ns", "spread", "straggler")
 
-HINT = "Enter: open the step · e: export"
+HINT = "Enter: open the step · a: the whole run's ranges · e: export"
 NO_STEPS = ("No steps: this trace marks none (no step ranges such as `decode/step=3`, no step metadata); "
-            "Kernels (3) and the Overview cover the whole run.")
-RANK_HINTS = {False: "Enter: open the step on its rank · r: spread between ranks · e: export",
-              True: "Enter: open the step on its straggler rank · r: every rank · e: export"}
+            "a: the whole run's NVTX ranges and kernels; Kernels (3) and the Overview cover the whole run.")
+RANK_HINTS = {False: "Enter: open the step on its rank · r: spread between ranks · a: whole run · e: export",
+              True: "Enter: open the step on its straggler rank · r: every rank · a: whole run · e: export"}
+WHOLE_RUN = "whole run"
+# The whole run's tree stops at the last depth within this many ranges (a million-kernel run has a
+# few hundred thousand, one subtree per step: too many to lay out, and a step view shows them).
+WHOLE_RUN_NODES = 5_000
 
 KERNEL_COLS = [
     Col("short_name", "kernel", "text"), Col("dur_ns", "time µs", "ns"), Col("start_ns", "start µs", "ns"),
@@ -48,7 +52,9 @@ KERNEL_COLS = [
 class StepsScreen(RooftopScreen):
     BREADCRUMB = "Steps"
     EXPORT_NAME = "steps"
-    BINDINGS = [Binding("r", "toggle_spread", "Rank spread", id="steps.spread")]
+    BINDINGS = [Binding("r", "toggle_spread", "Rank spread", id="steps.spread"),
+                Binding("a", "whole_run", "Whole run", id="steps.whole_run",
+                        tooltip="the NVTX range tree and kernels of the whole run, steps or not")]
     # One row per step with the spread between ranks (else one row per rank and step).
     spread: reactive[bool] = reactive(False, init=False)
 
@@ -97,6 +103,14 @@ class StepsScreen(RooftopScreen):
     def action_toggle_spread(self) -> None:
         self.spread = not self.spread
 
+    def action_whole_run(self) -> None:
+        # Every range, inside steps or not: an Nsight Systems capture of a benchmark has NVTX ranges
+        # but no steps, and this is where they are browsed. A multi-rank run: the first rank (ranges
+        # of ranks that ran side by side would add up).
+        rank = self.analysis.first_rank if self.multi_rank else None
+        crumb = WHOLE_RUN + (f" · rank {rank}" if rank is not None else "")
+        self.drill(StepScreen(self.analysis, None, None, self.crumbs + [crumb], rank=rank))
+
     def watch_spread(self, spread: bool) -> None:
         self._load(spread)
 
@@ -113,21 +127,28 @@ class StepsScreen(RooftopScreen):
 
 class StepScreen(RooftopScreen):
     """One step: its NVTX ranges as a tree (with times); the kernels under the selected range.
+    `phase` and `step` None: the whole run.
 
     On a multi-rank run, one rank's step (`rank`): the same step on every rank would add up ranges
     that ran side by side on different GPUs."""
 
     EXPORT_NAME = "step"
 
-    def __init__(self, analysis, phase: str, step: int, crumbs: list[str], rank: int | None = None) -> None:
+    def __init__(self, analysis, phase: str | None, step: int | None, crumbs: list[str],
+                 rank: int | None = None) -> None:
         super().__init__(analysis, crumbs)
         self.phase, self.step, self.rank = phase, step, rank
 
     def _kernels(self, path_prefix: str | None = None) -> pd.DataFrame:
         return self.analysis.kernels(phase=self.phase, step=self.step, path_prefix=path_prefix, rank=self.rank)
 
+    @property
+    def whole_run(self) -> bool:
+        return self.step is None
+
     def _ranges(self) -> pd.DataFrame:
-        return self.analysis.range_tree(self.phase, self.step, rank=self.rank)
+        return self.analysis.range_tree(self.phase, self.step, rank=self.rank,
+                                        max_nodes=WHOLE_RUN_NODES if self.whole_run else None)
 
     @dataclass
     class StepReady(Message):
@@ -135,7 +156,8 @@ class StepScreen(RooftopScreen):
         kernels: pd.DataFrame
 
     def compose_body(self) -> ComposeResult:
-        tree: Tree[str | None] = Tree(Text(f"{self.phase} step {self.step}"), data=None, id="range-tree")
+        root = f"{self.phase} step {self.step}" if self.step is not None else WHOLE_RUN
+        tree: Tree[str | None] = Tree(Text(root), data=None, id="range-tree")
         tree.show_root = True
         tree.auto_expand = False  # Enter on a range shows its kernels; it must not fold the range away
         tree.root.expand()
@@ -154,6 +176,10 @@ class StepScreen(RooftopScreen):
             parent_path = r["path"].rsplit("/", 1)[0] if "/" in r["path"] else None
             parent = nodes.get(parent_path, tree.root)
             nodes[r["path"]] = parent.add(self._label(r), data=r["path"], expand=True)
+        cut = message.ranges.attrs.get("cut_below_depth")
+        if cut is not None:
+            tree.root.add_leaf(Text(f"(ranges deeper than level {cut} left out: over {WHOLE_RUN_NODES:,} ranges; "
+                                    "a step view (Steps, Enter) shows a step's)", style="dim"))
         await self.query_one("#step-kernels", FrameTable).set_frame(message.kernels)
 
     @staticmethod
@@ -161,8 +187,8 @@ class StepScreen(RooftopScreen):
         text = Text(sanitize(r.get("name")), no_wrap=True)
         text.append(f"  {fmt_ns(r.get('dur_ns'))}", "dim")
         if r.get("kernels") or r.get("copies"):
-            copies = f" + {int(r['copies'])} copies" if r.get("copies") else ""
-            text.append(f" · {int(r['kernels'])} kernels{copies}, {fmt_ns(r.get('kernel_ns'))} on GPU", "dim")
+            copies = f" + {fmt_count(int(r['copies']), 'copy', 'copies')}" if r.get("copies") else ""
+            text.append(f" · {fmt_count(int(r['kernels']), 'kernel')}{copies}, {fmt_ns(r.get('kernel_ns'))} on GPU", "dim")
         return text
 
     def on_mount(self) -> None:
@@ -209,8 +235,11 @@ class StepScreen(RooftopScreen):
                                       phase=self.phase, step=self.step, rank=self.rank))
 
 
-def _relative(path: str, phase: str, step: int) -> str | None:
-    """`decode/step=12/layer=3/attn` -> `layer=3/attn` (the breadcrumb already says the step)."""
+def _relative(path: str, phase: str | None, step: int | None) -> str | None:
+    """`decode/step=12/layer=3/attn` -> `layer=3/attn` (the breadcrumb already says the step); the
+    whole run's paths as they are."""
+    if step is None:
+        return path
     prefix = f"{phase}/step={step}"
     if path == prefix:
         return None

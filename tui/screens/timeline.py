@@ -377,6 +377,9 @@ def open_for_screen(app, screen) -> bool:
     """`t`: the timeline of the step the screen shows (a step view, or the Steps table's row)."""
     analysis = getattr(screen, "analysis", None)
     phase, step, rank = getattr(screen, "phase", None), getattr(screen, "step", None), getattr(screen, "rank", None)
+    if analysis is not None and getattr(screen, "whole_run", False):  # the whole run's range tree
+        app.push_screen(TimelineScreen(analysis, None, None, rank, list(screen.crumbs) + ["timeline"]))
+        return True
     if step is None:
         tables = [t for t in screen.query(FrameTable) if t.id == "steps-table"]
         row = tables[0].current() if tables else None

@@ -1,11 +1,11 @@
-"""Columns of the core's analysis tables (`rooftop.analysis.columns`) as the TUI's table columns.
+"""Columns of the core's analysis tables (`rooftop.columns`) as the TUI's table columns.
 
 Screens never spell a column's label or unit: they name the keys they show, and the header and
 the format come from the registry, as they do for `rooftop report`.
 """
 from __future__ import annotations
 
-from rooftop.analysis.columns import Column, Table
+from rooftop.columns import Column, Table
 
 from .table import Col
 

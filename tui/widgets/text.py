@@ -5,11 +5,14 @@ export); this module only adapts it to Rich: a `Text` is never parsed for markup
 """
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 
 from rooftop.text import printable
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def sanitize(s: object) -> str:
@@ -24,6 +27,8 @@ def safe_text(s: object, style: str = "") -> Text:
 
 def sanitize_series(values: pd.Series) -> pd.Series:
     """Vectorised `sanitize`: each distinct value is cleaned once (a million rows hold few names)."""
+    import numpy as np  # (here, not with the module: the Overview's first paint imports no pandas)
+    import pandas as pd
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
     clean = np.array([sanitize(u) for u in uniques] + [None], dtype=object)
     return pd.Series(clean[codes], index=values.index, dtype=object)  # code -1 (null) -> None
