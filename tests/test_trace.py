@@ -237,6 +237,18 @@ def test_empty_columns_load_as_one_repeated_null(tmp_path):
     assert ev["sm_pct"].isna().all()
 
 
+def test_empty_columns_get_a_slot_per_row_without_copy_on_write(tmp_path, monkeypatch):
+    """pandas 2 without copy-on-write writes into a column's own array: there the shared null slot
+    would be written through (or refuse the write), so each row gets its own slot, as before."""
+    from rooftop.trace import read
+
+    monkeypatch.setattr(read, "_copy_on_write", lambda: False)
+    rows = [dict(ROWS[0], id=1), dict(ROWS[1], id=2), dict(ROWS[2], id=3)]
+    ev = load_trace(write_trace(tmp_path / "t.parquet", rows, {})).events
+    assert ev["sm_pct"].to_numpy().strides != (0,) and ev["registers"].array._data.strides != (0,)
+    assert ev["sm_pct"].isna().all() and str(ev["registers"].dtype) == "Int32" and ev["registers"].isna().all()
+
+
 def test_gpu_rows_come_first_and_timed_is_a_view(tmp_path):
     """Events load with the GPU rows first (each part in file order), eager and lazy alike, so the
     timed rows are a slice of the events, not a copy; the runtime rows are left out of both."""

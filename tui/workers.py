@@ -5,8 +5,18 @@ the old one runs on and would post its stale result after the new one (Textual's
 """
 from __future__ import annotations
 
+import threading
+
 from textual.message import Message
 from textual.worker import get_current_worker
+
+
+# Analysis work that builds big temporaries runs one at a time: the Overview's (findings, gap,
+# groups, computed behind the first paint) and a timeline's lanes. At a million kernels each adds
+# ~100-150 MB of temporaries to a ~450 MB frame; opened together (the timeline pressed while the
+# Overview still computes) their peaks added up to ~650 MB, and on two cores, with the GIL held
+# by pandas for long stretches, running both at once finishes them little sooner.
+HEAVY = threading.Lock()
 
 
 def post_if_current(node, message: Message) -> bool:

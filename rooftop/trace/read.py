@@ -441,6 +441,11 @@ def _to_frame(held: list[pa.Table]) -> pd.DataFrame:
     return pd.DataFrame({c: late[c] for c in names}, index=pd.RangeIndex(n), copy=False)
 
 
+def _copy_on_write() -> bool:
+    """Whether pandas copies a column before writing into it: always from pandas 3, by option in 2."""
+    return int(pd.__version__.split(".")[0]) >= 3 or pd.options.mode.copy_on_write is True
+
+
 def _repeated(one: Any, n: int) -> Any:
     """The one-row pandas array `one` (a null) as `n` rows that all view its single slot (NumPy
     stride 0): a trace without ncu has ~30 counter and stall columns with no value, 160 MB at 1M
@@ -448,6 +453,9 @@ def _repeated(one: Any, n: int) -> Any:
     column before writing into it, and a filter, sort or arithmetic makes an ordinary array; values,
     dtypes and null-ness are those of the repeated row (unknown stays null)."""
     from pandas.arrays import BooleanArray, FloatingArray, IntegerArray, NumpyExtensionArray
+
+    if not _copy_on_write():  # pandas 2 without copy-on-write would write into the shared slot
+        return one.take(np.zeros(n, dtype=np.intp))
 
     def spread(values: np.ndarray) -> np.ndarray:
         return np.broadcast_to(values[:1], (n,))

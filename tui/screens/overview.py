@@ -19,7 +19,7 @@ from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
 from ..loader import Preview, overview_ready, phases_ready, warm_overview_rest
 from ..widgets.breadcrumb import MODELED, RooftopScreen
 from ..widgets.text import safe_text, sanitize
-from ..workers import post_if_current
+from ..workers import HEAVY, post_if_current
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -238,9 +238,10 @@ class OverviewScreen(RooftopScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="overview", description="overview")
     def _warm_behind(self) -> None:
-        warm_overview_rest(self.analysis)
-        if post_if_current(self, self.Warmed()):
-            self.analysis.groups(by="short_name")  # the Kernels screen's table, ready before `3` is pressed
+        with HEAVY:
+            warm_overview_rest(self.analysis)
+            if post_if_current(self, self.Warmed()):
+                self.analysis.groups(by="short_name")  # the Kernels screen's table, ready before `3` is pressed
 
     @work(thread=True, exit_on_error=False, group="overview-steps", description="stored steps")
     def _stored_steps(self) -> None:
@@ -288,14 +289,15 @@ class OverviewScreen(RooftopScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="overview", description="overview")
     def _compute_rest(self) -> None:
         a = self.analysis
-        if not self._phases_shown:
-            a.phases
-            if not post_if_current(self, self.PhasesReady()):
+        with HEAVY:
+            if not self._phases_shown:
+                a.phases
+                if not post_if_current(self, self.PhasesReady()):
+                    return
+            warm_overview_rest(a)
+            if not post_if_current(self, self.RestReady(a.gap)):
                 return
-        warm_overview_rest(a)
-        if not post_if_current(self, self.RestReady(a.gap)):
-            return
-        a.groups(by="short_name")  # the Kernels screen's table, ready before `3` is pressed
+            a.groups(by="short_name")  # the Kernels screen's table, ready before `3` is pressed
 
     @on(PhasesReady)
     async def _show_phases(self, message: PhasesReady) -> None:

@@ -32,7 +32,7 @@ from ..widgets.breadcrumb import RooftopScreen, trace_title
 from ..widgets.table import Col, FrameTable
 from ..widgets.text import sanitize
 from ..widgets.timeline import GLYPHS, PARTIAL, TimelineView
-from ..workers import post_if_current
+from ..workers import HEAVY, post_if_current
 
 ZOOM = 2.0
 PAN = 0.25  # of the view per h/l
@@ -89,15 +89,16 @@ class TimelineScreen(RooftopScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="timeline", description="building the timeline")
     def _build(self) -> None:
         a = self.analysis
-        # One rank's streams (ranks run side by side): the one asked for, else the lowest.
-        rank = self.rank if self.rank is not None else a.first_rank
-        gpu = a.kernels(phase=self.phase, step=self.step, rank=rank)
-        calls = a.trace.runtime_rows()  # read from the file now, if the load left them there
-        within = None
-        if calls is not None and rank is not None and "rank" in calls.columns:
-            within = (calls["rank"] == rank).fillna(False).to_numpy(dtype=bool)
-        t = tl.build(gpu, calls, within)
-        _give_back_heap()
+        with HEAVY:  # after the Overview's analysis, if it still runs: their peaks would add up
+            # One rank's streams (ranks run side by side): the one asked for, else the lowest.
+            rank = self.rank if self.rank is not None else a.first_rank
+            gpu = a.kernels(phase=self.phase, step=self.step, rank=rank)
+            calls = a.trace.runtime_rows()  # read from the file now, if the load left them there
+            within = None
+            if calls is not None and rank is not None and "rank" in calls.columns:
+                within = (calls["rank"] == rank).fillna(False).to_numpy(dtype=bool)
+            t = tl.build(gpu, calls, within)
+            _give_back_heap()
         post_if_current(self, TimelineReady(t, rank))
 
     async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
