@@ -1,8 +1,9 @@
 """The Overview's first paint from a trace's stored summary: the same screen as when its numbers are
 computed, and painted before pandas or pyarrow (or numpy) is imported.
 
-The threshold (`tui.loader.PREVIEW_FROM`, 50k rows) is lowered to 0 so the small test traces take
-the big-trace path, where a current stored summary is painted before the rows are read.
+A trace of any size with a current stored summary paints it before its rows are read. Without one,
+the threshold (`tui.loader.PREVIEW_FROM`, 50k rows) is lowered to 0 where a test needs the small
+test traces to take the big-trace path (identity first, numbers computed behind it).
 """
 from __future__ import annotations
 
@@ -123,7 +124,6 @@ import tui.app
 import tui.loader as loader
 from tui.screens.overview import OverviewScreen
 
-loader.PREVIEW_FROM = 0  # the small test trace takes the big-trace path
 HEAVY = {heavy!r}
 at_import = sorted(m for m in HEAVY if m in sys.modules)
 
