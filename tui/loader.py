@@ -195,20 +195,13 @@ def preview(path: str, use_summary: bool = True,
             footer = read_footer(p)  # pure Python, a few ms: rows, metadata, stored summary
     except OSError:
         pass
-    if footer is not None and footer.num_rows < PREVIEW_FROM:
-        # A small trace opens complete from its rows, but a current summary is quicker still: the
-        # full load imports pandas and pyarrow and analyses everything before its first paint
-        # (1-1.8 s at a thousand kernels, longer than a million kernels' summary takes).
-        out = _preview_of_summary(path, footer) if use_summary else None
-        seen(out)
+    out = _preview_of_summary(path, footer) if footer is not None and use_summary else None
+    seen(out)
+    # A small trace without a current summary opens complete from its rows. With one, even a small
+    # trace opens from it: the full load imports pandas and pyarrow and analyses everything before
+    # its first paint (1-1.8 s at a thousand kernels, longer than a million kernels' summary takes).
+    if out is not None or (footer is not None and footer.num_rows < PREVIEW_FROM):
         return out
-    if footer is not None and use_summary:
-        out = _preview_of_summary(path, footer)
-        seen(out)
-        if out is not None:
-            return out
-    else:
-        seen(None)
     return _preview_of_rows(path, footer)
 
 

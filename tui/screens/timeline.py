@@ -8,8 +8,6 @@ list, Enter the kernel detail of the selected block.
 """
 from __future__ import annotations
 
-import ctypes
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,8 +96,7 @@ class TimelineScreen(RooftopScreen):
             if calls is not None and rank is not None and "rank" in calls.columns:
                 within = (calls["rank"] == rank).fillna(False).to_numpy(dtype=bool)
             t = tl.build(gpu, calls, within)
-            _give_back_heap()
-        post_if_current(self, TimelineReady(t, rank))
+        post_if_current(self, TimelineReady(t, rank))  # (which gives the build's freed heap back)
 
     async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         # A bug in building must not take the app down: say so in one line where the lanes would be.
@@ -312,17 +309,6 @@ class TimelineScreen(RooftopScreen):
             text.append(f" launch→start {fmt_ns(d)}, launched {why}")
         else:
             text.append(" launch→start unknown (no matching runtime call)", "dim")
-
-
-def _give_back_heap() -> None:
-    """Return the build's freed temporaries to the OS: glibc keeps freed blocks below its (grown)
-    mmap threshold, ~35 MB at 1M kernels, which would stay in the app's RSS for good."""
-    if sys.platform != "linux":
-        return
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: nothing to give back
-        pass
 
 
 def legend(timeline: tl.Timeline) -> Text:

@@ -522,9 +522,8 @@ class FrameTable(Vertical):
         row = old.cursor_row if old is not None and keep_cursor else 0
         had_focus = old is not None and old.has_focus
         self._order, self._view = order, None
-        widest = self._widest()
-        if isinstance(old, PlainCellTable) and old.max_column_content_width == widest \
-                and self._cells_key == self._cells_for(widest):
+        # the same cells (the cut made for the mounted table's width included): a sort or a filter
+        if isinstance(old, PlainCellTable) and self._cells_key == self._cells_for(self._widest()):
             self._show_in_place(old, row)
             return
         if old is not None:
