@@ -13,8 +13,10 @@ library's own `_render_cell`.
 `_render_cell`, `_cell_render_cache`, `_get_styles_to_render_cell`, `_update_count`,
 `_pseudo_class_state` and `_show_hover_cursor` are textual-fastdatatable's private names (0.19.x),
 used here as its own `_render_cell` uses them; `show_view` sets `_column_labels`,
-`_ordered_columns` and `_require_update_dimensions` and calls `_update_dimensions`, as its `sort`
-and `add_rows` do. Without this class the table is only slower.
+`_ordered_columns` and `_require_update_dimensions` and computes the scrollable size as its
+`_update_dimensions` does (its `sort` and `add_rows` call it); it sets Textual's `virtual_size`
+without its layout pass and calls Textual's private `Widget._scroll_update`, as a layout pass
+would. Without this class the table is only slower.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.color import Color
 from textual.coordinate import Coordinate
+from textual.geometry import Size
 from textual_fastdatatable import DataTable
 from textual_fastdatatable.column import CELL_X_PADDING
 
@@ -110,8 +113,32 @@ class PlainCellTable(DataTable):
         self._update_count += 1
         self._clear_caches()
         self._require_update_dimensions = False
-        self._update_dimensions([])
+        self._update_dimensions_in_place()
         self.refresh()
+
+    def _update_dimensions_in_place(self) -> None:
+        """`_update_dimensions([])` (the scrollable size from the new widths) without the layout pass
+        that setting `virtual_size` asks for. A sort's arrow widens or narrows a column's header
+        (`step ▼`), so the scrollable width changes on most sorts; a layout pass then restyles and
+        repaints the whole screen (~30 ms at a million rows, on top of the table's own repaint).
+        Its only effect on this widget, whose own size is set by its container, is what
+        `ScrollView._size_updated` does with an unchanged size: `_scroll_update` (the scrollbars'
+        sizes, the scroll offsets clamped). That is done here; a layout pass is still asked for
+        when a scrollbar appears or goes (the table's inner size changes) or when the widget's
+        own size follows its content (`height: auto`, the library's default; rooftop's are `1fr`)."""
+        columns_width = sum(column.render_width for column in self.ordered_columns)  # as the library sums them
+        header_height = self.header_height if self.show_header else 0
+        size = Size(columns_width + self._row_label_column_width, self._total_row_height + header_height)
+        if size == self.virtual_size:
+            return
+        if self.styles.auto_dimensions:  # its own size follows its content (the library's `height: auto`)
+            self.virtual_size = size
+            return
+        scrollbars = (self.show_horizontal_scrollbar, self.show_vertical_scrollbar)
+        self.set_reactive(DataTable.virtual_size, size)
+        self._scroll_update(size)
+        if (self.show_horizontal_scrollbar, self.show_vertical_scrollbar) != scrollbars:
+            self.refresh(layout=True)
 
     def _body_row_styles(self, row_index: int, base_style: Style) -> tuple[Style, Style]:
         """(row style, style of the fill right of the last column) of a body row, as the library
