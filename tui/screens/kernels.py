@@ -70,7 +70,7 @@ class KernelsScreen(RooftopScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Static("", id="kernels-status", classes="status")
-        yield FrameTable(GROUP_COLS, search_key="key", sort=("time_ns", True), id="kernels-table")
+        yield FrameTable(GROUP_COLS, search_key="key", sort=("time_ns", True), on_view=self._status, id="kernels-table")
         yield FilterInput(placeholder="filter kernels by name (regex) — Enter applies, Esc clears",
                           id="kernels-filter", classes="-hidden")
 
@@ -108,8 +108,7 @@ class KernelsScreen(RooftopScreen):
             await self.table.set_frame(message.frame, GROUP_COLS, "key", default_sort=("time_ns", True))
 
     @on(FrameTable.Changed, "#kernels-table")
-    def _table_changed(self) -> None:
-        self._status()
+    def _table_changed(self) -> None:  # (the status line follows the view through `on_view`)
         if self.focused is None and self.table.table is not None:  # the filtered table was rebuilt
             self.set_focus(self.table.table)
 
@@ -140,7 +139,7 @@ class KernelsScreen(RooftopScreen):
         self.mode = "short_name" if self.mode == "phase" else "phase"
 
     def action_cycle_sort(self) -> None:
-        self.table.cycle_sort()  # the table's `sort` watcher rebuilds it; Changed updates the status
+        self.table.cycle_sort()  # the table's `sort` watcher rebuilds it; `on_view` updates the status
 
     def action_reverse_sort(self) -> None:
         self.table.reverse_sort()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,7 @@ from textual.worker import get_current_worker
 from textual_fastdatatable import DataTable
 
 from .frame_backend import MAX_DIGITS, FrameBackend, NumberCells, TextCells, round_cells
+from .order_cache import OrderCache, compact
 from .plain_cells import PlainCellTable
 from .text import sanitize, sanitize_series
 from rooftop.text import has_unsafe
@@ -198,8 +200,7 @@ def sort_order(values: pd.Series, descending: bool, kind: str = "num") -> np.nda
         rank = np.empty(len(uniques), dtype=np.int64)
         # Arrow's stable sort of the distinct texts: by UTF-8 bytes, which is code-point order, as
         # Python compares str (200k distinct range paths: 40 ms, not 500 through Python objects)
-        rank[pa.compute.sort_indices(pa.array([str(u) for u in uniques], type=pa.string())).to_numpy()] = \
-            np.arange(len(uniques))
+        rank[pa.compute.sort_indices(_distinct_texts(uniques)).to_numpy()] = np.arange(len(uniques))
         codes = np.asarray(codes)
         null = codes < 0
         return _order_of_ranks(rank[np.where(null, 0, codes)] if len(uniques) else np.zeros(len(codes), np.int64),
@@ -212,6 +213,24 @@ def sort_order(values: pd.Series, descending: bool, kind: str = "num") -> np.nda
     if fast is not None:
         return fast
     return np.argsort(-key if descending else key, kind="stable")  # NaN sorts last either way
+
+
+def _distinct_texts(uniques) -> pa.Array:
+    """The distinct values as Arrow text, each as `str(value)`. Strings (names, paths: the usual
+    case) go to Arrow as they are; walking a pandas Index of 343k range paths in Python to call
+    `str` on each took ~250 ms of a 1M-row sort."""
+    held = getattr(uniques, "array", None)
+    if isinstance(getattr(uniques, "dtype", None), pd.StringDtype) and hasattr(held, "__arrow_array__"):
+        # pandas' Arrow-backed text (the categories of a loaded trace): its own Arrow array, no
+        # Python string made (343k paths: ~40 ms to make them, ~45 more to hand them to Arrow)
+        arr = pa.array(held)
+        if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+            if arr.null_count == 0:
+                return arr
+    values = np.asarray(uniques, dtype=object)
+    if pd.api.types.infer_dtype(values, skipna=False) == "string":  # every one a str (one C-level pass)
+        return pa.array(values, type=pa.string())
+    return pa.array([str(u) for u in values], type=pa.string())
 
 
 def _integer_values(values: pd.Series) -> tuple[np.ndarray, np.ndarray | None] | None:
@@ -308,7 +327,9 @@ class FrameTable(Vertical):
 
     The frame is the state; the table widget shows a view of it through a `FrameBackend`. Another
     frame or other columns mount a new table widget; a sort or a filter (the same cells in another
-    order) gives the mounted one a new backend in place.
+    order) gives the mounted one a new backend in place. A big view keeps its last few orders and,
+    once a sort is painted, computes the two a user asks for next (`s`, `S`) in a thread
+    (`OrderCache`): a million-row sort then costs its repaint, not its ordering.
     """
 
     class _RowMessage(Message):
@@ -340,8 +361,12 @@ class FrameTable(Vertical):
 
     # The state a user changes; the watchers rebuild the view. (sort column, descending) is one
     # value so that choosing a column and its direction is one rebuild, not two.
-    sort: reactive[tuple[str | None, bool]] = reactive((None, False), init=False)
-    filter: reactive[str | None] = reactive(None, init=False)
+    # `repaint=False`: this container paints nothing of its own, and the table in it repaints
+    # itself when it shows the new view; a repaint of the container, asked for at the key press,
+    # drew the whole table region once with the new view and once more when the table's own
+    # repaint came (two frames per sort at a million rows).
+    sort: reactive[tuple[str | None, bool]] = reactive((None, False), init=False, repaint=False)
+    filter: reactive[str | None] = reactive(None, init=False, repaint=False)
 
     # Views from this many rows derive their order (regex filter, argsort) in a thread worker,
     # which a newer sort or filter cancels; smaller ones inline (a few ms, and screens that await
@@ -357,8 +382,13 @@ class FrameTable(Vertical):
         keep_cursor: bool
 
     def __init__(self, cols: list[Col], frame: pd.DataFrame | None = None, *, search_key: str | None = None,
-                 sort: tuple[str, bool] | None = None, id: str | None = None, classes: str | None = None) -> None:
+                 sort: tuple[str, bool] | None = None, on_view: Callable[[], None] | None = None,
+                 id: str | None = None, classes: str | None = None) -> None:
+        """`on_view`: called on the UI thread each time the view changes, right after the table is
+        given it, before `Changed` is posted: a status line it updates is painted in the same frame
+        as the rows (from the `Changed` message it came a frame, ~20-30 ms, after them)."""
         super().__init__(id=id, classes=classes)
+        self.on_view = on_view
         self.cols = cols
         self.search_key = search_key or next((c.key for c in cols if c.kind == "text"), cols[0].key)
         self.set_reactive(FrameTable.sort, sort if sort else (None, False))
@@ -369,6 +399,7 @@ class FrameTable(Vertical):
         self._serial = 0
         self._cells: list = []
         self._cells_key: tuple | None = None
+        self._orders = OrderCache()  # big views: orders by `_state()`, for the frame shown
 
     def compose(self) -> ComposeResult:
         self._derive()
@@ -396,21 +427,26 @@ class FrameTable(Vertical):
     def _state(self) -> tuple:
         return (self.sort, self.filter, id(self.source), self.search_key)
 
-    def _order_of(self, cancelled=lambda: False) -> np.ndarray | None:
-        """Source positions in view order for the current filter and sort (None if `cancelled()`
-        says a newer state superseded this one)."""
+    def _order_of(self, state: tuple | None = None, cancelled=lambda: False) -> np.ndarray | None:
+        """Source positions in view order for `state` (`_state()`, the current one by default: the
+        sort and filter), None if `cancelled()` says a newer state superseded this one."""
+        (sort_key, sort_desc), pattern, _, search_key = state or self._state()
         src = self.source
         rows = np.arange(len(src))
-        if self.filter and len(src):
-            rows = np.flatnonzero(matches(src[self.search_key], self.filter))
+        if pattern and len(src):
+            rows = np.flatnonzero(matches(src[search_key], pattern))
         if cancelled():
             return None
-        if self.sort_key and self.sort_key in src.columns and len(rows):
-            key = src[self.sort_key]
+        if sort_key and sort_key in src.columns and len(rows):
+            key = src[sort_key]
             if len(rows) < len(src):
                 key = key.iloc[rows]
-            rows = rows[sort_order(key, self.sort_desc, self._kind(self.sort_key))]
+            rows = rows[sort_order(key, sort_desc, self._kind(sort_key))]
         return rows
+
+    def _kept_order(self, state: tuple, cancelled=lambda: False) -> np.ndarray | None:
+        """`_order_of(state)` through the table's `OrderCache` (blocking: for workers)."""
+        return self._orders.get(state, lambda: self._order_of(state, cancelled))
 
     def _derive(self) -> None:
         self._order, self._view = self._order_of(), None
@@ -427,16 +463,51 @@ class FrameTable(Vertical):
         if not self.is_mounted:
             return  # compose derives the first view
         if len(self.source) >= self.DERIVE_IN_WORKER_FROM:
-            self._derive_worker(self._state(), keep_cursor)
+            state = self._state()
+            order = self._orders.peek(state)
+            if order is not None:  # computed ahead (`_prefetch_orders`) or shown before
+                self.workers.cancel_group(self, "frame-table-order")  # an older state's order, if any
+                await self._rebuild(order, keep_cursor)
+            else:
+                self._derive_worker(state, keep_cursor)
         else:
             await self.refresh_view(keep_cursor)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="frame-table-order")
     def _derive_worker(self, state: tuple, keep_cursor: bool) -> None:
         worker = get_current_worker()
-        order = self._order_of(lambda: worker.is_cancelled)
+        order = self._kept_order(state, lambda: worker.is_cancelled)
         if order is not None and not worker.is_cancelled:
             self.post_message(self.OrderReady(state, order, keep_cursor))
+
+    def _next_sort(self) -> tuple[str, bool]:
+        """What `cycle_sort` sorts by next: the next column, numbers descending first (biggest on
+        top), text ascending."""
+        keys = [c.key for c in self.cols]
+        i = keys.index(self.sort_key) + 1 if self.sort_key in keys else 0
+        col = self.cols[i % len(keys)]
+        return col.key, col.kind != "text"
+
+    def _prefetch_orders(self) -> None:
+        """Start computing the orders of the next two likely keys, `s` and `S`, unless kept."""
+        if not self.is_mounted or len(self.source) < self.DERIVE_IN_WORKER_FROM or not self.cols:
+            return
+        _, pattern, source, search_key = self._state()
+        states = [(sort, pattern, source, search_key)
+                  for sort in (self._next_sort(), (self.sort_key or self.cols[0].key, not self.sort_desc))]
+        wanted = [state for state in states if state not in self._orders]
+        if wanted:
+            self._prefetch_worker(wanted)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="frame-table-prefetch")
+    def _prefetch_worker(self, states: list[tuple]) -> None:
+        # Cancelled by the next prefetch (a newer view): the order being computed is finished (a key
+        # may be waiting for it), the rest are skipped.
+        worker = get_current_worker()
+        for state in states:
+            if worker.is_cancelled or state[2] != id(self.source):
+                return
+            self._kept_order(state)
 
     @on(OrderReady)
     async def _order_ready(self, message: OrderReady) -> None:
@@ -521,6 +592,10 @@ class FrameTable(Vertical):
         old = self.table
         row = old.cursor_row if old is not None and keep_cursor else 0
         had_focus = old is not None and old.has_focus
+        if len(self.source) >= self.DERIVE_IN_WORKER_FROM:
+            order = compact(order)
+            self._orders.put(self._state(), order)  # `S` twice comes back to it
+            self.call_after_refresh(self._prefetch_orders)  # once this view is painted
         self._order, self._view = order, None
         # the same cells (the cut made for the mounted table's width included): a sort or a filter
         if isinstance(old, PlainCellTable) and self._cells_key == self._cells_for(self._widest()):
@@ -534,6 +609,11 @@ class FrameTable(Vertical):
             self.screen.set_focus(new)
         if self.shown:
             new.move_cursor(row=min(row, self.shown - 1))
+        self._view_changed()
+
+    def _view_changed(self) -> None:
+        if self.on_view is not None:
+            self.on_view()
         self.post_message(self.Changed(self))
 
     def _show_in_place(self, table: PlainCellTable, row: int) -> None:
@@ -546,13 +626,14 @@ class FrameTable(Vertical):
             table.move_cursor(row=min(row, self.shown - 1))
             if table.cursor_row == before:  # the cursor did not move, but the row under it changed
                 self.post_message(self.Highlighted(self, self.row(table.cursor_row)))
-        self.post_message(self.Changed(self))
+        self._view_changed()
 
     async def set_frame(self, frame: pd.DataFrame, cols: list[Col] | None = None, search_key: str | None = None,
                         default_sort: tuple[str, bool] | None = None) -> None:
         """Show another frame; the sort stays if its column is still shown, else `default_sort`
         applies (set before the one rebuild: a million rows must not be laid out twice)."""
         self.source = frame
+        self._orders.clear()
         if cols is not None:
             self.cols = cols
             if self.sort_key not in {c.key for c in cols}:
@@ -566,11 +647,8 @@ class FrameTable(Vertical):
     def cycle_sort(self) -> str:
         """Next column becomes the sort column (numbers descending first: biggest on top); the
         watcher rebuilds the view."""
-        keys = [c.key for c in self.cols]
-        i = keys.index(self.sort_key) + 1 if self.sort_key in keys else 0
-        col = self.cols[i % len(keys)]
-        self.sort = (col.key, col.kind != "text")
-        return col.label
+        self.sort = self._next_sort()
+        return next(c.label for c in self.cols if c.key == self.sort_key)
 
     def reverse_sort(self) -> None:
         self.sort = (self.sort_key or self.cols[0].key, not self.sort_desc)
