@@ -372,6 +372,8 @@ class FrameTable(Vertical):
     # which a newer sort or filter cancels; smaller ones inline (a few ms, and screens that await
     # `set_frame` see the table at once).
     DERIVE_IN_WORKER_FROM = 100_000
+    # Such views also compute, once a sort is painted, the orders of `s` and `S` from it.
+    PREFETCH_ORDERS = True
 
     @dataclass
     class OrderReady(Message):
@@ -490,7 +492,8 @@ class FrameTable(Vertical):
 
     def _prefetch_orders(self) -> None:
         """Start computing the orders of the next two likely keys, `s` and `S`, unless kept."""
-        if not self.is_mounted or len(self.source) < self.DERIVE_IN_WORKER_FROM or not self.cols:
+        if not self.PREFETCH_ORDERS or not self.is_mounted or len(self.source) < self.DERIVE_IN_WORKER_FROM \
+                or not self.cols:
             return
         _, pattern, source, search_key = self._state()
         states = [(sort, pattern, source, search_key)
