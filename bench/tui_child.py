@@ -42,6 +42,7 @@ async def rooftop(path: str, presses: int) -> dict:
         await pilot.pause()
         out["overview_complete_s"] = time.perf_counter() - t0
         out["rss_overview_mb"] = rss_mb()
+        out["peak_before_kernels_mb"] = peak_mb()  # the load and the Overview's analysis
         t = time.perf_counter()
         await pilot.press("3")
         await until(pilot, lambda: isinstance(app.screen, KernelsScreen))
@@ -54,6 +55,7 @@ async def rooftop(path: str, presses: int) -> dict:
         out["kernels_raw_s"] = time.perf_counter() - t
         out["raw_rows"] = len(app.screen.analysis.kernels())
         out["rss_kernels_mb"] = rss_mb()
+        out["peak_before_sorts_mb"] = peak_mb()
         out["down_ms"], out["down_frame_ms"] = await key_latencies(pilot, "down", presses)
         out["pagedown_ms"], out["pagedown_frame_ms"] = await key_latencies(pilot, "pagedown", presses)
         table = app.screen.table

@@ -291,16 +291,31 @@ def test_body_lines_equal_the_librarys_with_every_kind_of_cell(cursor_type):
             table.move_cursor(row=3)
             table.hover_coordinate = Coordinate(5, 1)
             await pilot.pause()
+            def lines():
+                return [[(s.text, s.style, s.style.meta if s.style else None)
+                         for s in table._render_line(y, x1, x1 + 40, table.rich_style)]
+                        for x1 in (0, 3, 17) for y in range(len(names) + 1)]
+
             for cls in (PlainCellTable, DataTable):
                 table.__class__ = cls
                 table._clear_caches()
-                seen[cls] = [[(s.text, s.style, s.style.meta if s.style else None)
-                              for s in table._render_line(y, x1, x1 + 40, table.rich_style)]
-                             for x1 in (0, 3, 17) for y in range(len(names) + 1)]
+                seen[cls] = lines()
                 seen[cls, "painted"] = [strip.text for strip in table.render_lines(table.region.reset_offset)]
+            # the cursor and hover move with every line already painted: the lines they leave and
+            # reach change, the rest come from the cache, all as the library paints them afresh
+            table.__class__ = PlainCellTable
+            lines()
+            table.move_cursor(row=4)
+            table.hover_coordinate = Coordinate(2, 0)
+            seen[PlainCellTable, "moved"] = lines()
+            table.__class__ = DataTable
+            table._clear_caches()
+            seen[DataTable, "moved"] = lines()
             table.__class__ = PlainCellTable
 
     asyncio.run(main())
     assert seen[PlainCellTable] == seen[DataTable]
     assert seen[PlainCellTable, "painted"] == seen[DataTable, "painted"]
+    assert seen[PlainCellTable, "moved"] == seen[DataTable, "moved"]
+    assert (seen[DataTable, "moved"] != seen[DataTable]) == (cursor_type == "row")  # no cursor: nothing shows it
     assert any("日本" in text for line in seen[DataTable] for text, _, _ in line)

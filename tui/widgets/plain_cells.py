@@ -249,19 +249,20 @@ class PlainCellTable(DataTable):
         if row_index < 0 or not self._plain_row(row_index):
             return super()._render_line(y, x1, x2, base_style)
         width = self.size.width
-        cursor_location, hover_location = self.cursor_coordinate, self.hover_coordinate
         cursor_type = self.cursor_type
-        cache_key = (y, x1, x2, width, cursor_location, hover_location, self.selection_anchor_coordinate, base_style,
-                     cursor_type, self._show_hover_cursor, self._update_count, self._pseudo_class_state)
+        row = cursor_type == "row"  # `_should_highlight` for a row cursor: the whole row; never a range
+        cursor = row and self.cursor_coordinate.row == row_index
+        hover = row and self.hover_coordinate.row == row_index
+        # Keyed by whether the cursor (hover) is on this line, not by where it is (the library's
+        # key): a `down` repaints the two lines it changes, not every line on screen.
+        cache_key = ("plain", y, x1, x2, width, cursor, hover, base_style, cursor_type, self._show_hover_cursor,
+                     self._update_count, self._pseudo_class_state)
         strip = self._line_cache.get(cache_key)
         if strip is not None:
             return strip
         col_widths, col1, col2, hidden_width = self._visible_columns(x1)
         state = self._cell_state()
         row_style, faded_style = self._body_row_styles(row_index, base_style)
-        row = cursor_type == "row"  # `_should_highlight` for a row cursor: the whole row; never a range
-        cursor = row and cursor_location.row == row_index
-        hover = row and hover_location.row == row_index
         plain_style = self._plain_style(row_style, cursor, hover, False, state)
         cell_styles = self._cell_styles
         null_rep = self.null_rep
