@@ -434,17 +434,17 @@ class FrameTable(Vertical):
         sort and filter), None if `cancelled()` says a newer state superseded this one."""
         (sort_key, sort_desc), pattern, _, search_key = state or self._state()
         src = self.source
-        rows = np.arange(len(src))
+        rows = None  # every row, in frame order (no array of positions made for them)
         if pattern and len(src):
             rows = np.flatnonzero(matches(src[search_key], pattern))
         if cancelled():
             return None
-        if sort_key and sort_key in src.columns and len(rows):
-            key = src[sort_key]
-            if len(rows) < len(src):
-                key = key.iloc[rows]
-            rows = rows[sort_order(key, sort_desc, self._kind(sort_key))]
-        return rows
+        if sort_key and sort_key in src.columns and len(src) and (rows is None or len(rows)):
+            key = src[sort_key] if rows is None else src[sort_key].iloc[rows]
+            order = sort_order(key, sort_desc, self._kind(sort_key))
+            # over every row the sort's positions are the rows themselves: no second 1M-row array
+            return order if rows is None else rows[order]
+        return np.arange(len(src)) if rows is None else rows
 
     def _kept_order(self, state: tuple, cancelled=lambda: False) -> np.ndarray | None:
         """`_order_of(state)` through the table's `OrderCache` (blocking: for workers)."""
