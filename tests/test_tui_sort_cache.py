@@ -104,9 +104,9 @@ def test_a_sort_finds_its_order_computed_ahead_and_shows_the_same_rows(monkeypat
     derived: list[tuple] = []
     plain_order_of = FrameTable._order_of
 
-    def counting(self, state=None, cancelled=lambda: False):
+    def counting(self, state=None, cancelled=lambda: False, source=None):
         derived.append((state or self._state())[0])
-        return plain_order_of(self, state, cancelled)
+        return plain_order_of(self, state, cancelled, source)
 
     monkeypatch.setattr(FrameTable, "_order_of", counting)
     seen: dict = {}
@@ -319,3 +319,13 @@ def test_body_lines_equal_the_librarys_with_every_kind_of_cell(cursor_type):
     assert seen[PlainCellTable, "moved"] == seen[DataTable, "moved"]
     assert (seen[DataTable, "moved"] != seen[DataTable]) == (cursor_type == "row")  # no cursor: nothing shows it
     assert any("日本" in text for line in seen[DataTable] for text, _, _ in line)
+
+
+def test_order_cache_keeps_nothing_asked_for_a_generation_cleared_since():
+    cache = OrderCache()
+    generation = cache.generation
+    cache.clear()  # the frame the key was made for is gone
+    got = cache.get("k", lambda: np.arange(3, dtype=np.int64), generation)
+    assert got.tolist() == [0, 1, 2] and got.dtype == np.int32
+    assert "k" not in cache and cache.peek("k") is None
+    assert cache.get("k", lambda: np.arange(2), cache.generation).tolist() == [0, 1] and cache.peek("k") is not None

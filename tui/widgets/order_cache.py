@@ -37,6 +37,12 @@ class OrderCache:
         self._running: dict[Hashable, threading.Event] = {}
         self._generation = 0  # `clear` bumps it: an order computed from what was cleared is not kept
 
+    @property
+    def generation(self) -> int:
+        """Bumped by `clear`: pass it to `get` from where the key was made, so that an order of a
+        frame cleared meanwhile is not kept under a key that a later frame could share."""
+        return self._generation
+
     def clear(self) -> None:
         """Forget every order (the table shows another frame)."""
         with self._lock:
@@ -70,11 +76,18 @@ class OrderCache:
         with self._lock:
             return len(self._done)
 
-    def get(self, key: Hashable, compute: Callable[[], np.ndarray | None]) -> np.ndarray | None:
+    def get(self, key: Hashable, compute: Callable[[], np.ndarray | None],
+            generation: int | None = None) -> np.ndarray | None:
         """The order for `key`: kept, or awaited from the thread computing it, or computed here by
-        `compute()` (which returns None when cancelled; nothing is kept then). Blocking: for workers."""
+        `compute()` (which returns None when cancelled; nothing is kept then). `generation`: the
+        cache's when the key was made (default: now); if the cache was cleared since, the order is
+        computed and returned but not kept. Blocking: for workers."""
         while True:
             with self._lock:
+                if generation is not None and generation != self._generation:
+                    stale = True
+                    break
+                stale = False
                 order = self._done.get(key)
                 if order is not None:
                     self._done.move_to_end(key)
@@ -85,6 +98,9 @@ class OrderCache:
                     generation = self._generation
                     break
             running.wait()  # then kept (take it) or cancelled (compute it here)
+        if stale:  # made for a frame cleared since: computed, never kept (nor waited for)
+            order = compute()
+            return None if order is None else compact(order)
         order = None
         try:
             order = compute()

@@ -429,11 +429,13 @@ class FrameTable(Vertical):
     def _state(self) -> tuple:
         return (self.sort, self.filter, id(self.source), self.search_key)
 
-    def _order_of(self, state: tuple | None = None, cancelled=lambda: False) -> np.ndarray | None:
-        """Source positions in view order for `state` (`_state()`, the current one by default: the
-        sort and filter), None if `cancelled()` says a newer state superseded this one."""
+    def _order_of(self, state: tuple | None = None, cancelled=lambda: False,
+                  source: pd.DataFrame | None = None) -> np.ndarray | None:
+        """Positions in `source` (the shown frame by default) in view order for `state` (`_state()`,
+        the current one by default: the sort and filter), None if `cancelled()` says a newer state
+        superseded this one."""
         (sort_key, sort_desc), pattern, _, search_key = state or self._state()
-        src = self.source
+        src = self.source if source is None else source
         rows = None  # every row, in frame order (no array of positions made for them)
         if pattern and len(src):
             rows = np.flatnonzero(matches(src[search_key], pattern))
@@ -446,9 +448,15 @@ class FrameTable(Vertical):
             return order if rows is None else rows[order]
         return np.arange(len(src)) if rows is None else rows
 
-    def _kept_order(self, state: tuple, cancelled=lambda: False) -> np.ndarray | None:
-        """`_order_of(state)` through the table's `OrderCache` (blocking: for workers)."""
-        return self._orders.get(state, lambda: self._order_of(state, cancelled))
+    def _kept_order(self, view: tuple, cancelled=lambda: False) -> np.ndarray | None:
+        """The order of `view` = (state, source, the cache's generation), all read together on the UI
+        thread, through the table's `OrderCache` (blocking: for workers). The frame travels with
+        the state: a worker never reads `self.source`, which another frame may have replaced."""
+        state, source, generation = view
+        return self._orders.get(state, lambda: self._order_of(state, cancelled, source), generation)
+
+    def _view_key(self, state: tuple) -> tuple:
+        return state, self.source, self._orders.generation
 
     def _derive(self) -> None:
         self._order, self._view = self._order_of(), None
@@ -471,16 +479,16 @@ class FrameTable(Vertical):
                 self.workers.cancel_group(self, "frame-table-order")  # an older state's order, if any
                 await self._rebuild(order, keep_cursor)
             else:
-                self._derive_worker(state, keep_cursor)
+                self._derive_worker(self._view_key(state), keep_cursor)
         else:
             await self.refresh_view(keep_cursor)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="frame-table-order")
-    def _derive_worker(self, state: tuple, keep_cursor: bool) -> None:
+    def _derive_worker(self, view: tuple, keep_cursor: bool) -> None:
         worker = get_current_worker()
-        order = self._kept_order(state, lambda: worker.is_cancelled)
+        order = self._kept_order(view, lambda: worker.is_cancelled)
         if order is not None and not worker.is_cancelled:
-            self.post_message(self.OrderReady(state, order, keep_cursor))
+            self.post_message(self.OrderReady(view[0], order, keep_cursor))
 
     def _next_sort(self) -> tuple[str, bool]:
         """What `cycle_sort` sorts by next: the next column, numbers descending first (biggest on
@@ -500,17 +508,17 @@ class FrameTable(Vertical):
                   for sort in (self._next_sort(), (self.sort_key or self.cols[0].key, not self.sort_desc))]
         wanted = [state for state in states if state not in self._orders]
         if wanted:
-            self._prefetch_worker(wanted)
+            self._prefetch_worker([self._view_key(state) for state in wanted])
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="frame-table-prefetch")
-    def _prefetch_worker(self, states: list[tuple]) -> None:
+    def _prefetch_worker(self, views: list[tuple]) -> None:
         # Cancelled by the next prefetch (a newer view): the order being computed is finished (a key
         # may be waiting for it), the rest are skipped.
         worker = get_current_worker()
-        for state in states:
-            if worker.is_cancelled or state[2] != id(self.source):
+        for view in views:
+            if worker.is_cancelled or view[1] is not self.source:
                 return
-            self._kept_order(state)
+            self._kept_order(view)
 
     @on(OrderReady)
     async def _order_ready(self, message: OrderReady) -> None:
