@@ -483,7 +483,9 @@ class FrameTable(Vertical):
         else:
             await self.refresh_view(keep_cursor)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="frame-table-order")
+    # `description`: without one, Textual names a worker by the repr of its arguments, and a view
+    # carries its frame (the repr of a million-row frame: ~20 ms on the UI thread per sort)
+    @work(thread=True, exclusive=True, exit_on_error=False, group="frame-table-order", description="the view's order")
     def _derive_worker(self, view: tuple, keep_cursor: bool) -> None:
         worker = get_current_worker()
         order = self._kept_order(view, lambda: worker.is_cancelled)
@@ -510,7 +512,8 @@ class FrameTable(Vertical):
         if wanted:
             self._prefetch_worker([self._view_key(state) for state in wanted])
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="frame-table-prefetch")
+    @work(thread=True, exclusive=True, exit_on_error=False, group="frame-table-prefetch",
+          description="the orders of s and S")
     def _prefetch_worker(self, views: list[tuple]) -> None:
         # Cancelled by the next prefetch (a newer view): the order being computed is finished (a key
         # may be waiting for it), the rest are skipped.
