@@ -240,11 +240,12 @@ class PlainCellTable(DataTable):
 
     def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
         """A body line as the library's `_render_line` makes it (the same Strip once simplified:
-        checked in tests/test_tui_table_backend.py), built as one segment per plain cell, the
-        form the library's segments take after `simplify`: a space, the text, its padding and a
-        space share one style. The library builds every cell from three to five segments through
-        two caches, then joins, crops and simplifies them: ~0.25 ms a line against ~0.06 here,
-        which is most of a repaint of a new page (a sort, a `pagedown`)."""
+        checked in tests/test_tui_table_backend.py and test_tui_sort_cache.py), built as one
+        segment per plain cell, the form the library's segments take after `simplify`: a space,
+        the text, its padding and a space share one style. The library builds every cell from three
+        to five segments through two caches, then joins, crops and simplifies them: a new page of
+        37 lines of the 1M raw table took ~9.6 ms here that way, ~6.4 ms this way (and the whole
+        widget's paint 13-15 -> 8-10 ms, with the style read once per paint)."""
         row_index = y - 1
         if row_index < 0 or not self._plain_row(row_index):
             return super()._render_line(y, x1, x2, base_style)
