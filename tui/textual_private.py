@@ -41,3 +41,21 @@ def plotext_theme_name(plot: Any, theme: str) -> str:
     """textual-plotext's name for the plotext theme matching a Textual theme (it has no public one);
     set before drawing, since plotext gives text labels the canvas colour current at draw time."""
     return plot._get_plotext_theme_name(theme)
+
+
+def update_scrollbars(widget: Any, virtual_size: Any) -> None:
+    """What a layout pass does for a scrolling widget whose own size is unchanged and whose
+    scrollable size is `virtual_size` (`ScrollView._size_updated` -> `Widget._scroll_update`):
+    the scrollbars' visibility and sizes, the scroll offsets clamped. A sort of a million-row table
+    changes only that, and a layout pass reflows and repaints the whole screen (~30 ms). Fallback
+    without the private name: set `virtual_size` and let the layout pass run."""
+    widget._scroll_update(virtual_size)
+
+
+def line_crop(segments: list, start: int, end: int, total: int) -> list:
+    """Textual's crop of a line of segments to cells [start, end) (`total`: the line's length), as
+    the table library crops its lines with it; a body line built outside the library must be cut
+    exactly as the library cuts its own. Fallback: `Strip(segments).crop(start, end)`."""
+    from textual._segment_tools import line_crop as crop
+
+    return crop(segments, start, end, total)

@@ -11,12 +11,14 @@ characters, control characters, markup, Rich renderables, headers, row labels, f
 library's own `_render_cell`.
 
 `_render_cell`, `_cell_render_cache`, `_get_styles_to_render_cell`, `_update_count`,
-`_pseudo_class_state` and `_show_hover_cursor` are textual-fastdatatable's private names (0.19.x),
-used here as its own `_render_cell` uses them; `show_view` sets `_column_labels`,
+`_pseudo_class_state`, `_show_hover_cursor`, `_line_cache`, `_row_render_cache`, `_get_row_style`,
+`_labelled_row_exists`, `_row_label_column_width` and `_total_row_height` are textual-fastdatatable's
+private names (0.19.x), used here as its own `_render_line` and `_render_cell` use them; `show_view` sets `_column_labels`,
 `_ordered_columns` and `_require_update_dimensions` and computes the scrollable size as its
 `_update_dimensions` does (its `sort` and `add_rows` call it); it sets Textual's `virtual_size`
-without its layout pass and calls Textual's private `Widget._scroll_update`, as a layout pass
-would. Without this class the table is only slower.
+without its layout pass and updates the scrollbars as a layout pass would, and body lines are
+cropped with Textual's own `line_crop` (both private to Textual: `tui/textual_private.py`). Without
+this class the table is only slower.
 """
 from __future__ import annotations
 
@@ -31,9 +33,10 @@ from textual.color import Color
 from textual.coordinate import Coordinate
 from textual.geometry import Size
 from textual.strip import Strip
-from textual._segment_tools import line_crop
 from textual_fastdatatable import DataTable
 from textual_fastdatatable.column import CELL_X_PADDING
+
+from ..textual_private import line_crop, update_scrollbars
 
 ELLIPSIS = "…"
 
@@ -164,7 +167,7 @@ class PlainCellTable(DataTable):
             return
         scrollbars = (self.show_horizontal_scrollbar, self.show_vertical_scrollbar)
         self.set_reactive(DataTable.virtual_size, size)
-        self._scroll_update(size)
+        update_scrollbars(self, size)
         if (self.show_horizontal_scrollbar, self.show_vertical_scrollbar) != scrollbars:
             self.refresh(layout=True)
 
