@@ -70,17 +70,32 @@ def matches(col: pd.Series, rx) -> np.ndarray:
     return hit[codes]  # code -1 (missing) picks the trailing False
 
 
+def _name_flags(rows: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Every name test the verdicts make, per row of `rows`, each evaluated once per distinct value
+    of its column over all the rows (a phase's rows share their categories with the whole trace:
+    tested per phase, the ~250k distinct paths of a long decode run were tested once per phase)."""
+    name, op = rows["name"], rows["op"]
+    return {"sdpa": matches(op, SDPA_RE), "bmm": matches(op, BMM_RE),
+            "path": matches(rows["path"], _attention_path), "softmax": matches(name, SOFTMAX_RE),
+            "not_softmax": matches(name, NOT_SOFTMAX_RE) | matches(op, NOT_SOFTMAX_RE),
+            "fused_name": matches(name, FUSED_RE), "fused_op": matches(op, FUSED_RE),
+            "not_attention": matches(name, NOT_ATTENTION_RE),
+            "category": (rows["category"] == "attention").to_numpy(dtype=bool)}
+
+
+def _attention_mask(f: dict[str, np.ndarray]) -> np.ndarray:
+    """Which rows are attention work, from `_name_flags` of one phase's rows."""
+    in_attention = f["path"] | f["sdpa"]
+    soft = f["softmax"] & ~f["not_softmax"]
+    soft &= in_attention | bool(f["bmm"].any())
+    mask = f["fused_name"] | soft | f["sdpa"] | (f["bmm"] & in_attention) | (f["category"] & ~f["softmax"])
+    return mask & ~f["not_attention"]
+
+
 def attention_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    name, op, path = rows["name"], rows["op"], rows["path"]
-    sdpa = matches(op, SDPA_RE)
-    bmm = matches(op, BMM_RE)
-    in_attention = matches(path, _attention_path) | sdpa
-    softmax = matches(name, SOFTMAX_RE)
-    soft = softmax & ~matches(name, NOT_SOFTMAX_RE) & ~matches(op, NOT_SOFTMAX_RE)
-    soft &= in_attention | bool(bmm.any())
-    mask = matches(name, FUSED_RE) | soft | sdpa | (bmm & in_attention) | \
-        ((rows["category"] == "attention").to_numpy(dtype=bool) & ~softmax)
-    return rows[mask & ~matches(name, NOT_ATTENTION_RE)]
+    """The attention work among `rows` (one phase's: a softmax counts beside batched GEMMs of the
+    same rows)."""
+    return rows[_attention_mask(_name_flags(rows))]
 
 
 def min_attention_bytes(meta: dict) -> pd.Series:
@@ -103,13 +118,20 @@ def verdicts(timed: pd.DataFrame, meta: dict, modeled: bool = False) -> list[Ver
     rows = labelled(timed)
     mins = min_attention_bytes(meta)
     out: list[Verdict] = []
-    for phase, prow in rows.groupby("phase", sort=False):
-        att = attention_rows(prow)
-        if att.empty:
+    if rows.empty:
+        return out
+    flags = _name_flags(rows)
+    positions = pd.Series(np.arange(len(rows)), index=rows.index)
+    for phase, at in positions.groupby(rows["phase"], sort=False):  # (the phases as rows.groupby gives them)
+        at = at.to_numpy()
+        f = {k: v[at] for k, v in flags.items()}
+        mask = _attention_mask(f)
+        if not mask.any():
             continue
-        hinted = bool((matches(att["path"], _attention_path) | matches(att["op"], SDPA_RE)).any())
-        fused = int((matches(att["name"], FUSED_RE) | matches(att["op"], FUSED_RE)).sum())
-        soft = int(matches(att["name"], SOFTMAX_RE).sum())
+        att = rows.iloc[at[mask]]
+        hinted = bool((f["path"][mask] | f["sdpa"][mask]).any())
+        fused = int((f["fused_name"][mask] | f["fused_op"][mask]).sum())
+        soft = int(f["softmax"][mask].sum())
         counted = att["counters"].fillna(False).astype(bool)
         if counted.all():
             attn_bytes = float((att["dram_read"] + att["dram_write"]).sum())

@@ -88,12 +88,22 @@ def _integer_gemm(rows: pd.DataFrame) -> np.ndarray:
     for col in ("name", "op"):
         if col not in rows or not len(rows):
             continue
-        codes, uniq = pd.factorize(rows[col].astype(object), use_na_sentinel=True)
+        codes, uniq = distinct_codes(rows[col])
         if not len(uniq):
             continue
         hit = np.array([is_integer_gemm(u) for u in uniq], dtype=bool)
         mask |= np.where(codes >= 0, hit[codes.clip(0)], False)
     return mask
+
+
+def distinct_codes(col: pd.Series) -> tuple[np.ndarray, list]:
+    """Integer codes per row (-1: missing) and the distinct values as plain `str` (or whatever the
+    column holds): a categorical's own codes and categories (free), else factorized. A categorical
+    may list values no row holds; a per-value test of them costs a call and changes nothing."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return col.cat.codes.to_numpy(), np.asarray(col.cat.categories, dtype=object).tolist()
+    codes, uniques = pd.factorize(col.astype(object), use_na_sentinel=True)
+    return codes, np.asarray(uniques, dtype=object).tolist()
 
 
 def _f(col: pd.Series) -> np.ndarray:
