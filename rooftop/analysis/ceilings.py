@@ -122,7 +122,15 @@ def group_peak(flops: np.ndarray, row_peak: np.ndarray, gid: np.ndarray, n: int,
     fallback = np.full(n, np.nan)
     known = np.flatnonzero(np.isfinite(row_peak))
     if dur is not None:
-        known = known[np.argsort(np.asarray(dur, dtype="float64")[known], kind="stable")]  # longest last
+        d = np.asarray(dur, dtype="float64")[known]
+        if np.isnan(d).any():  # (never, for validated rows) sorted: NaN counts as the longest
+            known = known[np.argsort(d, kind="stable")]
+        else:
+            # the longest row of each group, the last one among equals (what a stable sort by
+            # duration and a last-write-wins assignment picked, without sorting a million rows)
+            longest = np.full(n, -np.inf)
+            np.maximum.at(longest, gid[known], d)
+            known = known[d == longest[gid[known]]]
     # fancy assignment keeps the last write per group: the longest row's peak
     fallback[gid[known]] = row_peak[known]
     return np.where(np.isnan(eff), fallback, eff)

@@ -19,7 +19,7 @@ import pandas as pd
 from ..devices import ridge_point
 from .ceilings import group_peak
 from ..columns import GROUPS, ROOFLINE
-from .metrics import VERDICT_COVERAGE, add_coverage, known_sums, prepare, source_labels
+from .metrics import VERDICT_COVERAGE, add_coverage, grouped, known_sums, prepare, source_labels
 
 LATENCY_NS = 5_000
 LATENCY_ROOF_FRAC = 0.10
@@ -36,9 +36,8 @@ def kernel_groups(timed: pd.DataFrame, by: str = "short_name", peak_flops=None, 
     key = timed[by]
     rows = pd.DataFrame({"key": key.astype(object).where(key.notna(), "(unnamed)") if key.isna().any() else key,
                          "category": timed["category"], "phase": timed["phase"], "dur_ns": timed["dur_ns"]})
-    g = rows.groupby("key", sort=False)
-    gid = g.ngroup().to_numpy()
-    out = g.size().to_frame("count")
+    gid, sizes = grouped(rows, ["key"])
+    out = sizes.to_frame("count")
     n = len(out)
     out["time_ns"] = np.bincount(gid, weights=timed["dur_ns"].to_numpy(), minlength=n)
     for col, val in known_sums(timed, gid, n).items():
