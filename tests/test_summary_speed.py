@@ -167,3 +167,15 @@ def test_group_fallback_peak_is_the_longest_rows_the_last_among_equals():
     got = group_peak(flops, peak, gid, 3, np.array([7, 9, 9, 3, 1, 100]))
     # group 0: rows 1 and 2 both last 9, the later one (row 2) counts; group 1: row 3; group 2: no peak
     assert got[:2].tolist() == [3e15, 4e15] and math.isnan(got[2])
+
+
+def test_grouped_with_many_key_combinations_agrees_too():
+    # 400 x 400 possible pairs over 1000 rows: numbered through a hash, not a table
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"a": rng.integers(0, 400, 1000).astype("float64"),
+                          "b": pd.Categorical(rng.integers(0, 400, 1000).astype(str))})
+    frame.loc[::7, "a"] = np.nan
+    gid, sizes = grouped(frame, ["a", "b"], dropna=False)
+    g = frame.groupby(["a", "b"], sort=False, dropna=False)
+    assert gid.tolist() == g.ngroup().tolist()
+    pd.testing.assert_series_equal(sizes, g.size(), check_names=False)

@@ -124,8 +124,10 @@ def prepare(timed: pd.DataFrame) -> pd.DataFrame:
 
 def source_labels(codes: np.ndarray, gid: np.ndarray, n: int) -> np.ndarray:
     """Per group: "measured" if all known rows are measured, "model" if all are model, else "mixed"."""
-    m = np.bincount(gid, weights=(codes == 2), minlength=n) > 0
-    o = np.bincount(gid, weights=(codes == 1), minlength=n) > 0
+    # one count per (group, code) pair; codes outside 0..2 count as unknown, as before
+    pair = np.asarray(gid, dtype=np.int64) * 3 + np.where((codes == 1) | (codes == 2), codes, 0)
+    count = np.bincount(pair, minlength=3 * n)[:3 * n].reshape(n, 3)
+    m, o = count[:, 2] > 0, count[:, 1] > 0
     return np.where(m & o, "mixed", np.where(m, "measured", np.where(o, "model", None))).astype(object)
 
 
@@ -154,11 +156,20 @@ def grouped(frame: pd.DataFrame, keys: list[str], dropna: bool = True) -> tuple[
     if combined is None or not n:
         g = frame.groupby(keys, sort=False, dropna=dropna)
         return g.ngroup().to_numpy(), g.size()
-    gid, distinct = pd.factorize(combined)  # numbered by first appearance
-    first = np.full(len(distinct), n, dtype=np.int64)
-    np.minimum.at(first, gid, np.arange(n, dtype=np.int64))
+    if radix <= max(4 * n, 1 << 16):  # few combinations: numbered through a table, not a hash
+        first = np.full(radix, n, dtype=np.int64)
+        np.minimum.at(first, combined, np.arange(n, dtype=np.int64))
+        present = np.flatnonzero(first < n)
+        present = present[np.argsort(first[present], kind="stable")]  # by first appearance
+        number = np.empty(radix, dtype=np.int64)
+        number[present] = np.arange(len(present))
+        gid, first = number[combined], first[present]
+    else:
+        gid, distinct = pd.factorize(combined)  # numbered by first appearance
+        first = np.full(len(distinct), n, dtype=np.int64)
+        np.minimum.at(first, gid, np.arange(n, dtype=np.int64))
     index = frame[keys].iloc[first].groupby(keys, sort=False, dropna=dropna).size().index
-    return gid, pd.Series(np.bincount(gid, minlength=len(distinct)), index=index)
+    return gid, pd.Series(np.bincount(gid, minlength=len(first)), index=index)
 
 
 def _combine_sources(src: pd.Series, keys: list[str], frame: pd.DataFrame) -> pd.Series:
@@ -166,10 +177,22 @@ def _combine_sources(src: pd.Series, keys: list[str], frame: pd.DataFrame) -> pd
     return pd.Series(source_labels(np.asarray(src), gid, len(sizes)), index=sizes.index)
 
 
+def _sorted_by(gid: np.ndarray, start: np.ndarray) -> bool:
+    """Whether the rows are in (group, start) order already: then a stable sort by them keeps them
+    where they are."""
+    if len(gid) < 2:
+        return True
+    same = gid[1:] == gid[:-1]
+    return bool(np.all((gid[1:] > gid[:-1]) | (same & (start[1:] >= start[:-1]))))
+
+
 def _busy(gid: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
     """Union of [start, end) intervals per group: sort by (group, start), running max of ends."""
-    order = np.lexsort((start, gid))
-    g, s, e = gid[order], start[order].astype("float64"), end[order].astype("float64")
+    if _sorted_by(gid, start):  # (steps and phases follow each other in time: usually so already)
+        g, s, e = gid, start.astype("float64"), end.astype("float64")
+    else:
+        order = np.lexsort((start, gid))
+        g, s, e = gid[order], start[order].astype("float64"), end[order].astype("float64")
     run_end = pd.Series(e).groupby(g).cummax().to_numpy()
     prev = np.empty_like(run_end)
     prev[0] = -np.inf
