@@ -179,3 +179,31 @@ def test_grouped_with_many_key_combinations_agrees_too():
     g = frame.groupby(["a", "b"], sort=False, dropna=False)
     assert gid.tolist() == g.ngroup().tolist()
     pd.testing.assert_series_equal(sizes, g.size(), check_names=False)
+
+
+def test_split_runtime_text_is_what_encoding_after_the_split_gives():
+    """Names are dictionary-encoded before the runtime rows are split off; each part then holds
+    its own values only, in order of first appearance, as if encoded after the split."""
+    import pyarrow as pa
+
+    from rooftop.trace.read import _to_frame, split_runtime
+    kinds = ["runtime", "kernel", "range", "runtime", "kernel", "memcpy", "runtime", "kernel"]
+    names = ["cudaLaunchKernel", "gemm", None, "cudaMemcpyAsync", "softmax", "HtoD", "cudaLaunchKernel", "gemm"]
+    paths = ["host/x", "decode/a", "decode", None, "decode/b", "decode/a", "host/y", "decode/b"]
+    n = len(kinds)
+
+    def part(lo, hi):
+        return pa.table({"id": pa.array(range(lo, hi), pa.int64()), "kind": pa.array(kinds[lo:hi]).dictionary_encode(),
+                         "name": pa.array(names[lo:hi], pa.string()), "path": pa.array(paths[lo:hi], pa.string()),
+                         "start_ns": pa.array(range(lo, hi), pa.int64()), "dur_ns": pa.array([5] * (hi - lo), pa.int64())})
+    table = pa.concat_tables([part(0, 3), part(3, 8)])  # two chunks
+    events, host = split_runtime(table)
+    frame = _to_frame([events])
+    gpu_first = [1, 4, 5, 7, 2]  # GPU rows first, then the range
+    assert frame["name"].astype(object).tolist()[:4] == ["gemm", "softmax", "HtoD", "gemm"]
+    assert list(frame["name"].cat.categories) == ["gemm", "softmax", "HtoD"]  # no runtime name among them
+    assert list(frame["path"].cat.categories) == ["decode/a", "decode/b", "decode"]
+    assert frame["path"].astype(object).tolist() == [paths[i] for i in gpu_first]
+    assert list(host["name"].cat.categories) == ["cudaLaunchKernel", "cudaMemcpyAsync"]
+    assert host["name"].astype(object).tolist() == ["cudaLaunchKernel", "cudaMemcpyAsync", "cudaLaunchKernel"]
+    assert frame["id"].tolist() == gpu_first and n == 8
