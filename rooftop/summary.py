@@ -19,6 +19,7 @@ import math
 import os
 import re
 from dataclasses import dataclass
+from itertools import chain
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
@@ -92,51 +93,39 @@ def _json_text(value: Any) -> str:
     return text if text is not None else json.dumps(value, indent=1, default=str, allow_nan=False)
 
 
-_NOT_FINITE = ("nan", "inf", "-inf")
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+_BETWEEN_ITEMS = ",\n  "  # what the indent puts between the items of a record
+_BETWEEN_RECORDS = "}" + _BETWEEN_ITEMS + "{"  # raw newlines: never inside an encoded string
 
 
 def _records_text(value: Any) -> str | None:
-    """`json.dumps(value, indent=1, allow_nan=False)` of a list of flat records (str keys; str, int,
-    float, bool or None values), made directly: with an indent, `json` encodes in Python, one
-    generator step per value (~0.7 s for the per-step lists of 1M kernels). None for anything else
-    (a nested value, another type, a NaN), which `json.dumps` then encodes (or refuses) itself."""
+    """`json.dumps(value, indent=1, allow_nan=False)` of a list of flat, non-empty records (str
+    keys; str, int, float, bool or None values), made by json's C encoder: with an indent, `json`
+    encodes in Python, one generator step per value. The list is encoded in one call with the
+    indent's separator between items; the records are then cut apart where one ends and the next
+    begins (a newline, which encoded text never holds raw) and laid out as the indent lays them
+    out. None for anything else (a nested value, another type, an empty record, a NaN), which
+    `json.dumps` then encodes (or refuses) itself."""
     if type(value) is not list:
         return None
     if not value:
         return "[]"
-    string = json.encoder.encode_basestring_ascii  # (what `json.dumps` uses with ensure_ascii)
-    keys: dict[str, str] = {}
-    parts = []
-    for record in value:
-        if type(record) is not dict:
-            return None
-        items = []
-        for k, v in record.items():
-            key = keys.get(k) if type(k) is str else None
-            if key is None:
-                if type(k) is not str:
-                    return None
-                key = keys[k] = string(k) + ": "
-            t = type(v)
-            if t is str:
-                items.append(key + string(v))
-            elif t is float:
-                text = float.__repr__(v)
-                if text in _NOT_FINITE:
-                    return None
-                items.append(key + text)
-            elif t is int:
-                items.append(key + int.__repr__(v))
-            elif v is None:
-                items.append(key + "null")
-            elif v is True:
-                items.append(key + "true")
-            elif v is False:
-                items.append(key + "false")
-            else:
-                return None
-        parts.append("{\n  " + ",\n  ".join(items) + "\n }" if items else "{}")
-    return "[\n " + ",\n ".join(parts) + "\n]"
+    if not all(type(r) is dict and r for r in value) \
+            or not set(map(type, chain.from_iterable(value))) <= {str} \
+            or not set(map(type, chain.from_iterable(r.values() for r in value))) <= _SCALARS:
+        return None
+    encode = json.encoder.c_make_encoder
+    if encode is None:
+        return None
+    try:
+        text = "".join(encode(None, None, json.encoder.encode_basestring_ascii, None, ": ", _BETWEEN_ITEMS,
+                              False, False, False)(value, 0))
+    except ValueError:  # NaN or infinity
+        return None
+    records = text[2:-2].split(_BETWEEN_RECORDS)
+    if not (text.startswith("[{") and text.endswith("}]")) or len(records) != len(value):
+        return None
+    return "[\n {\n  " + "\n },\n {\n  ".join(records) + "\n }\n]"
 
 
 def build(analysis: Any, meta_bytes: bytes, rows: int) -> dict[bytes, bytes] | None:

@@ -101,11 +101,11 @@ def test_known_sums_are_the_plain_bincounts(case):
 
 RECORDS = [
     [],
-    [{}],
     [{"a": 1, "b": -2.5, "c": "x\"y\\z\n\t\u00e9\u2603\U0001f600", "d": None, "e": True, "f": False}],
     [{"phase": "decode", "step": 3, "span_ns": 1e-320, "big": 10 ** 30, "small": 1.0, "neg0": -0.0,
       "e": 1e22, "f": 0.1 + 0.2}, {"phase": "prefill", "step": 0}],
     [{"\u00fc key": "v", "k\u0000": "\u0001"}],
+    [{"a": "},\n  {"}, {"b": "}\n {"}],  # the text that separates records, inside a value
 ]
 
 
@@ -116,7 +116,8 @@ def test_records_text_is_json_dumps_indent_one(value):
 
 
 @pytest.mark.parametrize("value", [[{"a": [1]}], [{"a": np.float64(1.5)}], [{1: "x"}], [1, 2], {"a": 1},
-                                   [{"a": {"b": 1}}], [{"a": True}, 3]])
+                                   [{"a": {"b": 1}}], [{"a": True}, 3], [{}], [{"a": 1}, {}],
+                                   [{"a": [{"b": 1}, {"c": 2}]}]])
 def test_records_text_leaves_anything_else_to_json(value):
     assert _records_text(value) is None
     assert _json_text(value) == json.dumps(value, indent=1, default=str, allow_nan=False)
