@@ -81,8 +81,9 @@ def _clean_column(col: pd.Series) -> list:
 def totals(timed: pd.DataFrame, span: int) -> dict:
     """Counts and summed durations per kind: `kernels` counts kernel launches only, never copies;
     memcpy and memset have their own keys (and `ops` on a CPU-only run, whose timed rows are ops)."""
-    kinds = timed["kind"].astype(object) if len(timed) else pd.Series(dtype=object)
-    agg = timed["dur_ns"].groupby(kinds.to_numpy(), sort=False).agg(["size", "sum"]) if len(timed) else None
+    kinds = timed["kind"] if len(timed) else pd.Series(dtype=object)
+    # grouped on a categorical's codes (no million strings); the kinds it holds only
+    agg = timed["dur_ns"].groupby(kinds, sort=False, observed=True).agg(["size", "sum"]) if len(timed) else None
 
     def part(kind: str) -> tuple[int, int]:
         if agg is None or kind not in agg.index:
