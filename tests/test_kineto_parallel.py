@@ -1,6 +1,7 @@
 """The Kineto reader on every core gives exactly the rows of the one-process reader."""
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -40,19 +41,29 @@ def test_two_workers_equal_one_process(tmp_path, monkeypatch, gz):
     assert int((two["kind"] == "kernel").sum()) == 400
 
 
-def test_real_fixture_on_two_workers(fixtures_dir, monkeypatch):
+@pytest.mark.parametrize("plain", [False, True])
+def test_real_fixture_on_two_workers(fixtures_dir, monkeypatch, tmp_path, plain):
     path = fixtures_dir / "traces" / (PREFIX + FILES[0])
+    if plain:  # inflated: read in byte ranges, by processes that each open the file
+        path = tmp_path / "trace.json"
+        path.write_bytes(gzip.decompress((fixtures_dir / "traces" / (PREFIX + FILES[0])).read_bytes()))
     monkeypatch.setattr(kineto, "CHUNK", 50_000)
-    one, _ = read_kineto(path, workers=1)
-    two, _ = read_kineto(path, workers=2)
-    assert one.equals(two)
+    one, m1 = read_kineto(path, workers=1)
+    two, m2 = read_kineto(path, workers=3)
+    assert one.equals(two) and len(one)
+    assert {k: v for k, v in m1.items() if k != "source"} == {k: v for k, v in m2.items() if k != "source"}
 
 
-def test_false_boundary_falls_back_to_one_process(tmp_path, monkeypatch):
-    """Names full of `},` put the cut inside a string: the one-process reader re-cuts, the
-    parallel one cannot, so it starts again in one process and still gives the same rows."""
-    doc = _replicated(60, lambda i, name: f"{name}<{{lambda()#1}},{{x}},{i}>" + "},x" * 40)
-    p = _write(tmp_path / "odd.json", doc)
+@pytest.mark.parametrize("gz", [False, True])
+def test_false_boundary_falls_back_to_one_process(tmp_path, monkeypatch, gz):
+    """Names full of `},{` put a cut inside a string: the one-process reader re-cuts, the
+    parallel one cannot, so it starts again in one process and still gives the same rows. (A
+    plain file is split in byte ranges, where a newline between elements makes the guess safe:
+    this one is written on one line, names included.)"""
+    doc = _replicated(60, lambda i, name: f"{name}<{{lambda()#1}},{{x}},{i}>" + "},{x" * 40)
+    p = tmp_path / ("odd.json.gz" if gz else "odd.json")
+    data = json.dumps(doc).encode()
+    p.write_bytes(gzip.compress(data) if gz else data)
     monkeypatch.setattr(kineto, "CHUNK", 3_001)
     fell_back = []
     real = kineto._read
@@ -69,6 +80,23 @@ def test_false_boundary_falls_back_to_one_process(tmp_path, monkeypatch):
     one, _ = read_kineto(p, workers=1)
     assert fell_back == [True]
     assert one.equals(two)
+
+
+def test_plain_file_is_split_at_a_newline_between_elements(tmp_path, monkeypatch):
+    """The same names, one element per block of lines: the byte ranges start at true boundaries,
+    so no read starts again, and the workers read their ranges themselves."""
+    doc = _replicated(60, lambda i, name: f"{name}<{{lambda()#1}},{{x}},{i}>" + "},{x" * 40)
+    p = _write(tmp_path / "odd.json", doc)
+    monkeypatch.setattr(kineto, "CHUNK", 3_001)
+    ranges = []
+    real = _kineto_parallel.boundaries
+    monkeypatch.setattr(_kineto_parallel, "boundaries", lambda *a: ranges.append(real(*a)) or ranges[-1])
+    two, m2 = read_kineto(p, workers=3)
+    one, m1 = read_kineto(p, workers=1)
+    assert len(ranges) == 1 and len(ranges[0]) == 2
+    text = p.read_bytes()
+    assert all(text[c:c + 1] == b"{" and text[:c].rstrip().endswith(b",") for c in ranges[0])
+    assert one.equals(two) and m1["warnings"] == m2["warnings"]
 
 
 def test_truncated_file_keeps_the_same_prefix_in_parallel(tmp_path, monkeypatch):
@@ -88,3 +116,17 @@ def test_worker_count(monkeypatch):
     assert _kineto_parallel.workers_for(1 << 30, gz=False) >= 1
     monkeypatch.setenv("ROOFTOP_WORKERS", "3")
     assert _kineto_parallel.workers_for(1, gz=False) == 3
+
+
+def test_malformed_element_reported_as_one_process_reports_it(tmp_path, monkeypatch):
+    """A syntax error in any range: the whole read starts again in one process, which keeps the
+    events before it and names the character where it is."""
+    text = json.dumps(_replicated(80), indent=1)
+    at = text.index('"ts"', len(text) * 3 // 4)
+    p = tmp_path / "bad.json"
+    p.write_text(text[:at] + '"ts" 12' + text[at + 5:])  # a missing colon, three quarters in
+    monkeypatch.setattr(kineto, "CHUNK", 5_000)
+    one, m1 = read_kineto(p, workers=1)
+    two, m2 = read_kineto(p, workers=2)
+    assert one.equals(two) and len(two)
+    assert m1["warnings"] == m2["warnings"] and any("malformed JSON" in w for w in m2["warnings"])

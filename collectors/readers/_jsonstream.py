@@ -41,13 +41,14 @@ class Stream:
     Gzip is inflated with zlib directly: `GzipFile.read` drops what it had inflated when the
     stream turns out truncated, and a truncated trace should keep every complete event."""
 
-    def __init__(self, path: Path, progress: Progress | None, chunk: int):
+    def __init__(self, path: Path, progress: Progress | None, chunk: int, start: int = 0, end: int | None = None):
         self.path = path
         self.chunk = chunk
         self.raw = open(path, "rb")
         self.total = os.fstat(self.raw.fileno()).st_size
+        self.end = self.total if end is None else end  # a plain file's bytes [start, end) only
         self.gz = self.raw.read(2) == b"\x1f\x8b"
-        self.raw.seek(0)
+        self.raw.seek(0 if self.gz else start)
         self.z = zlib.decompressobj(16 + zlib.MAX_WBITS) if self.gz else None
         self.pending = b""
         self.inflated = 0
@@ -63,7 +64,7 @@ class Stream:
 
     def _bytes(self) -> bytes:
         if not self.gz:
-            return self.raw.read(self.chunk)
+            return self.raw.read(max(0, min(self.chunk, self.end - self.raw.tell())))
         while True:
             if not self.pending:
                 self.pending = self.raw.read(max(1, self.chunk // 4))
@@ -102,6 +103,24 @@ class Stream:
         if self.progress:
             self.progress(min(self.raw.tell(), self.total), self.total)
         return bool(data)
+
+    def cursor_byte(self) -> int | None:
+        """The file offset of the cursor (plain files), None where it cannot be known for sure:
+        the buffer's text re-encoded must be the bytes it was decoded from."""
+        if self.gz:
+            return None
+        ahead = self.buf[self.pos:].encode("utf-8")
+        at = self.raw.tell() - len(ahead) - len(self.dec.getstate()[0])
+        with open(self.path, "rb") as f:
+            f.seek(at)
+            return at if f.read(min(len(ahead), 4096)) == ahead[:4096] else None
+
+    def seek_byte(self, offset: int) -> None:
+        """Go on reading a plain file from `offset` (the start of a character)."""
+        self.raw.seek(offset)
+        self.dec.reset()
+        self.buf, self.pos, self.eof = "", 0, False
+        self.consumed = offset  # error offsets from here count bytes before as characters
 
     def skip_ws(self) -> str | None:
         """Skip whitespace and commas; the next character (None at end of input)."""
@@ -211,8 +230,10 @@ def _stop_at_syntax_error(s: Stream, sink: Sink, buf: str, start: int, cut: int)
     raise Malformed(f"malformed JSON ({msg})", s.consumed + bad)
 
 
-def document(s: Stream, key: str, sink: Sink) -> dict:
-    """Walk the top-level object; stream the array under `key` into `sink`, return the other keys."""
+def document(s: Stream, key: str, sink: Sink, at_array: Callable[[Stream], None] | None = None) -> dict:
+    """Walk the top-level object; stream the array under `key` into `sink`, return the other keys.
+    `at_array` is called with the cursor on the array's first element (it may move the cursor
+    further in, to an element boundary: `_kineto_parallel.RangeSplit`)."""
     if s.skip_ws() != "{":
         raise ValueError("not a JSON object")
     s.pos += 1
@@ -235,6 +256,8 @@ def document(s: Stream, key: str, sink: Sink) -> dict:
                 raise ValueError(f"{key} is not an array")
             s.pos += 1
             seen = True
+            if at_array is not None:
+                at_array(s)
             array(s, sink)
         else:
             head[k] = value(s)

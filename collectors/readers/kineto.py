@@ -25,7 +25,7 @@ from rooftop.trace.read import give_back_memory
 from . import _jsonstream
 from ._jsonstream import Progress
 from ._kineto_events import Collector
-from ._kineto_parallel import FALL_BACK, ParallelSink, workers_for
+from ._kineto_parallel import FALL_BACK, ParallelSink, RangeSplit, Recut, workers_for
 from ._kineto_join import assemble, nest_intervals  # noqa: F401  (nest_intervals: used by nsys)
 
 CHUNK = 4 << 20  # bytes read at a time: big enough that per-batch overhead vanishes, small to bound memory
@@ -49,14 +49,15 @@ def read_kineto(path: str | os.PathLike, progress: Progress | None = None,
     n = workers if workers is not None else workers_for(s.total, s.gz)
     if n > 1:
         try:
-            return _read(path, s, ParallelSink(n))
-        except FALL_BACK:  # a batch cut at a false boundary (one process re-cuts as it goes), or no pool
+            return _read(path, s, ParallelSink(n) if s.gz else RangeSplit(path, n, CHUNK))
+        except FALL_BACK:  # a cut at a false boundary (one process re-cuts as it goes), or no pool
             s = _jsonstream.Stream(path, progress, CHUNK)
     return _read(path, s, None)
 
 
-def _read(path: Path, s: _jsonstream.Stream, parallel: ParallelSink | None) -> tuple[pd.DataFrame, dict]:
-    sink = parallel or Collector()
+def _read(path: Path, s: _jsonstream.Stream, parallel: ParallelSink | RangeSplit | None) -> tuple[pd.DataFrame, dict]:
+    split = parallel if isinstance(parallel, RangeSplit) else None
+    sink = parallel if isinstance(parallel, ParallelSink) else Collector()
     warnings: list[str] = []
     head: dict = {}
     failure: BaseException | None = None
@@ -65,12 +66,17 @@ def _read(path: Path, s: _jsonstream.Stream, parallel: ParallelSink | None) -> t
     gc.disable()
     try:
         try:
-            head = _jsonstream.document(s, "traceEvents", sink)
+            head = _jsonstream.document(s, "traceEvents", sink, split.start if split else None)
         except (ValueError, EOFError, RecursionError) as exc:
             failure = exc
         finally:
-            if parallel is not None:
-                sink = parallel.finish()  # raises Recut, or closes the pool on any other error
+            if split is not None:
+                if isinstance(failure, _jsonstream.Malformed):
+                    split.close()  # its offset counts from this process's range: one process says where
+                    raise Recut()
+                sink = split.finish(sink)  # raises Recut, or closes the pool on any other error
+            elif parallel is not None:
+                sink = parallel.finish()
         if failure is not None:
             malformed = isinstance(failure, _jsonstream.Malformed)
             if not sink.events:
