@@ -399,21 +399,23 @@ def phase_table(timed: pd.DataFrame, steps: pd.DataFrame, meta: dict, peak_flops
         rows = rows[rows["rank"] == rows["rank"].min()]
     per_step = _group_stats(rows, ["phase", "_step"]).reset_index()
     g = per_step.groupby("phase", sort=False)
+    # two grouped sums over all the columns (each column summed as alone: the same numbers)
+    sums = g[["kernels", "span_ns", "busy_ns", "kernel_ns", *SUM_COLUMNS]].sum()
+    known = g[["flops", "bytes", "both_flops", "both_bytes"]].sum(min_count=1)
     out = pd.DataFrame({
         # rows outside any step (_step -1) are timed with the phase but are not a step
         "steps": (per_step["_step"] >= 0).groupby(per_step["phase"], sort=False).sum(),
-        "kernels": g["kernels"].sum(),
-        "span_ns": g["span_ns"].sum(),
-        "busy_ns": g["busy_ns"].sum(),
-        "kernel_ns": g["kernel_ns"].sum(),
-        "flops": g["flops"].sum(min_count=1),
-        "bytes": g["bytes"].sum(min_count=1),
+        "kernels": sums["kernels"],
+        "span_ns": sums["span_ns"],
+        "busy_ns": sums["busy_ns"],
+        "kernel_ns": sums["kernel_ns"],
+        "flops": known["flops"],
+        "bytes": known["bytes"],
         "first_ns": g["start_ns"].min(),
+        **{c: sums[c] for c in SUM_COLUMNS},
+        "both_flops": known["both_flops"],
+        "both_bytes": known["both_bytes"],
     })
-    for c in SUM_COLUMNS:
-        out[c] = g[c].sum()
-    for c in ("both_flops", "both_bytes"):
-        out[c] = g[c].sum(min_count=1)
     add_coverage(out)
     # Work outside every step window (before the first, between, after the last: rooftop.steps) is no
     # step, and its pieces lie between steps: no step count, no span across the run, its GPU time only.
