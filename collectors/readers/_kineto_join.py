@@ -78,24 +78,34 @@ def nest_intervals(ithr, ist, ien, ilabel, qthr, qt, stats: dict | None = None):
     ithr, ist, ien = (np.asarray(a, dtype=np.int64) for a in (ithr, ist, ien))
     qthr, qt = np.asarray(qthr, dtype=np.int64), np.asarray(qt, dtype=np.int64)
     order = np.lexsort((-(ien - ist), ist, ithr))  # per thread, by start, the longer first
-    parent = np.full(ni, -1, dtype=np.int64)
     ipath: list = [None] * ni
     stack: list = []  # [end, index, path, depth, path of a child past the bounds (built once)]
     cur = None
     cut = 0
     thr_l, t_l, ien_l = ithr.tolist(), ist.tolist(), ien.tolist()
+    parent_l = [-1] * ni
+    labels = ilabel if ilabel is not None else [None] * ni
     for k in order.tolist():
         if thr_l[k] != cur:
             cur, stack = thr_l[k], []
         now = t_l[k]
         while stack and stack[-1][0] <= now:
             stack.pop()
-        path, depth, was_cut = _child_path(stack, ilabel[k] if ilabel is not None else None)
-        cut += was_cut
+        label = labels[k]
         if stack:
-            parent[k] = stack[-1][1]
+            top = stack[-1]
+            parent_l[k] = top[1]
+            # the common case of `_child_path` inline (~40% of this loop at 1M kernels)
+            if label is not None and top[3] < MAX_PATH_DEPTH and len(top[2]) + 1 + len(label) <= MAX_PATH_CHARS:
+                path = f"{top[2]}/{label}"
+                ipath[k] = path
+                stack.append([ien_l[k], k, path, top[3] + 1, None])
+                continue
+        path, depth, was_cut = _child_path(stack, label)
+        cut += was_cut
         ipath[k] = path
         stack.append([ien_l[k], k, path, depth, None])
+    parent = np.array(parent_l, dtype=np.int64)
     inner = np.full(nq, -1, dtype=np.int64)
     if ni and nq:
         # the last interval (in pass order) starting at or before each query on the query's thread
