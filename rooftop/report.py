@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from . import columns
@@ -55,14 +56,34 @@ def records(df: pd.DataFrame | None, keys) -> list[dict]:
     if df is None or df.empty:
         return []
     keys = [k for k in keys if k in df.columns]
-    return [{k: _clean(v) for k, v in zip(keys, row)} for row in df[keys].itertuples(index=False, name=None)]
+    if df.columns.has_duplicates:
+        return [{k: _clean(v) for k, v in zip(keys, row)} for row in df[keys].itertuples(index=False, name=None)]
+    # column by column (the per-step lists are ~7k rows of ~25 values at 1M kernels): what `_clean`
+    # makes of each value, with NumPy's own conversion for plain number columns
+    columns = [_clean_column(df[k]) for k in keys]
+    return [dict(zip(keys, row)) for row in zip(*columns)]
+
+
+def _clean_column(col: pd.Series) -> list:
+    """`[_clean(v) for v in col]`: plain Python values, None for NaN, ±inf and missing."""
+    if isinstance(col.dtype, np.dtype):
+        if col.dtype.kind == "f":
+            values = col.to_numpy()
+            out = values.tolist()
+            for i in np.flatnonzero(~np.isfinite(values)).tolist():
+                out[i] = None
+            return out
+        if col.dtype.kind in "iub":
+            return col.to_numpy().tolist()
+    return [_clean(v) for v in col]
 
 
 def totals(timed: pd.DataFrame, span: int) -> dict:
     """Counts and summed durations per kind: `kernels` counts kernel launches only, never copies;
     memcpy and memset have their own keys (and `ops` on a CPU-only run, whose timed rows are ops)."""
-    kinds = timed["kind"].astype(object) if len(timed) else pd.Series(dtype=object)
-    agg = timed["dur_ns"].groupby(kinds.to_numpy(), sort=False).agg(["size", "sum"]) if len(timed) else None
+    kinds = timed["kind"] if len(timed) else pd.Series(dtype=object)
+    # grouped on a categorical's codes (no million strings); the kinds it holds only
+    agg = timed["dur_ns"].groupby(kinds, sort=False, observed=True).agg(["size", "sum"]) if len(timed) else None
 
     def part(kind: str) -> tuple[int, int]:
         if agg is None or kind not in agg.index:
@@ -87,10 +108,13 @@ def top_kernels(a: Analysis, top: int) -> list[dict]:
     rows = records(g, GROUP_KEYS)
     timed = a.timed
     if rows and "short_name" in timed.columns:
-        pairs = pd.DataFrame({"n": timed["name"].astype(object), "s": timed["short_name"].astype(object)})
-        short = dict(pairs.drop_duplicates("n").itertuples(index=False, name=None))
+        # the display name of the first launch of each whole name (looked up for the top ones only:
+        # pairing a million names with their short names cost more than the rest of the table)
+        names, short = timed["name"], timed["short_name"]
         for r in rows:
-            r["short_name"] = _clean(short.get(r["key"]))
+            hit = (names == r["key"]).to_numpy(dtype=bool, na_value=False)
+            first = int(hit.argmax())
+            r["short_name"] = _clean(short.iloc[first]) if hit[first] else None
     return rows
 
 

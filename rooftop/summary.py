@@ -19,6 +19,7 @@ import math
 import os
 import re
 from dataclasses import dataclass
+from itertools import chain
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
@@ -88,7 +89,43 @@ def bulk_key(name: str) -> bytes:
 
 def _json_text(value: Any) -> str:
     """`value` exactly as `rooftop report --json` prints it at the top level of the document."""
-    return json.dumps(value, indent=1, default=str, allow_nan=False)
+    text = _records_text(value)
+    return text if text is not None else json.dumps(value, indent=1, default=str, allow_nan=False)
+
+
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+_BETWEEN_ITEMS = ",\n  "  # what the indent puts between the items of a record
+_BETWEEN_RECORDS = "}" + _BETWEEN_ITEMS + "{"  # raw newlines: never inside an encoded string
+
+
+def _records_text(value: Any) -> str | None:
+    """`json.dumps(value, indent=1, allow_nan=False)` of a list of flat, non-empty records (str
+    keys; str, int, float, bool or None values), made by json's C encoder: with an indent, `json`
+    encodes in Python, one generator step per value. The list is encoded in one call with the
+    indent's separator between items; the records are then cut apart where one ends and the next
+    begins (a newline, which encoded text never holds raw) and laid out as the indent lays them
+    out. None for anything else (a nested value, another type, an empty record, a NaN), which
+    `json.dumps` then encodes (or refuses) itself."""
+    if type(value) is not list:
+        return None
+    if not value:
+        return "[]"
+    if not all(type(r) is dict and r for r in value) \
+            or not set(map(type, chain.from_iterable(value))) <= {str} \
+            or not set(map(type, chain.from_iterable(r.values() for r in value))) <= _SCALARS:
+        return None
+    encode = json.encoder.c_make_encoder
+    if encode is None:
+        return None
+    try:
+        text = "".join(encode(None, None, json.encoder.encode_basestring_ascii, None, ": ", _BETWEEN_ITEMS,
+                              False, False, False)(value, 0))
+    except ValueError:  # NaN or infinity
+        return None
+    records = text[2:-2].split(_BETWEEN_RECORDS)
+    if not (text.startswith("[{") and text.endswith("}]")) or len(records) != len(value):
+        return None
+    return "[\n {\n  " + "\n },\n {\n  ".join(records) + "\n }\n]"
 
 
 def build(analysis: Any, meta_bytes: bytes, rows: int) -> dict[bytes, bytes] | None:

@@ -197,17 +197,24 @@ class Analysis:
         return out
 
     @cached_property
+    def _gap_split(self) -> pd.DataFrame | None:
+        """The per-step split both `gap` and `gap_steps` are made from (computed once for both)."""
+        return gap.split(self.timed, self.peaks.flops, self.peaks.bw, self.steps)
+
+    @cached_property
     def gap(self) -> pd.DataFrame | None:
         if self.trace.modeled:
             return None  # a modeled trace is the ideal
-        return gap.gap_table(self.timed, self.phases, self.peaks.flops, self.peaks.bw, self.steps)
+        if self.phases.empty:
+            return None
+        return gap.gap_table(self.timed, self.phases, self.peaks.flops, self.peaks.bw, self.steps, split=self._gap_split)
 
     @cached_property
     def gap_steps(self) -> pd.DataFrame | None:
         """The gap to ideal of every step (per kernel where costs cover it, else from model bytes)."""
         if self.trace.modeled:
             return None
-        return gap.gap_steps(self.timed, self.peaks.flops, self.peaks.bw, self.steps)
+        return gap.gap_steps(self.timed, self.peaks.flops, self.peaks.bw, self.steps, split=self._gap_split)
 
     def full_names(self, key: str, by: str = "short_name", limit: int = 20) -> list[str]:
         """The distinct full (demangled) names behind one group key, most time first, at most `limit`."""

@@ -119,10 +119,21 @@ def group_peak(flops: np.ndarray, row_peak: np.ndarray, gid: np.ndarray, n: int,
     ideal_s = np.bincount(gid, weights=np.divide(f, row_peak, out=np.zeros_like(f), where=f > 0), minlength=n)
     total = np.bincount(gid, weights=f, minlength=n)
     eff = np.divide(total, ideal_s, out=np.full(n, np.nan), where=ideal_s > 0)
+    need = np.isnan(eff)
+    if not need.any():
+        return eff
     fallback = np.full(n, np.nan)
-    known = np.flatnonzero(np.isfinite(row_peak))
+    known = np.flatnonzero(np.isfinite(row_peak) & need[gid])  # (rows of the groups that need one)
     if dur is not None:
-        known = known[np.argsort(np.asarray(dur, dtype="float64")[known], kind="stable")]  # longest last
+        d = np.asarray(dur, dtype="float64")[known]
+        if np.isnan(d).any():  # (never, for validated rows) sorted: NaN counts as the longest
+            known = known[np.argsort(d, kind="stable")]
+        else:
+            # the longest row of each group, the last one among equals (what a stable sort by
+            # duration and a last-write-wins assignment picked, without sorting a million rows)
+            longest = np.full(n, -np.inf)
+            np.maximum.at(longest, gid[known], d)
+            known = known[d == longest[gid[known]]]
     # fancy assignment keeps the last write per group: the longest row's peak
     fallback[gid[known]] = row_peak[known]
     return np.where(np.isnan(eff), fallback, eff)

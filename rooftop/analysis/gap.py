@@ -109,9 +109,20 @@ def _split(timed: pd.DataFrame, peak_flops, peak_bw, steps: pd.DataFrame | None)
     return out
 
 
-def gap_steps(timed: pd.DataFrame, peak_flops, peak_bw, steps: pd.DataFrame | None = None) -> pd.DataFrame | None:
-    """The gap to ideal of every step (lowest rank), in time order within each phase."""
-    out = _split(timed, peak_flops, peak_bw, steps)
+def split(timed: pd.DataFrame, peak_flops, peak_bw, steps: pd.DataFrame | None = None) -> pd.DataFrame | None:
+    """The per-step split `gap_steps` and `gap_table` are made from (computed once, given to both:
+    `split=`); None where no step has a basis."""
+    return _split(timed, peak_flops, peak_bw, steps)
+
+
+_NOT_GIVEN = object()
+
+
+def gap_steps(timed: pd.DataFrame, peak_flops, peak_bw, steps: pd.DataFrame | None = None,
+              split: pd.DataFrame | None = _NOT_GIVEN) -> pd.DataFrame | None:
+    """The gap to ideal of every step (lowest rank), in time order within each phase; `split`: that
+    of `split(timed, peak_flops, peak_bw, steps)`, when the caller has it."""
+    out = _split(timed, peak_flops, peak_bw, steps) if split is _NOT_GIVEN else split
     if out is None:
         return None
     out = out[(out["_step"] >= 0) & out["measured_ns"].notna()].assign(step=lambda f: f["_step"].astype("int64"))
@@ -119,13 +130,13 @@ def gap_steps(timed: pd.DataFrame, peak_flops, peak_bw, steps: pd.DataFrame | No
 
 
 def gap_table(timed: pd.DataFrame, phases: pd.DataFrame, peak_flops, peak_bw,
-              steps: pd.DataFrame | None = None) -> pd.DataFrame | None:
+              steps: pd.DataFrame | None = None, split: pd.DataFrame | None = _NOT_GIVEN) -> pd.DataFrame | None:
     """The per-step split summed per phase; `basis` says "kernels", "model" or "mixed". A phase's
     measured time and launch gaps are the phase table's (its span and idle time), so the parts add
     up to what the phase table shows."""
     if phases.empty:
         return None
-    out = _split(timed, peak_flops, peak_bw, steps)
+    out = _split(timed, peak_flops, peak_bw, steps) if split is _NOT_GIVEN else split
     if out is None:
         return None
     g = out.groupby("phase", sort=False)

@@ -19,7 +19,7 @@ import pandas as pd
 from ..devices import ridge_point
 from .ceilings import group_peak
 from ..columns import GROUPS, ROOFLINE
-from .metrics import VERDICT_COVERAGE, add_coverage, known_sums, prepare, source_labels
+from .metrics import VERDICT_COVERAGE, add_coverage, grouped, known_sums, prepare, source_labels
 
 LATENCY_NS = 5_000
 LATENCY_ROOF_FRAC = 0.10
@@ -36,22 +36,21 @@ def kernel_groups(timed: pd.DataFrame, by: str = "short_name", peak_flops=None, 
     key = timed[by]
     rows = pd.DataFrame({"key": key.astype(object).where(key.notna(), "(unnamed)") if key.isna().any() else key,
                          "category": timed["category"], "phase": timed["phase"], "dur_ns": timed["dur_ns"]})
-    g = rows.groupby("key", sort=False)
-    gid = g.ngroup().to_numpy()
-    out = g.size().to_frame("count")
-    n = len(out)
-    out["time_ns"] = np.bincount(gid, weights=timed["dur_ns"].to_numpy(), minlength=n)
-    for col, val in known_sums(timed, gid, n).items():
-        out[col] = val
-    add_coverage(out)
+    gid, sizes = grouped(rows, ["key"])
+    n = len(sizes)
+    columns = {"count": sizes.to_numpy(), "time_ns": np.bincount(gid, weights=timed["dur_ns"].to_numpy(), minlength=n),
+               **known_sums(timed, gid, n)}
     # Dominant category and phase of each group, by time.
     for col in ("category", "phase"):
         val, distinct = top_by_weight(gid, rows[col], rows["dur_ns"].to_numpy(), n)
         if col == "phase":  # "decode+": mostly decode, also in another phase
             val = np.where(distinct > 1, np.array([f"{v}+" for v in val], dtype=object), val)
-        out[col] = val
-    out["bytes_source"] = source_labels(timed["bytes_src"].to_numpy(), gid, n)
-    out["flops_source"] = source_labels(timed["flops_src"].to_numpy(), gid, n)
+        columns[col] = val
+    columns["bytes_source"] = source_labels(timed["bytes_src"].to_numpy(), gid, n)
+    columns["flops_source"] = source_labels(timed["flops_src"].to_numpy(), gid, n)
+    # the columns made at once (a column added to a frame costs ~1 ms of pandas, whatever its length)
+    out = pd.DataFrame(columns, index=sizes.index)
+    add_coverage(out)
     total = out["time_ns"].sum()
     out["time_share"] = out["time_ns"] / total if total else np.nan
     out["mean_ns"] = out["time_ns"] / out["count"]

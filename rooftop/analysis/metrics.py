@@ -88,12 +88,22 @@ def _integer_gemm(rows: pd.DataFrame) -> np.ndarray:
     for col in ("name", "op"):
         if col not in rows or not len(rows):
             continue
-        codes, uniq = pd.factorize(rows[col].astype(object), use_na_sentinel=True)
+        codes, uniq = distinct_codes(rows[col])
         if not len(uniq):
             continue
         hit = np.array([is_integer_gemm(u) for u in uniq], dtype=bool)
         mask |= np.where(codes >= 0, hit[codes.clip(0)], False)
     return mask
+
+
+def distinct_codes(col: pd.Series) -> tuple[np.ndarray, list]:
+    """Integer codes per row (-1: missing) and the distinct values as plain `str` (or whatever the
+    column holds): a categorical's own codes and categories (free), else factorized. A categorical
+    may list values no row holds; a per-value test of them costs a call and changes nothing."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return col.cat.codes.to_numpy(), np.asarray(col.cat.categories, dtype=object).tolist()
+    codes, uniques = pd.factorize(col.astype(object), use_na_sentinel=True)
+    return codes, np.asarray(uniques, dtype=object).tolist()
 
 
 def _f(col: pd.Series) -> np.ndarray:
@@ -114,22 +124,75 @@ def prepare(timed: pd.DataFrame) -> pd.DataFrame:
 
 def source_labels(codes: np.ndarray, gid: np.ndarray, n: int) -> np.ndarray:
     """Per group: "measured" if all known rows are measured, "model" if all are model, else "mixed"."""
-    m = np.bincount(gid, weights=(codes == 2), minlength=n) > 0
-    o = np.bincount(gid, weights=(codes == 1), minlength=n) > 0
+    # one count per (group, code) pair; codes outside 0..2 count as unknown, as before
+    pair = np.asarray(gid, dtype=np.int64) * 3 + np.where((codes == 1) | (codes == 2), codes, 0)
+    count = np.bincount(pair, minlength=3 * n)[:3 * n].reshape(n, 3)
+    m, o = count[:, 2] > 0, count[:, 1] > 0
     return np.where(m & o, "mixed", np.where(m, "measured", np.where(o, "model", None))).astype(object)
 
 
+def grouped(frame: pd.DataFrame, keys: list[str], dropna: bool = True) -> tuple[np.ndarray, pd.Series]:
+    """(group number per row, rows per group) as `frame.groupby(keys, sort=False, dropna=dropna)`
+    gives them (`ngroup()`, `size()`, groups numbered in order of first appearance, the same index),
+    from the keys' codes: a categorical's own, else factorized, combined into one integer per row.
+    pandas' grouper took ~0.07-0.35 s per call at 1M kernels, and the analysis groups the same rows
+    six ways; the index is the one pandas makes of each group's first row. Rows with a missing key
+    under `dropna` (which pandas numbers apart) and key combinations past 2**62 are left to pandas."""
+    n = len(frame)
+    combined, radix = None, 1
+    for key in keys:
+        col = frame[key]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            codes, size = col.cat.codes.to_numpy().astype(np.int64), len(col.cat.categories) + 1
+        else:
+            codes, uniques = pd.factorize(col, use_na_sentinel=True)
+            codes, size = codes.astype(np.int64), len(uniques) + 1
+        codes += 1  # 0: missing
+        if (dropna and n and not codes.all()) or radix * size >= 1 << 62:
+            g = frame.groupby(keys, sort=False, dropna=dropna)
+            return g.ngroup().to_numpy(), g.size()
+        combined = codes if combined is None else combined * size + codes
+        radix *= size
+    if combined is None or not n:
+        g = frame.groupby(keys, sort=False, dropna=dropna)
+        return g.ngroup().to_numpy(), g.size()
+    if radix <= max(4 * n, 1 << 16):  # few combinations: numbered through a table, not a hash
+        first = np.full(radix, n, dtype=np.int64)
+        np.minimum.at(first, combined, np.arange(n, dtype=np.int64))
+        present = np.flatnonzero(first < n)
+        present = present[np.argsort(first[present], kind="stable")]  # by first appearance
+        number = np.empty(radix, dtype=np.int64)
+        number[present] = np.arange(len(present))
+        gid, first = number[combined], first[present]
+    else:
+        gid, distinct = pd.factorize(combined)  # numbered by first appearance
+        first = np.full(len(distinct), n, dtype=np.int64)
+        np.minimum.at(first, gid, np.arange(n, dtype=np.int64))
+    index = frame[keys].iloc[first].groupby(keys, sort=False, dropna=dropna).size().index
+    return gid, pd.Series(np.bincount(gid, minlength=len(first)), index=index)
+
+
 def _combine_sources(src: pd.Series, keys: list[str], frame: pd.DataFrame) -> pd.Series:
-    g = frame.groupby(keys, dropna=False, sort=False)
-    gid = g.ngroup().to_numpy()
-    index = g.size().index
-    return pd.Series(source_labels(np.asarray(src), gid, len(index)), index=index)
+    gid, sizes = grouped(frame, keys, dropna=False)
+    return pd.Series(source_labels(np.asarray(src), gid, len(sizes)), index=sizes.index)
+
+
+def _sorted_by(gid: np.ndarray, start: np.ndarray) -> bool:
+    """Whether the rows are in (group, start) order already: then a stable sort by them keeps them
+    where they are."""
+    if len(gid) < 2:
+        return True
+    same = gid[1:] == gid[:-1]
+    return bool(np.all((gid[1:] > gid[:-1]) | (same & (start[1:] >= start[:-1]))))
 
 
 def _busy(gid: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
     """Union of [start, end) intervals per group: sort by (group, start), running max of ends."""
-    order = np.lexsort((start, gid))
-    g, s, e = gid[order], start[order].astype("float64"), end[order].astype("float64")
+    if _sorted_by(gid, start):  # (steps and phases follow each other in time: usually so already)
+        g, s, e = gid, start.astype("float64"), end.astype("float64")
+    else:
+        order = np.lexsort((start, gid))
+        g, s, e = gid[order], start[order].astype("float64"), end[order].astype("float64")
     run_end = pd.Series(e).groupby(g).cummax().to_numpy()
     prev = np.empty_like(run_end)
     prev[0] = -np.inf
@@ -139,36 +202,26 @@ def _busy(gid: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.nda
     return np.bincount(g, weights=contrib, minlength=n)
 
 
-def _sum_known(values: np.ndarray, gid: np.ndarray, n: int) -> np.ndarray:
-    """Group sums where unknown (NaN) values are skipped, and a group with none known is NaN."""
-    known = ~np.isnan(values)
-    total = np.bincount(gid, weights=np.where(known, values, 0.0), minlength=n)
-    count = np.bincount(gid, weights=known, minlength=n)
-    return np.where(count > 0, total, np.nan)
-
-
 def _group_stats(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     rows = prepare(rows)
-    g = rows.groupby(keys, dropna=False, sort=False)
-    gid = g.ngroup().to_numpy()
-    out = g.size().to_frame("kernels")
-    n = len(out)
+    gid, sizes = grouped(rows, keys, dropna=False)
+    n = len(sizes)
+    kernels = sizes.to_numpy()
     # A kernel count never includes copies (on a CPU-only run the timed ops are what is counted).
     copies = rows["kind"].astype(object).isin(("memcpy", "memset")).to_numpy() if "kind" in rows.columns else None
     if copies is not None and copies.any():
-        out["kernels"] = out["kernels"] - np.bincount(gid, weights=copies, minlength=n).astype(np.int64)
+        kernels = kernels - np.bincount(gid, weights=copies, minlength=n).astype(np.int64)
     start, end, dur = rows["start_ns"].to_numpy(), rows["end_ns"].to_numpy(), rows["dur_ns"].to_numpy()
     starts = np.full(n, np.iinfo(np.int64).max)
     np.minimum.at(starts, gid, start)
     ends = np.full(n, np.iinfo(np.int64).min)
     np.maximum.at(ends, gid, end)
-    out["start_ns"], out["end_ns"] = starts, ends
-    out["kernel_ns"] = np.bincount(gid, weights=dur, minlength=n)
-    for col, val in known_sums(rows, gid, n).items():
-        out[col] = val
-    out["busy_ns"] = _busy(gid, start, end, n)
-    out["bytes_source"] = source_labels(rows["bytes_src"].to_numpy(), gid, n)
-    out["flops_source"] = source_labels(rows["flops_src"].to_numpy(), gid, n)
+    # the columns made at once (a column added to a frame costs ~1 ms of pandas, whatever its length)
+    out = pd.DataFrame({"kernels": kernels, "start_ns": starts, "end_ns": ends,
+                        "kernel_ns": np.bincount(gid, weights=dur, minlength=n), **known_sums(rows, gid, n),
+                        "busy_ns": _busy(gid, start, end, n),
+                        "bytes_source": source_labels(rows["bytes_src"].to_numpy(), gid, n),
+                        "flops_source": source_labels(rows["flops_src"].to_numpy(), gid, n)}, index=sizes.index)
     add_coverage(out)
     out["span_ns"] = out["end_ns"] - out["start_ns"]
     out["idle_ns"] = (out["span_ns"] - out["busy_ns"]).clip(lower=0)
@@ -188,13 +241,49 @@ def known_sums(rows: pd.DataFrame, gid: np.ndarray, n: int) -> dict[str, np.ndar
     compute, hbm = cls == COMPUTE, cls != LINK_COPY
     kb, kf = ~np.isnan(b), ~np.isnan(f) & compute
     both = kb & kf
-    def time_of(mask):
-        return np.bincount(gid, weights=np.where(mask, dur, 0.0), minlength=n)
-    return {"flops": _sum_known(f, gid, n), "bytes": _sum_known(b, gid, n),
-            "bytes_ns": time_of(kb), "flops_ns": time_of(kf), "both_ns": time_of(both),
-            "both_flops": _sum_known(np.where(both, f, np.nan), gid, n),
-            "both_bytes": _sum_known(np.where(both, b, np.nan), gid, n),
-            "hbm_known_ns": time_of(kb & hbm), "hbm_ns": time_of(hbm), "compute_ns": time_of(compute)}
+    sums = _MaskedSums(gid, n)
+    out = {"flops": sums.known(f, ~np.isnan(f)), "bytes": sums.known(b, kb),
+           "bytes_ns": sums.total(dur, kb), "flops_ns": sums.total(dur, kf), "both_ns": sums.total(dur, both),
+           "both_flops": sums.known(f, both), "both_bytes": sums.known(b, both),
+           "hbm_known_ns": sums.total(dur, kb & hbm), "hbm_ns": sums.total(dur, hbm),
+           "compute_ns": sums.total(dur, compute)}
+    seen: set[int] = set()
+    for k, v in out.items():  # one array per column (a caller may write into one)
+        if id(v) in seen:
+            out[k] = v.copy()
+        seen.add(id(v))
+    return out
+
+
+class _MaskedSums:
+    """Group sums of `values` over the rows of a mask, each distinct (values, mask) pair summed
+    once: the ten sums of `known_sums` use a few masks, which are often all rows or none (no
+    copies, no counters) or one another (FLOPs and bytes known for the same kernels). Every sum is
+    the `np.bincount` it replaces, over the same values in the same order: the same floats."""
+
+    def __init__(self, gid: np.ndarray, n: int):
+        self.gid, self.n = gid, n
+        self._done: list[tuple[np.ndarray, np.ndarray | None, np.ndarray]] = []  # (values, mask or None: all, sum)
+        self._ones: np.ndarray | None = None
+
+    def total(self, values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Per group, the sum of `values` where `mask` (0 for a group without such rows)."""
+        everything = bool(mask.all())
+        if not everything and not mask.any():
+            return np.zeros(self.n)
+        for v, m, got in self._done:
+            if v is values and (m is None if everything else m is not None and np.array_equal(m, mask)):
+                return got
+        got = np.bincount(self.gid, weights=values if everything else np.where(mask, values, 0.0), minlength=self.n)
+        self._done.append((values, None if everything else mask, got))
+        return got
+
+    def known(self, values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """`total`, NaN for a group without such rows (`_sum_known` of `values` masked to NaN)."""
+        total = self.total(values, mask)
+        if self._ones is None:
+            self._ones = np.ones(len(mask))  # the weights that count rows
+        return np.where(self.total(self._ones, mask) > 0, total, np.nan)
 
 
 SUM_COLUMNS = ("bytes_ns", "flops_ns", "both_ns", "hbm_known_ns", "hbm_ns", "compute_ns")
@@ -268,9 +357,20 @@ def labelled(timed: pd.DataFrame) -> pd.DataFrame:
     return timed.assign(phase=phase)
 
 
+# What `_group_stats` and the step and phase tables read of the prepared rows.
+_STAT_COLUMNS = ("rank", "phase", "step", "kind", "start_ns", "end_ns", "dur_ns", "bytes", "work_flops",
+                 "copy_class", "bytes_src", "flops_src", "_prepared")
+
+
+def _stat_columns(rows: pd.DataFrame) -> pd.DataFrame:
+    """The prepared rows with only the columns the tables read: a filter or an added column then
+    copies these, not the ~60 columns of the trace (~0.1 s a copy at 1M kernels)."""
+    return rows[[c for c in _STAT_COLUMNS if c in rows.columns]]
+
+
 def step_table(timed: pd.DataFrame, meta: dict, peak_flops=None, peak_bw=None, ridge=None) -> pd.DataFrame:
     """One row per (rank,) phase, step. Rows without a step number are left out."""
-    rows = prepare(timed)
+    rows = _stat_columns(prepare(timed))
     rows = rows[rows["step"].notna()]
     keys = (["rank"] if "rank" in rows.columns and rows["rank"].notna().any() else []) + ["phase", "step"]
     if rows.empty:
@@ -293,27 +393,29 @@ def phase_table(timed: pd.DataFrame, steps: pd.DataFrame, meta: dict, peak_flops
     rows = prepare(timed)
     if rows.empty:
         return pd.DataFrame(columns=["phase", "steps", "kernels", "span_ns", "busy_ns", "mbu", "mfu"])
-    rows = rows.assign(_step=rows["step"].to_numpy(dtype="float64", na_value=-1.0))
+    rows = _stat_columns(rows).assign(_step=rows["step"].to_numpy(dtype="float64", na_value=-1.0))
     if "rank" in rows.columns and rows["rank"].notna().any():
         # Multi-rank: the phase table is rank 0's (or the lowest rank's); per-rank tables are separate.
         rows = rows[rows["rank"] == rows["rank"].min()]
     per_step = _group_stats(rows, ["phase", "_step"]).reset_index()
     g = per_step.groupby("phase", sort=False)
+    # two grouped sums over all the columns (each column summed as alone: the same numbers)
+    sums = g[["kernels", "span_ns", "busy_ns", "kernel_ns", *SUM_COLUMNS]].sum()
+    known = g[["flops", "bytes", "both_flops", "both_bytes"]].sum(min_count=1)
     out = pd.DataFrame({
         # rows outside any step (_step -1) are timed with the phase but are not a step
         "steps": (per_step["_step"] >= 0).groupby(per_step["phase"], sort=False).sum(),
-        "kernels": g["kernels"].sum(),
-        "span_ns": g["span_ns"].sum(),
-        "busy_ns": g["busy_ns"].sum(),
-        "kernel_ns": g["kernel_ns"].sum(),
-        "flops": g["flops"].sum(min_count=1),
-        "bytes": g["bytes"].sum(min_count=1),
+        "kernels": sums["kernels"],
+        "span_ns": sums["span_ns"],
+        "busy_ns": sums["busy_ns"],
+        "kernel_ns": sums["kernel_ns"],
+        "flops": known["flops"],
+        "bytes": known["bytes"],
         "first_ns": g["start_ns"].min(),
+        **{c: sums[c] for c in SUM_COLUMNS},
+        "both_flops": known["both_flops"],
+        "both_bytes": known["both_bytes"],
     })
-    for c in SUM_COLUMNS:
-        out[c] = g[c].sum()
-    for c in ("both_flops", "both_bytes"):
-        out[c] = g[c].sum(min_count=1)
     add_coverage(out)
     # Work outside every step window (before the first, between, after the last: rooftop.steps) is no
     # step, and its pieces lie between steps: no step count, no span across the run, its GPU time only.
