@@ -44,8 +44,23 @@ class Result:
         return self.status
 
 
+_compiled = False
+
+
+def compile_bytecode() -> None:
+    """Compile the project's modules once, as an installed copy has them. Where
+    PYTHONDONTWRITEBYTECODE is set (this VM sets it), a checkout otherwise compiles its ~40 modules
+    in every measured process: +0.3-0.5 s on a 1k-kernel import, which no installed copy pays."""
+    global _compiled
+    if not _compiled:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", "rooftop", "collectors", "tui"], cwd=ROOT,
+                       stdout=subprocess.DEVNULL, check=False)
+        _compiled = True
+
+
 def run(cmd: list[str], timeout_s: float = 600, mem_gb: float | None = None, env: dict | None = None,
         cwd: Path = ROOT) -> Result:
+    compile_bytecode()
     def limits():  # runs in the child before exec; only the driver's main thread exists here
         os.setsid()
         if mem_gb:
