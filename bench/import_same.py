@@ -66,7 +66,7 @@ def differences(a, b) -> list[str]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("ref")
-    p.add_argument("files", nargs="+", type=Path)
+    p.add_argument("files", nargs="+", type=lambda s: Path(s).resolve())  # the converters run elsewhere
     p.add_argument("--workers", default="1,2")
     args = p.parse_args(argv)
     failed = False
