@@ -402,26 +402,41 @@ def _on_sigterm(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
+    program = argv is None  # the `rooftop` command or `python -m rooftop`, not a caller's own process
     try:
-        _restore_sigint()
-        argv = list(sys.argv[1:] if argv is None else argv)
-        old = _install_sigterm(argv)
         try:
-            with warnings.catch_warnings():
-                if not os.environ.get("ROOFTOP_DEBUG"):
-                    # numpy/pandas RuntimeWarnings about a damaged file's values are not for users: what
-                    # rooftop dropped or ignored is said in its own warnings
-                    warnings.simplefilter("ignore")
-                return _main(argv)
+            _restore_sigint()
+            argv = list(sys.argv[1:] if argv is None else argv)
+            old = _install_sigterm(argv)
+            try:
+                with warnings.catch_warnings():
+                    if not os.environ.get("ROOFTOP_DEBUG"):
+                        # numpy/pandas RuntimeWarnings about a damaged file's values are not for users: what
+                        # rooftop dropped or ignored is said in its own warnings
+                        warnings.simplefilter("ignore")
+                    return _main(argv)
+            finally:
+                if old is not None:
+                    signal.signal(signal.SIGTERM, old)
         finally:
-            if old is not None:
-                signal.signal(signal.SIGTERM, old)
+            if program:
+                _ignore_late_interrupts()
     except KeyboardInterrupt:  # Ctrl-C at any moment, even while printing an error: one line
         _quiet_print("rooftop: interrupted")
         return 130
     except Terminated:
         _quiet_print("rooftop: terminated")
         return 143
+
+
+def _ignore_late_interrupts() -> None:
+    """The work is done and said: a Ctrl-C from here on changes nothing. Python resets its SIGINT
+    handler to the default early in its teardown (freeing pandas and Arrow memory takes a while),
+    and a Ctrl-C then would end a finished import with -SIGINT instead of its status."""
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except (ValueError, OSError):  # not the main thread, or no signals here
+        pass
 
 
 def _restore_sigint() -> None:

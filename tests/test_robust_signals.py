@@ -83,3 +83,45 @@ def test_sigterm_while_the_package_imports_leaves_nothing(tmp_path):
     assert "Traceback" not in err
     if p.returncode != 0:
         assert not out_dir.exists() or not list(out_dir.iterdir())
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc to see where the child is")
+@pytest.mark.parametrize("gz", [False, True])
+def test_ctrl_c_in_a_terminal_stops_a_parallel_import_at_once(tmp_path, gz):
+    """Ctrl-C in a terminal reaches the whole process group, workers included: one line, exit 130,
+    at once (not after the workers finish their ranges, and never a read started again in one
+    process, which a worker dying of the signal would have meant), no worker left behind."""
+    import gzip
+    import os
+
+    src = _big_kineto(tmp_path / "big.json", n=600_000)
+    if gz:
+        src = tmp_path / "big.json.gz"
+        src.write_bytes(gzip.compress((tmp_path / "big.json").read_bytes(), compresslevel=1))
+    out_dir = tmp_path / "out"
+    p = subprocess.Popen([sys.executable, "-m", "rooftop", "import", str(src), "-o", str(out_dir / "t.parquet")],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "ROOFTOP_WORKERS": "2"}, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not _workers_started(p.pid) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert p.poll() is None, "the import ended before its workers started"
+    time.sleep(0.2)
+    sent = time.monotonic()
+    os.killpg(p.pid, signal.SIGINT)  # what a terminal does
+    _, err = p.communicate(timeout=60)
+    took = time.monotonic() - sent
+    said = [line for line in err.splitlines() if line.strip() and not line.startswith("importing ")]
+    assert p.returncode == 130 and said == ["rooftop: interrupted"], err
+    assert took < 3, took
+    time.sleep(0.2)
+    with pytest.raises(ProcessLookupError):  # nothing of the group is left
+        os.killpg(p.pid, 0)
+    assert not (out_dir.exists() and list(out_dir.iterdir()))
+
+
+def _workers_started(pid: int) -> bool:
+    try:
+        return bool(Path(f"/proc/{pid}/task/{pid}/children").read_text().split())
+    except OSError:
+        return False

@@ -26,6 +26,7 @@ from __future__ import annotations
 import gc
 import os
 import re
+import signal
 import sys
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -63,6 +64,26 @@ def workers_for(path_size: int, gz: bool) -> int:
 
 def _init_worker() -> None:
     gc.disable()  # the same reason as in the main reader: millions of acyclic short-lived objects
+    # Ctrl-C in a terminal reaches the whole process group: the main process alone answers it (and
+    # stops the workers, `abort`); a worker dying of it would look like a broken pool, which means
+    # "read again in one process"
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _abort(pool: ProcessPoolExecutor | None, futures) -> None:
+    """Stop a pool at once: queued work cancelled, running workers killed, nothing waited for (an
+    interrupted import must end now, not when the workers finish their ranges). Only for pools
+    whose queued calls are small (`RangeSplit`'s offsets): see `ParallelSink.abort`."""
+    for f in futures:
+        f.cancel()
+    if pool is None:
+        return
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):  # no public way before 3.14
+        try:
+            proc.terminate()
+        except (OSError, AttributeError):
+            pass
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _decode(kind: str, payload) -> Collector:
@@ -108,15 +129,23 @@ class ParallelSink:
         try:
             while self.pending:
                 self._merge_next()
-            return self.merged
-        finally:
-            self.close()
+        except BaseException:  # a batch that did not parse, or Ctrl-C: the rest is not waited for
+            self.abort()
+            raise
+        self.close()
+        return self.merged
 
     def close(self) -> None:
         for f in self.pending:
             f.cancel()
         self.pending.clear()
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def abort(self) -> None:
+        # Only the batches already handed to the workers are waited for (a few, ~0.1 s each):
+        # killing them could leave a 4 MB batch half-written into a pipe no one reads, and the
+        # queue's feeder thread blocked on it at exit.
+        self.close()
 
 
 # The end of one element and the start of the next: `},` and a newline first (no JSON string
@@ -203,12 +232,14 @@ class RangeSplit:
                     merged = c
                 else:
                     merged.merge(c)
-            if merged is None:
-                return own
-            merged.merge(own)
-            return merged
-        finally:
-            self.close()
+        except BaseException:  # a range that did not parse, or Ctrl-C: the rest is not waited for
+            self.abort()
+            raise
+        self.close()
+        if merged is None:
+            return own
+        merged.merge(own)
+        return merged
 
     def close(self) -> None:
         if self.pool is not None:
@@ -216,3 +247,7 @@ class RangeSplit:
                 f.cancel()
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
+
+    def abort(self) -> None:
+        _abort(self.pool, self.futures)
+        self.pool = None

@@ -69,14 +69,17 @@ def _read(path: Path, s: _jsonstream.Stream, parallel: ParallelSink | RangeSplit
             head = _jsonstream.document(s, "traceEvents", sink, split.start if split else None)
         except (ValueError, EOFError, RecursionError) as exc:
             failure = exc
-        finally:
-            if split is not None:
-                if isinstance(failure, _jsonstream.Malformed):
-                    split.close()  # its offset counts from this process's range: one process says where
-                    raise Recut()
-                sink = split.finish(sink)  # raises Recut, or closes the pool on any other error
-            elif parallel is not None:
-                sink = parallel.finish()
+        except BaseException:  # Ctrl-C, SIGTERM: stop the workers now, and wait for none of them
+            if parallel is not None:
+                parallel.abort()
+            raise
+        if split is not None:
+            if isinstance(failure, _jsonstream.Malformed):
+                split.close()  # its offset counts from this process's range: one process says where
+                raise Recut()
+            sink = split.finish(sink)  # raises Recut, or closes the pool on any other error
+        elif parallel is not None:
+            sink = parallel.finish()
         if failure is not None:
             malformed = isinstance(failure, _jsonstream.Malformed)
             if not sink.events:
