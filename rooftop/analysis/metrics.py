@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..codes import first_appearance
 from ..devices import trace_dtype
 from ..models import dtype_bytes
 from ..opmodel import is_integer_gemm, is_link_copy
@@ -157,13 +158,8 @@ def grouped(frame: pd.DataFrame, keys: list[str], dropna: bool = True) -> tuple[
         g = frame.groupby(keys, sort=False, dropna=dropna)
         return g.ngroup().to_numpy(), g.size()
     if radix <= max(4 * n, 1 << 16):  # few combinations: numbered through a table, not a hash
-        first = np.full(radix, n, dtype=np.int64)
-        np.minimum.at(first, combined, np.arange(n, dtype=np.int64))
-        present = np.flatnonzero(first < n)
-        present = present[np.argsort(first[present], kind="stable")]  # by first appearance
-        number = np.empty(radix, dtype=np.int64)
-        number[present] = np.arange(len(present))
-        gid, first = number[combined], first[present]
+        _, first, number = first_appearance(combined, radix)
+        gid = number[combined]
     else:
         gid, distinct = pd.factorize(combined)  # numbered by first appearance
         first = np.full(len(distinct), n, dtype=np.int64)

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import limits
+from ..codes import first_appearance
 from .schema import (FORMAT_VERSION, GPU_KINDS, HOST_COLUMNS, META_KEY, NUMERIC_CHECKED, REQUIRED, SCHEMA,
                      TEXT_COLUMNS, Trace, TraceError, one_line)
 
@@ -685,14 +686,11 @@ def _first_seen(col: pa.ChunkedArray) -> pa.ChunkedArray:
         return col
     dictionary = col.chunk(0).dictionary
     codes = np.concatenate([pc.fill_null(c.indices, -1).to_numpy(zero_copy_only=False) for c in col.chunks]).astype(np.int64)
-    n = len(codes)
-    first = np.full(len(dictionary) + 1, n, dtype=np.int64)  # the last slot: null (code -1)
-    np.minimum.at(first, codes, np.arange(n, dtype=np.int64))
-    used = np.flatnonzero(first[:-1] < n)
-    used = used[np.argsort(first[used], kind="stable")]
-    number = np.full(len(dictionary) + 1, -1, dtype=np.int32)
-    number[used] = np.arange(len(used), dtype=np.int32)
-    new = number[codes]
+    valid = codes >= 0
+    # (the filter keeps the rows' order; a spare slot, so that `number` has a slot 0, where a null's
+    # clipped code points, even for an empty dictionary)
+    used, _, number = first_appearance(codes[valid], len(dictionary) + 1)
+    new = np.where(valid, number[codes.clip(0)], -1).astype(np.int32)
     indices = pa.array(new, type=pa.int32(), mask=new < 0)
     return pa.chunked_array([pa.DictionaryArray.from_arrays(indices, dictionary.take(pa.array(used)))])
 

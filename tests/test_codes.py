@@ -1,0 +1,33 @@
+"""Numbering codes by first appearance (rooftop.codes), and the dictionary columns built on it."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from rooftop.codes import first_appearance
+from rooftop.trace.read import _first_seen
+
+
+def test_first_appearance_numbers_codes_as_factorize_does():
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        size = int(rng.integers(1, 12))
+        codes = rng.integers(0, size, int(rng.integers(0, 40)))
+        present, first, number = first_appearance(codes, size)
+        want, uniques = pd.factorize(codes)
+        assert present.tolist() == uniques.tolist()
+        assert number[codes].tolist() == want.tolist()
+        assert first.tolist() == [int(np.flatnonzero(codes == c)[0]) for c in present]
+        assert (number[np.setdiff1d(np.arange(size), present)] == -1).all()
+
+
+def test_first_seen_is_dictionary_encode_of_the_values_held():
+    full = pa.array(["a", "b", None, "c", "b", "d"]).dictionary_encode()
+    part = pa.chunked_array([full.take(pa.array([4, 2, 1, 4, 5]))])  # "b", None, "b", "b", "d"
+    got = _first_seen(part).combine_chunks()
+    want = pa.array(["b", None, "b", "b", "d"]).dictionary_encode()
+    assert got.dictionary.to_pylist() == want.dictionary.to_pylist() == ["b", "d"]
+    assert got.indices.to_pylist() == want.indices.to_pylist()
+    nulls = pa.chunked_array([pa.DictionaryArray.from_arrays(pa.array([None, None], pa.int32()), pa.array([], pa.string()))])
+    assert _first_seen(nulls).combine_chunks().to_pylist() == [None, None]
