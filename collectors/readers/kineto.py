@@ -75,9 +75,11 @@ def _read(path: Path, s: _jsonstream.Stream, parallel: ParallelSink | RangeSplit
             raise
         if split is not None:
             if isinstance(failure, _jsonstream.Malformed):
-                split.close()  # its offset counts from this process's range: one process says where
+                # its offset counts from this process's range: one process reads it all again and
+                # says where, so the workers' ranges are not waited for
+                split.abort()
                 raise Recut()
-            sink = split.finish(sink)  # raises Recut, or closes the pool on any other error
+            sink = split.finish(sink)  # raises Recut when a range did not parse
         elif parallel is not None:
             sink = parallel.finish()
         if failure is not None:
