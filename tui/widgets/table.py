@@ -500,6 +500,10 @@ class FrameTable(Vertical):
         col = self.cols[i % len(keys)]
         return col.key, col.kind != "text"
 
+    def _reversed_sort(self) -> tuple[str, bool]:
+        """What `reverse_sort` sorts by: the same column (the first if none), the other direction."""
+        return self.sort_key or self.cols[0].key, not self.sort_desc
+
     def _prefetch_orders(self) -> None:
         """Start computing the orders of the next two likely keys, `s` and `S`, unless kept."""
         if not self.PREFETCH_ORDERS or not self.is_mounted or len(self.source) < self.DERIVE_IN_WORKER_FROM \
@@ -507,7 +511,7 @@ class FrameTable(Vertical):
             return
         _, pattern, source, search_key = self._state()
         states = [(sort, pattern, source, search_key)
-                  for sort in (self._next_sort(), (self.sort_key or self.cols[0].key, not self.sort_desc))]
+                  for sort in (self._next_sort(), self._reversed_sort())]
         wanted = [state for state in states if state not in self._orders]
         if wanted:
             self._prefetch_worker([self._view_key(state) for state in wanted])
@@ -665,7 +669,7 @@ class FrameTable(Vertical):
         return next(c.label for c in self.cols if c.key == self.sort_key)
 
     def reverse_sort(self) -> None:
-        self.sort = (self.sort_key or self.cols[0].key, not self.sort_desc)
+        self.sort = self._reversed_sort()
 
     def set_filter(self, pattern: str | None) -> None:
         if pattern:
