@@ -265,26 +265,31 @@ def _int32(digits: str) -> int | None:
 
 
 def parse_paths(paths: pd.Series, full: np.ndarray | None = None) -> pd.DataFrame:
-    """Vectorised `parse_path` -> DataFrame(phase, step, layer) aligned with `paths` (phase: object,
-    NaN where none). Each distinct path is parsed once; `full` (a row mask) limits the
-    phase and step to those rows' paths (the others get the layer alone, the cheap part: a
+    """Vectorised `parse_path` -> DataFrame(phase, step, layer) aligned with `paths` (phase: a
+    categorical, missing where none). Each distinct path is parsed once; `full` (a row mask) limits
+    the phase and step to those rows' paths (the others get the layer alone, the cheap part: a
     million-kernel trace holds ~350k distinct paths, most already placed by the importer)."""
     codes, uniq = pd.factorize(paths, use_na_sentinel=True)
     uniq = np.asarray(uniq, dtype=object)
     if full is None:
-        wanted = np.ones(len(uniq), dtype=bool)
+        wanted = np.arange(len(uniq))
     else:
-        wanted = np.zeros(len(uniq), dtype=bool)
+        mask = np.zeros(len(uniq), dtype=bool)
         c = codes[np.asarray(full, dtype=bool)]
-        wanted[c[c >= 0]] = True
-    parsed = [parse_path(p)[:2] if w else (None, None) for p, w in zip(uniq.tolist(), wanted.tolist())]
-    layers = np.append(parse_layers(uniq), np.nan)  # code -1: no path
-
-    def col(i, missing):
-        return np.array([missing if v[i] is None else v[i] for v in parsed] + [missing], dtype=object)[codes]
+        mask[c[c >= 0]] = True
+        wanted = np.flatnonzero(mask)
+    phase = np.full(len(uniq) + 1, None, dtype=object)  # the last entry: code -1, no path
+    step = np.full(len(uniq) + 1, np.nan)
+    for i, p in zip(wanted.tolist(), uniq[wanted].tolist()):
+        ph, st, _ = parse_path(p)
+        phase[i] = ph
+        if st is not None:
+            step[i] = st
+    phase_codes, phases = pd.factorize(phase)  # None: -1
+    layers = np.append(parse_layers(uniq), np.nan)
     return pd.DataFrame({
-        "phase": pd.Series(col(0, np.nan), index=paths.index, dtype=object),  # no phase: NaN
-        "step": pd.array(np.array([np.nan if v[1] is None else v[1] for v in parsed] + [np.nan])[codes], dtype="Int32"),
+        "phase": pd.Categorical.from_codes(phase_codes[codes], categories=pd.Index(phases, dtype=object)),
+        "step": pd.array(step[codes], dtype="Int32"),
         "layer": pd.array(layers[codes], dtype="Int32"),
     }, index=paths.index)
 

@@ -348,7 +348,7 @@ def test_unexpected_types_take_the_exact_path(tmp_path, monkeypatch, compact):
     k = rows[rows["kind"] == "kernel"].iloc[0]
     # ns relative to the first event, from the decimal text: .8 µs -> 800 ns, never a double's .75
     assert int(k["start_ns"]) == 1712195495505780001 - 1712195495505772800
-    assert int(k["dur_ns"]) == 2500 and k["grid"] is None and list(k["block"]) == [128, 1, 1]
+    assert int(k["dur_ns"]) == 2500 and k["grid"] is pd.NA and list(k["block"]) == [128, 1, 1]
     assert k["op"] == "triton_op" and meta["origin_ns"] == 1712195495505772800
     _exact_only(monkeypatch)
     again, _ = read_kineto(p)

@@ -110,7 +110,7 @@ def test_parse_paths_full_only_where_asked():
     part = parse_paths(paths, np.array([False, False, True, True, False, False]))
     assert part["phase"].tolist()[2:4] == ["prefill", "decode"] and part["phase"][0] == "decode"
     assert part["step"].tolist()[4] is pd.NA and part["layer"].tolist() == full["layer"].tolist()
-    assert pd.isna(part["phase"][4]) and part["step"][0] == 3 and part["phase"].dtype == object
+    assert pd.isna(part["phase"][4]) and part["step"][0] == 3 and isinstance(part["phase"].dtype, pd.CategoricalDtype)
 
 
 @pytest.mark.parametrize("overlap", [True, False])

@@ -84,6 +84,9 @@ def _out_of_range(rows: pd.DataFrame) -> np.ndarray:
     for c in _SHAPES:
         if c not in rows.columns:
             continue
+        if isinstance(rows[c].dtype, pd.ArrowDtype):  # Kineto's: fixed-size lists, checked as arrays
+            bad |= _wild_shapes(pa.array(rows[c].array))
+            continue
         # each distinct object once (importers share one list per launch shape): a million rows
         # hold a few hundred shapes, and checking them row by row cost ~2.5 s at 1M kernels
         vals = rows[c].to_numpy(dtype=object)
@@ -102,6 +105,17 @@ def _out_of_range(rows: pd.DataFrame) -> np.ndarray:
         wrong_obj = np.zeros(len(objs), dtype=bool)
         wrong_obj[is_shape] = np.asarray(wrong, dtype=bool)
         bad[present] |= wrong_obj[codes]
+    return bad
+
+
+def _wild_shapes(shapes: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Rows of an Arrow column of [x, y, z] lists with a part out of range (null lists: none)."""
+    import pyarrow.compute as pc
+
+    bad = np.zeros(len(shapes), dtype=bool)
+    for i in range(3):
+        v = pc.list_element(shapes, i).to_numpy(zero_copy_only=False)  # float, NaN where null
+        bad |= (v < 0) | (v >= _INT32)
     return bad
 
 

@@ -31,6 +31,11 @@ def _column(frame: pd.DataFrame, name: str, typ: pa.DataType, n: int) -> pa.Arra
         arr = pa.array(col.astype(object).where(col.notna(), None), type=pa.string(), from_pandas=True)
         return arr.dictionary_encode().cast(typ)
     if pa.types.is_fixed_size_list(typ):
+        if isinstance(col.dtype, pd.ArrowDtype):  # already lists (a Kineto import's): a cast
+            try:
+                return pa.array(col.array).cast(typ)
+            except (pa.ArrowException, TypeError):
+                pass  # not lists of three numbers after all: converted row by row, as others are
         return _shapes(col.to_numpy(dtype=object), typ)
     if pa.types.is_string(typ):
         return pa.array(col.astype(object).where(col.notna(), None), type=typ, from_pandas=True)
@@ -104,11 +109,14 @@ def to_table(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]], fill
             frame["name"] = _text_or_empty(frame["name"])
             given = frame["short_name"] if "short_name" in frame.columns else None
             frame["short_name"] = short_names(frame["name"], given)
-        if "category" not in frame.columns or frame["category"].isna().any():
-            cat = frame["category"].astype(object) if "category" in frame.columns else pd.Series(None, index=frame.index, dtype=object)
+        if "category" not in frame.columns or frame["category"].isna().all():  # (a categorical)
+            frame["category"] = categorize(frame["name"], frame["op"] if "op" in frame.columns else None,
+                                           frame["kind"] if "kind" in frame.columns else None)
+        elif frame["category"].isna().any():
+            cat = frame["category"].astype(object)
             need = cat.isna()
             cat[need] = categorize(frame.loc[need, "name"], frame.loc[need, "op"] if "op" in frame.columns else None,
-                                   frame.loc[need, "kind"] if "kind" in frame.columns else None)
+                                   frame.loc[need, "kind"] if "kind" in frame.columns else None).astype(object)
             frame["category"] = cat
         if "path" in frame.columns:
             # the phase and step only where the producer left them null; the layer everywhere
@@ -122,7 +130,7 @@ def to_table(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]], fill
                 else:
                     cur = frame[c]
                     if c == "phase":
-                        frame[c] = cur.astype(object).where(cur.notna(), parsed[c])
+                        frame[c] = _fill_text(cur, parsed[c])
                     else:
                         frame[c] = _fill_int(cur, parsed[c])
             # work the importer found outside every step window is no step, whatever its launch path says
@@ -153,6 +161,19 @@ def _text_or_empty(col: pd.Series) -> pd.Series:
             col = col.cat.add_categories([""])
         return col.fillna("")
     return col.astype(object).where(col.notna(), "")
+
+
+def _fill_text(cur: pd.Series, fallback: pd.Series) -> pd.Series:
+    """`cur` where present, else `fallback`; two categoricals stay one (no Python object per row)."""
+    if not (isinstance(cur.dtype, pd.CategoricalDtype) and isinstance(fallback.dtype, pd.CategoricalDtype)):
+        return cur.astype(object).where(cur.notna(), fallback.astype(object))
+    cats = cur.cat.categories.append(fallback.cat.categories).unique()
+
+    def codes(col: pd.Series) -> np.ndarray:  # into `cats`; -1 stays -1 (missing)
+        return np.append(cats.get_indexer(col.cat.categories), -1)[np.asarray(col.cat.codes)]
+    mine = codes(cur)
+    return pd.Series(pd.Categorical.from_codes(np.where(mine >= 0, mine, codes(fallback)), categories=cats),
+                     index=cur.index)
 
 
 def _fill_int(cur: pd.Series, fallback: pd.Series) -> pd.Series:

@@ -1,0 +1,150 @@
+"""The conforming step's fast paths (`rooftop.trace.to_table`) give what the plain paths give:
+names without brackets skip the bracket scanner, ASCII names match lowered patterns, derived text
+columns stay categoricals, Kineto launch shapes arrive as Arrow lists."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from rooftop import names as nm
+
+TOKENS = ["step=12", "ProfilerStep#3", "cudaLaunchKernel", "flash", "FLASH", "Attn", "gemm", "GEMV", "nccl",
+          "mm_", "_MM_", "fp8", "CVT_", "rms", "Norm", "copy", "Copy_", "topk", "sort", " ", "  ", "::", ":", "_",
+          "=", "#", "-", "->", "<", ">", "(", ")", "{", "}", ",", "operator", "operator()", "void ", "int ",
+          "ſ", "K", "é", "Ä", "\u212a", "0", "42", "ampere_h16", "Sm90", "vllm::", "at::native::"]
+
+
+def _random_names(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice(TOKENS) for _ in range(rng.randint(1, 6))) for _ in range(n)]
+
+
+def _scan_components(text: str) -> list[str]:
+    """`_components` by the bracket scanner alone (what the fast path stands in for)."""
+    parts, start, prev = [], 0, -2
+    for i, c, depth in nm._scan(text):
+        if c == ":" and depth == 0 and prev == i - 1:
+            parts.append(text[start:i - 1])
+            start = i + 1
+        if c == ":":
+            prev = i
+    parts.append(text[start:])
+    return [p for p in parts if p and p not in nm._ANONYMOUS]
+
+
+def _scan_strip_return(text: str) -> str:
+    if text.startswith("void "):
+        return text[5:]
+    cut = -1
+    for i, c, depth in nm._scan(text):
+        if c == " " and depth == 0:
+            cut = i
+    if cut <= 0 or "operator" in text[max(0, cut - 9):cut + 10]:
+        return text
+    return text[cut + 1:]
+
+
+def _case_insensitive_category(name: str, op: str | None = None) -> str:
+    """`category_of` with the case-insensitive patterns only (the reference for the lowered ones)."""
+    for text, from_op in ((name, False), (op, True)):
+        if not text:
+            continue
+        own = nm._own_name(text[:nm.SCAN_CHARS])
+        for cat, rx in nm._CATEGORY_RE:
+            if rx.search(own):
+                if cat == "attention" and from_op and name:
+                    break
+                return cat
+    return "other"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_name_fast_paths_agree_with_the_bracket_scanner(seed):
+    names = _random_names(3000, seed) + ["a->b", "x > y", "operator new", "f operator<", "A  B", "void", " x y"]
+    for n in names:
+        assert nm._components(n) == _scan_components(n), n
+        assert nm._strip_return(n) == _scan_strip_return(n), n
+        if "<" not in n and ">" not in n:
+            assert nm._strip_templates(n) == n
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_lowered_patterns_match_as_the_case_insensitive_ones(seed):
+    names = _random_names(3000, seed)
+    ops = _random_names(3000, seed + 10)
+    for n, op in zip(names, ops):
+        assert nm.category_of(n) == _case_insensitive_category(n), n
+        assert nm.category_of("", op) == _case_insensitive_category("", op), op
+    # the fast path is taken where it means the same: ASCII, with upper case
+    assert nm.category_of("FLASH_FWD_KERNEL") == "attention" and nm.category_of("SM90_XMMA_GEMM") == "gemm"
+
+
+def test_derived_text_columns_are_categoricals_of_the_same_values():
+    names = pd.Series(_random_names(2000, 7) + [None, ""], dtype=object).astype("category")
+    ops = pd.Series((_random_names(40, 8) * 60)[:len(names)], dtype=object)
+    kinds = pd.Series(["kernel", "memcpy", None, "range"] * (len(names) // 4) + ["kernel"] * (len(names) % 4))
+    cats = nm.categorize(names, ops, kinds)
+    assert isinstance(cats.dtype, pd.CategoricalDtype) and cats.index.equals(names.index)
+    want = [nm.category_of(n if isinstance(n, str) else None, o, k) for n, o, k in zip(names, ops, kinds)]
+    assert cats.astype(object).tolist() == want
+    shorts = nm.short_names(names)
+    assert isinstance(shorts.dtype, pd.CategoricalDtype)
+    mapping = nm.unique_short_names([n for n in names if isinstance(n, str)])
+    assert [None if pd.isna(s) else s for s in shorts.astype(object)] == [mapping.get(n) for n in names]
+
+
+def test_parse_paths_phase_is_a_categorical_and_fills_like_objects():
+    from rooftop.steps import parse_path, parse_paths
+    from rooftop.trace.build import _fill_text
+
+    paths = pd.Series(["decode/step=3/a", None, "prefill/step=1", "x/y", "decode/step=3/a", "sglang forward_extend"],
+                      dtype=object).astype("category")
+    parsed = parse_paths(paths)
+    assert [None if pd.isna(p) else p for p in parsed["phase"].astype(object)] == \
+        [parse_path(p)[0] if isinstance(p, str) else None for p in paths]
+    cur = pd.Series(["run", None, None, "decode", None, None], dtype=object).astype("category")
+    want = cur.astype(object).where(cur.notna(), parsed["phase"].astype(object))
+    got = _fill_text(cur, parsed["phase"])
+    assert isinstance(got.dtype, pd.CategoricalDtype)
+    assert [None if pd.isna(v) else v for v in got.astype(object)] == [None if pd.isna(v) else v for v in want]
+    # no category on one side, and no value at all: still the same
+    empty = pd.Series([None] * 6, dtype=object).astype("category")
+    assert _fill_text(empty, empty).isna().all()
+    assert _fill_text(empty, parsed["phase"]).astype(object).equals(parsed["phase"].astype(object))
+
+
+def test_kineto_shapes_arrive_as_arrow_lists_and_conform_as_object_lists_do():
+    """The Kineto join hands launch shapes over as Arrow fixed-size lists: the conformed column is
+    what the same shapes as Python lists give, and out-of-range ones are found as before."""
+    from collectors.readers._kineto_join import _shape3, _shape_column
+    from collectors.readers.importers import _out_of_range
+    from collectors.readers._kineto_events import NULL
+    from rooftop.trace.build import _column
+
+    class G:
+        def __init__(self, cols):
+            self.cols = cols
+
+        def np(self, key):
+            return self.cols[key]
+    gx = np.array([4, 4, NULL, 1, -3, 2**31], dtype=np.int64)
+    ones = np.ones(len(gx), dtype=np.int64)
+    g = G({"gx": gx, "gy": ones * 2, "gz": ones})
+    order = np.array([6, 0, 1, 7, 2, 3, 4, 5])  # kernels and two rows without a shape, interleaved
+    col = pd.Series(_shape_column(_shape3(g, "g"), 2, order))
+    as_lists = [None if v == NULL else [int(v), 2, 1] for v in gx] + [None, None]
+    objects = pd.Series(np.array([as_lists[i] for i in order], dtype=object))
+    bad = _out_of_range(pd.DataFrame({"grid": col}))
+    assert bad.tolist() == _out_of_range(pd.DataFrame({"grid": objects})).tolist()
+    assert bad.tolist() == [False, False, False, False, False, False, True, True]
+    keep = ~bad
+    typ = pa.list_(pa.int32(), 3)
+    got = _column(pd.DataFrame({"grid": col[keep].reset_index(drop=True)}), "grid", typ, int(keep.sum()))
+    want = _column(pd.DataFrame({"grid": objects[keep].reset_index(drop=True)}), "grid", typ, int(keep.sum()))
+    flat = lambda a: a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+    assert flat(got).equals(flat(want))
+    assert got.to_pylist() == [None, [4, 2, 1], [4, 2, 1], None, None, [1, 2, 1]]
