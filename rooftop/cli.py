@@ -57,7 +57,7 @@ def _subparsers(parser: argparse.ArgumentParser):
     _model_args(p)
 
     p = sub.add_parser("import", help="convert a Kineto/nsys/ncu trace to a rooftop trace")
-    _lazy_args(p, "collectors.readers.importers")
+    _lazy_args(p, "collectors.readers.import_command")
 
     p = sub.add_parser("collect", help="run a built-in model under the profiler and write a trace")
     _lazy_args(p, "collectors.capture.collect")

@@ -130,3 +130,85 @@ def test_malformed_element_reported_as_one_process_reports_it(tmp_path, monkeypa
     two, m2 = read_kineto(p, workers=2)
     assert one.equals(two) and len(two)
     assert m1["warnings"] == m2["warnings"] and any("malformed JSON" in w for w in m2["warnings"])
+
+
+def _forks(monkeypatch) -> list:
+    calls = []
+    fork = _kineto_parallel.RangeSplit._fork
+
+    def counted(self, first, end):
+        calls.append(first)
+        return fork(self, first, end)
+    monkeypatch.setattr(_kineto_parallel.RangeSplit, "_fork", counted)
+    return calls
+
+
+def test_workers_forked_before_the_libraries_load_are_adopted_by_the_read(tmp_path, monkeypatch):
+    """`rooftop import` forks the range workers before it imports pandas (`start_early`): the read
+    takes them over (no second fork) and gives the one-process rows; this process's own range is
+    the shorter for it."""
+    p = _write(tmp_path / "t.json", _replicated(200))
+    monkeypatch.setattr(kineto, "CHUNK", 8_000)
+    monkeypatch.setenv("ROOFTOP_WORKERS", "2")
+    one, meta1 = read_kineto(p, workers=1)
+    forks = _forks(monkeypatch)
+    _kineto_parallel.start_early(str(p), 8_000)
+    early = _kineto_parallel._early
+    assert early is not None and len(forks) == 1 and len(early.cuts) == 1
+    ordinary = _kineto_parallel.boundaries(p, early.first, p.stat().st_size, 2)
+    assert early.cuts[0] > ordinary[0]  # the worker's range is longer than on an ordinary start
+    two, meta2 = read_kineto(p)
+    assert len(forks) == 1 and _kineto_parallel._early is None  # adopted, not forked again
+    assert one.equals(two)
+    assert {k: v for k, v in meta1.items() if k != "source"} == {k: v for k, v in meta2.items() if k != "source"}
+
+
+def test_early_workers_no_read_adopts_are_stopped(tmp_path, monkeypatch):
+    """Another file read, the file changed, or no read at all: the early workers are killed, not
+    left decoding (the program would wait for them at exit)."""
+    a = _write(tmp_path / "a.json", _replicated(200))
+    b = _write(tmp_path / "b.json", _replicated(150))
+    monkeypatch.setattr(kineto, "CHUNK", 8_000)
+    monkeypatch.setenv("ROOFTOP_WORKERS", "2")
+    forks = _forks(monkeypatch)
+    _kineto_parallel.start_early(str(a), 8_000)
+    procs = list(_kineto_parallel._early.pool._processes.values())
+    rows, _ = read_kineto(b)  # another file: its own workers
+    assert len(forks) == 2 and _kineto_parallel._early is None
+    for proc in procs:
+        proc.join(5)
+        assert not proc.is_alive()
+    _kineto_parallel.start_early(str(a), 8_000)
+    procs = list(_kineto_parallel._early.pool._processes.values())
+    _kineto_parallel.discard_early()
+    for proc in procs:
+        proc.join(5)
+        assert not proc.is_alive()
+    # a gzip file, a small file on one worker, a file that is no JSON object: no early start
+    monkeypatch.setenv("ROOFTOP_WORKERS", "1")
+    _kineto_parallel.start_early(str(a), 8_000)
+    monkeypatch.setenv("ROOFTOP_WORKERS", "2")
+    (tmp_path / "x.json").write_text("[1, 2, 3]")
+    _kineto_parallel.start_early(str(tmp_path / "x.json"), 8_000)
+    gz = _write(tmp_path / "c.json.gz", _replicated(20), gz=True)
+    _kineto_parallel.start_early(str(gz), 8_000)
+    assert _kineto_parallel._early is None and len(forks) == 3
+
+
+def test_import_command_forks_early_and_writes_what_one_process_writes(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from rooftop.cli import main
+
+    p = _write(tmp_path / "t.json", _replicated(200))
+    monkeypatch.setattr(kineto, "CHUNK", 8_000)
+    monkeypatch.setattr("collectors.readers.import_command.CHUNK", 8_000)
+    forks = _forks(monkeypatch)
+    monkeypatch.setenv("ROOFTOP_WORKERS", "1")
+    assert main(["import", str(p), "-o", str(tmp_path / "one.parquet")]) == 0
+    assert forks == []
+    monkeypatch.setenv("ROOFTOP_WORKERS", "2")
+    assert main(["import", str(p), "-o", str(tmp_path / "two.parquet")]) == 0
+    assert len(forks) == 1 and _kineto_parallel._early is None
+    one, two = pq.read_table(tmp_path / "one.parquet"), pq.read_table(tmp_path / "two.parquet")
+    assert one.equals(two)

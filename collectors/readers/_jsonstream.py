@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rooftop import limits
-from rooftop.trace import TraceError
+from rooftop.errors import TraceError
 
 Progress = Callable[[int, int], None]
 

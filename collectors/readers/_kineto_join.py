@@ -248,9 +248,8 @@ def _shape3(g, prefix: str) -> tuple[np.ndarray, np.ndarray]:
     xyz = np.stack([g.np(prefix + a) for a in "xyz"], axis=1)
     uniq, inverse = _distinct_rows(xyz)
     unknown = (uniq == NULL).any(axis=1)
-    if unknown.any():  # (zeros under a null list: a cast checks the values a null hides too)
+    if unknown.any():
         inverse = np.where(unknown[inverse], -1, inverse)
-        uniq = np.where(unknown[:, None], 0, uniq)
     return uniq, inverse
 
 
@@ -259,11 +258,14 @@ def _shape_column(shapes: tuple[np.ndarray, np.ndarray], n_none: int, order: np.
     as Arrow fixed-size lists: conforming them is then a cast, not a Python list per distinct object
     looked up by identity per row (~0.7 s at 1M kernels)."""
     uniq, inverse = shapes
+    table = np.vstack([uniq.reshape(-1, 3), np.zeros((1, 3), np.int64)])  # the last row: no shape (zeros
+    # under a null list: a cast checks the values a null hides too)
     codes = np.concatenate([inverse, np.full(n_none, -1, np.int64)])[order]
     known = codes >= 0
-    xyz = uniq[np.where(known, codes, 0)] if len(uniq) else np.zeros((len(codes), 3), np.int64)
-    if not known.all():
-        xyz[~known] = 0
+    rows = np.where(known, codes, len(table) - 1)
+    xyz = np.empty((len(rows), 3), np.int64)
+    for j in range(3):  # a column at a time: ~5x faster than gathering rows of three
+        xyz[:, j] = table[:, j][rows]
     values = pa.FixedSizeListArray.from_arrays(pa.array(xyz.reshape(-1)), 3, mask=pa.array(~known))
     return pd.arrays.ArrowExtensionArray(values)
 

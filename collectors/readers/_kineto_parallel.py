@@ -159,11 +159,16 @@ _WINDOW = 1 << 20  # bytes searched for a boundary after each even split point
 OWN_SHARE = 0.94
 
 
-def boundaries(path, start: int, end: int, parts: int) -> list[int]:
+# What a core decodes while this process imports pandas and pyarrow (~0.6 s at ~55 MB/s): the
+# range this process keeps is that much shorter when the workers were forked before (`start_early`).
+LIBRARY_LEAD_BYTES = 32 << 20
+
+
+def boundaries(path, start: int, end: int, parts: int, own_share: float = OWN_SHARE) -> list[int]:
     """Offsets of element starts that cut the bytes [start, end) into `parts` ranges, even but
-    for the last (`OWN_SHARE`); fewer where no boundary is found near a split point."""
+    for the last (`own_share` of an even one); fewer where no boundary is found near a split point."""
     out: list[int] = []
-    step = (end - start) * (1 - OWN_SHARE / parts) / max(1, parts - 1)
+    step = (end - start) * (1 - own_share / parts) / max(1, parts - 1)
     with open(path, "rb") as f:
         for k in range(1, parts):
             at = max(start + int(step * k), out[-1] if out else start)
@@ -201,26 +206,40 @@ class RangeSplit:
     workers and moves this process's cursor to the last; `finish` merges the workers' collectors
     and this process's in file order."""
 
-    def __init__(self, path, workers: int, chunk: int):
-        self.path, self.workers, self.chunk = path, workers, chunk
+    def __init__(self, path, workers: int, chunk: int, own_share: float = OWN_SHARE):
+        self.path, self.workers, self.chunk, self.own_share = path, workers, chunk, own_share
         self.pool: ProcessPoolExecutor | None = None
         self.futures: list[Future] = []
+        self.first: int | None = None
+        self.cuts: list[int] = []
+        self.file_id: tuple | None = None  # (device, inode, size, mtime) of an early start's file
 
     def start(self, s: _jsonstream.Stream) -> None:
         first = s.cursor_byte()
         if first is None:
             return  # this process reads it all
-        cuts = boundaries(self.path, first, s.end, self.workers)
-        if not cuts:
+        early = _adopt(self, first)
+        if early is not None:
+            self.pool, self.futures, self.cuts = early.pool, early.futures, early.cuts
+        else:
+            self._fork(first, s.end)
+        if not self.cuts:
             return
-        ctx = get_context("fork" if sys.platform == "linux" else "spawn")
-        self.pool = ProcessPoolExecutor(len(cuts), mp_context=ctx, initializer=_init_worker)
-        for a, b in zip([first] + cuts[:-1], cuts):
-            self.futures.append(self.pool.submit(_decode_range, self.path, a, b, self.chunk))
-        own, total, report = cuts[-1], s.end, s.progress
+        own, total, report = self.cuts[-1], s.end, s.progress
         s.seek_byte(own)
         if report is not None:  # this range's progress drawn over the whole file
             s.progress = lambda done, _t: report(min(total, (done - own) * total // max(1, total - own)), total)
+
+    def _fork(self, first: int, end: int) -> None:
+        """Cut the array's bytes [first, end) and hand every range but the last to a worker."""
+        self.first = first
+        self.cuts = boundaries(self.path, first, end, self.workers, self.own_share)
+        if not self.cuts:
+            return
+        ctx = get_context("fork" if sys.platform == "linux" else "spawn")
+        self.pool = ProcessPoolExecutor(len(self.cuts), mp_context=ctx, initializer=_init_worker)
+        for a, b in zip([first] + self.cuts[:-1], self.cuts):
+            self.futures.append(self.pool.submit(_decode_range, self.path, a, b, self.chunk))
 
     def finish(self, own: Collector) -> Collector:
         """Every range's collector merged, in file order; raises `Recut` when a range did not parse."""
@@ -251,3 +270,93 @@ class RangeSplit:
     def abort(self) -> None:
         _abort(self.pool, self.futures)
         self.pool = None
+
+
+# --- forking the workers before the analysis libraries load -------------------------------------
+
+class _AtArray(Exception):
+    """The event array is found: the early start has what it needs from the document."""
+
+
+class _NoSink:
+    def add_text(self, text: str) -> None:
+        pass
+
+    def add_objects(self, objs: list) -> None:
+        pass
+
+
+_early: RangeSplit | None = None
+
+
+def _file_id(path) -> tuple | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def start_early(path, chunk: int) -> None:
+    """For `rooftop import` of a large plain Kineto file: find the event array and fork the range
+    workers now, before this process imports pandas and pyarrow (~0.6 s), which it then does while
+    they decode (its own range is shorter by `LIBRARY_LEAD_BYTES`). `RangeSplit.start` adopts
+    them when the read finds the array at the same offset of the same file; `discard_early` stops
+    them when nothing did. Anything unexpected here only means no early start."""
+    global _early
+    discard_early()
+    name = os.fspath(path)
+    if not name.lower().endswith(".json"):
+        return
+    fid = _file_id(name)
+    if fid is None or workers_for(fid[2], False) < 2:
+        return
+    n = workers_for(fid[2], False)
+    split = None
+    try:
+        s = _jsonstream.Stream(name, None, chunk)
+        try:
+            if s.gz:
+                return
+            lead = (n - 1) * LIBRARY_LEAD_BYTES / max(1, s.end)
+            split = RangeSplit(name, n, chunk, own_share=max(0.2, OWN_SHARE - lead))
+
+            def at_array(st: _jsonstream.Stream) -> None:
+                first = st.cursor_byte()
+                if first is not None:
+                    split._fork(first, st.end)
+                raise _AtArray
+            _jsonstream.document(s, "traceEvents", _NoSink(), at_array)
+        finally:
+            s.close()
+    except _AtArray:
+        pass
+    except Exception:  # not a Kineto document after all, damaged, unreadable: the import says what
+        if split is not None:
+            split.abort()
+        return
+    if split is not None and split.pool is not None:
+        split.file_id = fid
+        _early = split
+
+
+def _adopt(split: RangeSplit, first: int) -> RangeSplit | None:
+    """The early workers, if they decode this very read's ranges (same file, same array offset,
+    as many processes); any others are stopped."""
+    global _early
+    early, _early = _early, None
+    if early is None:
+        return None
+    same = early.first == first and early.workers == split.workers and early.file_id == _file_id(split.path)
+    if same:
+        return early
+    early.abort()
+    return None
+
+
+def discard_early() -> None:
+    """Stop early workers no read adopted (an error before the read, another format)."""
+    global _early
+    early, _early = _early, None
+    if early is not None:
+        early.abort()

@@ -419,11 +419,7 @@ def default_output(src: Path, fmt: str) -> Path:
     return src.parent / f"{name}.rooftop.parquet"
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("src", metavar="SRC", help="Kineto .json[.gz], nsys .sqlite, .ncu-rep, ncu CSV, or a "
-                                              "directory of per-rank Kineto files")
-    p.add_argument("-o", "--output", metavar="OUT",
-                   help="output .parquet (default: <stem>.rooftop.parquet next to SRC; a directory for ranks)")
+from .import_command import add_arguments  # noqa: E402,F401  (`rooftop import`'s, where it always was)
 
 
 def _size(path: Path) -> int:

@@ -22,13 +22,13 @@ from rooftop.redact import redact
 from rooftop.trace import TraceError
 from rooftop.trace.read import give_back_memory
 
-from . import _jsonstream
+from . import _jsonstream, import_command
 from ._jsonstream import Progress
 from ._kineto_events import Collector
 from ._kineto_parallel import FALL_BACK, ParallelSink, RangeSplit, Recut, workers_for
 from ._kineto_join import assemble, nest_intervals  # noqa: F401  (nest_intervals: used by nsys)
 
-CHUNK = 4 << 20  # bytes read at a time: big enough that per-batch overhead vanishes, small to bound memory
+CHUNK = import_command.CHUNK  # bytes read at a time: big enough that per-batch overhead vanishes, small to bound memory
 
 
 class KinetoError(TraceError):

@@ -5,13 +5,14 @@ under the key `rooftop`. Unknown is null, never 0.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import pandas as pd
 import pyarrow as pa
+
+from ..errors import TraceError, one_line  # noqa: F401  (re-exported: the trace package's error)
 
 FORMAT_VERSION = 1
 META_KEY = b"rooftop"
@@ -80,23 +81,6 @@ HOST_COLUMNS = ("start_ns", "dur_ns", "name", "correlation", "thread", "op")
 NUMERIC_CHECKED = ("flops", "dram_read", "dram_write", "model_flops", "model_bytes")
 # Text columns that repeat (a decode step launches the same kernels in every layer): read as categoricals.
 TEXT_COLUMNS = ("name", "short_name", "path", "op")
-
-
-class TraceError(Exception):
-    """A trace could not be read. The message is one line and names the file and the problem."""
-
-    def __init__(self, path: str | os.PathLike | None, problem: str, hint: str | None = None):
-        self.path = str(path) if path is not None else None
-        self.problem = problem
-        self.hint = hint
-        where = f"{self.path}: " if self.path else ""
-        tail = f" ({hint})" if hint else ""
-        super().__init__(one_line(f"{where}{problem}{tail}"))
-
-
-def one_line(text: str, limit: int = 400) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass
