@@ -68,6 +68,9 @@ def _init_worker() -> None:
     # stops the workers, `abort`); a worker dying of it would look like a broken pool, which means
     # "read again in one process"
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # `abort` ends a worker with SIGTERM: it must die of it, not raise the exception the command
+    # line's handler (inherited through the fork) turns it into, and then wait for more work
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _abort(pool: ProcessPoolExecutor | None, futures) -> None:
@@ -78,12 +81,18 @@ def _abort(pool: ProcessPoolExecutor | None, futures) -> None:
         f.cancel()
     if pool is None:
         return
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):  # no public way before 3.14
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # no public way before 3.14
+    for proc in procs:
         try:
             proc.terminate()
         except (OSError, AttributeError):
             pass
     pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:  # reaped here (they die of SIGTERM at once): the program may end without its
+        try:            # exit handlers, and orphans left as zombies are not always reaped by init
+            proc.join(1)
+        except (OSError, AttributeError, AssertionError):
+            pass
 
 
 def _decode(kind: str, payload) -> Collector:
