@@ -148,16 +148,19 @@ def _strip_return(text: str) -> str:
     as cuBLAS's GEMV kernels are named). `operator new` and conversion operators keep theirs."""
     if text.startswith("void "):
         return text[5:]
-    if _no_structure(text):  # no brackets or operators: the last space is at the top level
-        cut = text.rfind(" ")
-        return text if cut <= 0 or "operator" in text[max(0, cut - 9):cut + 10] else text[cut + 1:]
+    # no brackets or operators: the last space is at the top level, no need to scan for it
+    cut = text.rfind(" ") if _no_structure(text) else _last_top_level_space(text)
+    if cut <= 0 or "operator" in text[max(0, cut - 9):cut + 10]:
+        return text
+    return text[cut + 1:]
+
+
+def _last_top_level_space(text: str) -> int:
     cut = -1
     for i, c, depth in _scan(text):
         if c == " " and depth == 0:
             cut = i
-    if cut <= 0 or "operator" in text[max(0, cut - 9):cut + 10]:
-        return text
-    return text[cut + 1:]
+    return cut
 
 
 # GCC/LLVM and NVIDIA's (EDG) demanglers spell an anonymous namespace differently.
@@ -166,8 +169,11 @@ _ANONYMOUS = ("(anonymous namespace)", "<unnamed>")
 
 def _components(text: str) -> list[str]:
     """`a::b<c::d>::e` -> ['a', 'b<c::d>', 'e'] (only the top-level `::`)."""
-    if "::" not in text:
-        return [text] if text and text not in _ANONYMOUS else []
+    parts = [text] if "::" not in text else _top_level_parts(text)  # (no `::`: nothing to scan for)
+    return [p for p in parts if p and p not in _ANONYMOUS]
+
+
+def _top_level_parts(text: str) -> list[str]:
     parts, start, prev = [], 0, -2
     for i, c, depth in _scan(text):
         if c == ":" and depth == 0 and prev == i - 1:
@@ -176,7 +182,7 @@ def _components(text: str) -> list[str]:
         if c == ":":
             prev = i
     parts.append(text[start:])
-    return [p for p in parts if p and p not in _ANONYMOUS]
+    return parts
 
 
 def _strip_templates(text: str) -> str:
