@@ -163,6 +163,22 @@ def test_workers_forked_before_the_libraries_load_are_adopted_by_the_read(tmp_pa
     assert {k: v for k, v in meta1.items() if k != "source"} == {k: v for k, v in meta2.items() if k != "source"}
 
 
+def _gone(pid: int, wait: float = 5) -> bool:
+    """Whether a process has ended and been reaped (a zombie still answers signal 0). Not
+    `Process.is_alive`: when the pool's own thread reaps a worker first, it says alive forever."""
+    import os
+    import time
+
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.01)
+    return False
+
+
 def test_early_workers_no_read_adopts_are_stopped(tmp_path, monkeypatch):
     """Another file read, the file changed, or no read at all: the early workers are killed, not
     left decoding (the program would wait for them at exit)."""
@@ -175,15 +191,11 @@ def test_early_workers_no_read_adopts_are_stopped(tmp_path, monkeypatch):
     procs = list(_kineto_parallel._early.pool._processes.values())
     rows, _ = read_kineto(b)  # another file: its own workers
     assert len(forks) == 2 and _kineto_parallel._early is None
-    for proc in procs:
-        proc.join(5)
-        assert not proc.is_alive()
+    assert all(_gone(proc.pid) for proc in procs)
     _kineto_parallel.start_early(str(a), 8_000)
     procs = list(_kineto_parallel._early.pool._processes.values())
     _kineto_parallel.discard_early()
-    for proc in procs:
-        proc.join(5)
-        assert not proc.is_alive()
+    assert all(_gone(proc.pid) for proc in procs)
     # a gzip file, a small file on one worker, a file that is no JSON object: no early start
     monkeypatch.setenv("ROOFTOP_WORKERS", "1")
     _kineto_parallel.start_early(str(a), 8_000)

@@ -318,9 +318,9 @@ def start_early(path, chunk: int) -> None:
     if not name.lower().endswith(".json"):
         return
     fid = _file_id(name)
-    if fid is None or workers_for(fid[2], False) < 2:
+    n = workers_for(fid[2], False) if fid is not None else 1
+    if n < 2:
         return
-    n = workers_for(fid[2], False)
     split = None
     try:
         s = _jsonstream.Stream(name, None, chunk)
@@ -340,10 +340,12 @@ def start_early(path, chunk: int) -> None:
             s.close()
     except _AtArray:
         pass
-    except Exception:  # not a Kineto document after all, damaged, unreadable: the import says what
+    except BaseException as exc:  # workers forked already are stopped, whatever happened
         if split is not None:
             split.abort()
-        return
+        if isinstance(exc, Exception):  # not a Kineto document after all, damaged: the import says what
+            return
+        raise  # Ctrl-C, SIGTERM
     if split is not None and split.pool is not None:
         split.file_id = fid
         _early = split
