@@ -3,6 +3,7 @@ give, for codes of few distinct values, through a table instead of a hash or a s
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 
 def first_appearance(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -16,3 +17,25 @@ def first_appearance(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarr
     number = np.full(size, -1, dtype=np.int64)
     number[present] = np.arange(len(present))
     return present, first[present], number
+
+
+def first_rows(codes: np.ndarray) -> np.ndarray:
+    """For codes numbered by first appearance (`pd.factorize`'s, none missing): the row where each
+    code first appears, in code order (the running maximum rises at each first row)."""
+    return np.flatnonzero(np.diff(np.maximum.accumulate(codes), prepend=-1) > 0)
+
+
+def by_identity(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An object array grouped by identity, not value: (each row's code, numbered by first
+    appearance; the row where each code first appears). Importers share one object per distinct
+    text or launch shape, so a million rows hold a few hundred, and only those need converting."""
+    codes, _ = pd.factorize(np.fromiter(map(id, values), dtype=np.uint64, count=len(values)))
+    return codes, first_rows(codes)
+
+
+def categorical(labels, codes: np.ndarray) -> pd.Categorical:
+    """Rows given as codes into per-distinct `labels` (a code of -1, or a None label: missing), as a
+    categorical of the distinct labels (equal labels merged): no Python object per row, and Arrow
+    then encodes each distinct text once, not every row's."""
+    label_codes, uniq = pd.factorize(np.array(list(labels) + [None], dtype=object))  # the None: code -1
+    return pd.Categorical.from_codes(label_codes[codes], categories=pd.Index(uniq, dtype=object))

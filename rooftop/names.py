@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 from pycxxfilt import itanium_demangle as _itanium_demangle
 
+from .codes import categorical, first_rows
+
 CATEGORIES = ("gemm", "attention", "norm", "elementwise", "reduction", "comm", "memory", "routing", "quantize",
               "other")
 
@@ -47,14 +49,6 @@ def _take(labels: list, codes: np.ndarray, index) -> pd.Series:
     """Row values from per-distinct `labels` (code -1: missing)."""
     table = np.array(list(labels) + [None], dtype=object)
     return pd.Series(table[codes], index=index, dtype=object)
-
-
-def categorical(labels: list, codes: np.ndarray, index) -> pd.Series:
-    """Row values from per-distinct `labels` (code -1 or a None label: missing) as a categorical:
-    no Python object per row, and Arrow then encodes each distinct text once, not every row's."""
-    label_codes, uniq = pd.factorize(np.array(list(labels) + [None], dtype=object))  # None: -1
-    return pd.Series(pd.Categorical.from_codes(label_codes[codes], categories=pd.Index(uniq, dtype=object)),
-                     index=index)
 
 
 def demangle_all(names: pd.Series) -> pd.Series:
@@ -465,7 +459,7 @@ def short_names(names: pd.Series, given: pd.Series | None = None) -> pd.Series:
         firsts = given.astype(object).to_numpy()[first]
         known = {uniq[c]: g for c, g in zip(codes[first], firsts) if c >= 0 and isinstance(g, str)}
     mapping = unique_short_names(uniq, known)
-    return categorical([mapping.get(n) for n in uniq], codes, names.index)
+    return pd.Series(categorical([mapping.get(n) for n in uniq], codes), index=names.index)
 
 
 def whole_names(names: pd.Series, shorts: pd.Series) -> dict[str, str]:
@@ -583,8 +577,8 @@ def categorize(names: pd.Series, ops: pd.Series | None = None, kinds: pd.Series 
     key = np.zeros(len(names), dtype=np.int64)
     for codes, uniq in parts:  # one integer per (name, op, kind) combination
         key = key * (len(uniq) + 1) + (codes + 1)
-    inverse, _ = pd.factorize(key)  # numbered by first appearance: the running maximum rises at each first row
-    first = np.flatnonzero(np.diff(np.maximum.accumulate(inverse), prepend=-1) > 0)
+    inverse, _ = pd.factorize(key)  # numbered by first appearance
+    first = first_rows(inverse)
 
     def value(i: int, j: int):
         codes, uniq = parts[j]
@@ -592,7 +586,7 @@ def categorize(names: pd.Series, ops: pd.Series | None = None, kinds: pd.Series 
         return uniq[c] if c >= 0 and isinstance(uniq[c], str) else None
 
     cats = [category_of(value(i, 0), value(i, 1), value(i, 2)) for i in first.tolist()]
-    return categorical(cats, inverse, names.index)
+    return pd.Series(categorical(cats, inverse), index=names.index)
 
 
 def gpu_work_counts(events: pd.DataFrame) -> dict[str, int]:

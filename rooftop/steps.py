@@ -43,6 +43,8 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from .codes import categorical
+
 BEFORE_FIRST_STEP = "before first step"
 BETWEEN_STEPS = "between steps"
 AFTER_LAST_STEP = "after last step"
@@ -278,17 +280,16 @@ def parse_paths(paths: pd.Series, full: np.ndarray | None = None) -> pd.DataFram
         c = codes[np.asarray(full, dtype=bool)]
         mask[c[c >= 0]] = True
         wanted = np.flatnonzero(mask)
-    phase = np.full(len(uniq) + 1, None, dtype=object)  # the last entry: code -1, no path
-    step = np.full(len(uniq) + 1, np.nan)
+    phase = np.full(len(uniq), None, dtype=object)
+    step = np.full(len(uniq) + 1, np.nan)  # the last entry: code -1, no path
     for i, p in zip(wanted.tolist(), uniq[wanted].tolist()):
         ph, st, _ = parse_path(p)
         phase[i] = ph
         if st is not None:
             step[i] = st
-    phase_codes, phases = pd.factorize(phase)  # None: -1
     layers = np.append(parse_layers(uniq), np.nan)
     return pd.DataFrame({
-        "phase": pd.Categorical.from_codes(phase_codes[codes], categories=pd.Index(phases, dtype=object)),
+        "phase": categorical(phase, codes),
         "step": pd.array(step[codes], dtype="Int32"),
         "layer": pd.array(layers[codes], dtype="Int32"),
     }, index=paths.index)

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from rooftop.codes import first_appearance
+from rooftop.codes import by_identity, categorical, first_appearance, first_rows
 from rooftop.trace.read import _first_seen
 
 
@@ -31,3 +31,27 @@ def test_first_seen_is_dictionary_encode_of_the_values_held():
     assert got.indices.to_pylist() == want.indices.to_pylist()
     nulls = pa.chunked_array([pa.DictionaryArray.from_arrays(pa.array([None, None], pa.int32()), pa.array([], pa.string()))])
     assert _first_seen(nulls).combine_chunks().to_pylist() == [None, None]
+
+
+def test_first_rows_of_factorized_codes():
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        values = rng.integers(0, int(rng.integers(1, 9)), int(rng.integers(0, 40)))
+        codes, uniques = pd.factorize(values)
+        assert first_rows(codes).tolist() == [int(np.flatnonzero(values == u)[0]) for u in uniques]
+
+
+def test_by_identity_groups_the_same_object_not_equal_values():
+    a, b = [1, 2, 3], [1, 2, 3]  # equal, two objects
+    values = np.empty(5, dtype=object)
+    values[:] = [a, b, a, None, b]
+    codes, first = by_identity(values)
+    assert codes.tolist() == [0, 1, 0, 2, 1] and first.tolist() == [0, 1, 3]
+    assert by_identity(np.empty(0, dtype=object))[0].tolist() == []
+
+
+def test_categorical_merges_equal_labels_and_keeps_missing_missing():
+    got = categorical(["x", None, "y", "x"], np.array([0, 1, 2, 3, -1, 2]))
+    assert list(got.categories) == ["x", "y"]
+    assert [None if pd.isna(v) else v for v in got] == ["x", None, "y", "x", None, "y"]
+    assert len(categorical([], np.zeros(0, dtype=np.int64))) == 0

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from rooftop import steps as st
 from rooftop import limits
+from rooftop.codes import categorical, first_rows
 from rooftop.redact import redact_names
 
 from ._kineto_events import KIND_NAMES, NULL, Collector
@@ -225,9 +226,7 @@ def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         codes, vals = pd.factorize(rows[:, c])
         key, _ = pd.factorize(key.astype(np.int64) * len(vals) + codes)
     inverse = key.astype(np.int64)
-    # codes are numbered in order of first appearance: the running maximum rises at each first row
-    first = np.flatnonzero(np.diff(np.maximum.accumulate(inverse), prepend=-1) > 0)
-    return rows[first], inverse
+    return rows[first_rows(inverse)], inverse
 
 
 def _device_meta(props: Any, dev: int | None) -> dict:
@@ -448,9 +447,7 @@ def _categorical(parts: list, order: np.ndarray) -> pd.Categorical:
             values.extend(texts)
         c = np.asarray(c, dtype=np.int64)
         codes.append(np.where(c >= 0, c + start, -1))
-    merged, cats = pd.factorize(np.array(values + [None], dtype=object))  # the appended None: code -1
-    rows = merged[np.concatenate(codes)[order]] if len(order) else np.zeros(0, np.int64)
-    return pd.Categorical.from_codes(rows, categories=pd.Index(cats, dtype=object))
+    return categorical(values, np.concatenate(codes)[order] if len(order) else np.zeros(0, np.int64))
 
 
 def _codes_of(texts: np.ndarray) -> tuple[np.ndarray, list]:

@@ -22,6 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 from rooftop import limits
+from rooftop.codes import by_identity
 from rooftop.summary import write_summarized_handed_over
 from rooftop.text import printable
 from rooftop.trace.read import give_back_memory
@@ -94,8 +95,7 @@ def _out_of_range(rows: pd.DataFrame) -> np.ndarray:
         if not len(present):
             continue
         vals = vals[present]
-        codes, _ = pd.factorize(np.fromiter(map(id, vals), dtype=np.uint64, count=len(vals)))
-        first = np.flatnonzero(np.diff(np.maximum.accumulate(codes), prepend=-1) > 0)
+        codes, first = by_identity(vals)
         objs = vals[first]
         is_shape = np.array([isinstance(v, (list, tuple, np.ndarray)) for v in objs], dtype=bool)
         if not is_shape.any():
@@ -307,8 +307,7 @@ def _as_category(values: np.ndarray) -> pd.Categorical:
     if not len(present):
         return pd.Categorical.from_codes(codes, categories=pd.Index([], dtype=object))
     vals = values[present]
-    by_id, _ = pd.factorize(np.fromiter(map(id, vals), dtype=np.uint64, count=len(vals)))
-    first = np.flatnonzero(np.diff(np.maximum.accumulate(by_id), prepend=-1) > 0)  # codes rise at first sight
+    by_id, first = by_identity(vals)
     text_code, cats = pd.factorize(vals[first])
     codes[present] = text_code[by_id]
     return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
