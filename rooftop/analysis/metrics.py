@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..codes import first_appearance
+from ..codes import first_appearance, first_rows
 from ..devices import trace_dtype
 from ..models import dtype_bytes
 from ..opmodel import is_integer_gemm, is_link_copy
@@ -161,9 +161,8 @@ def grouped(frame: pd.DataFrame, keys: list[str], dropna: bool = True) -> tuple[
         _, first, number = first_appearance(combined, radix)
         gid = number[combined]
     else:
-        gid, distinct = pd.factorize(combined)  # numbered by first appearance
-        first = np.full(len(distinct), n, dtype=np.int64)
-        np.minimum.at(first, gid, np.arange(n, dtype=np.int64))
+        gid, _ = pd.factorize(combined)  # numbered by first appearance
+        first = first_rows(gid)
     index = frame[keys].iloc[first].groupby(keys, sort=False, dropna=dropna).size().index
     return gid, pd.Series(np.bincount(gid, minlength=len(first)), index=index)
 
