@@ -125,3 +125,57 @@ def test_kineto_shapes_arrive_as_arrow_lists_and_conform_as_object_lists_do():
     flat = lambda a: a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
     assert flat(got).equals(flat(want))
     assert got.to_pylist() == [None, [4, 2, 1], [4, 2, 1], None, None, [1, 2, 1]]
+
+
+def _rows_with_host_calls() -> pd.DataFrame:
+    """Kernels, ranges and runtime calls interleaved, text as categoricals (as an import hands them
+    on): a name only a runtime call has, a path only a range has, a missing op, a secret-shaped name."""
+    kinds = ["range", "runtime", "kernel", "runtime", "kernel", "memcpy", "range", "runtime", "kernel"]
+    names = ["step=1", "cudaLaunchKernel", "ampere_sgemm_128x64", "cudaLaunchKernel", "flash_fwd_kernel",
+             "Memcpy DtoD (Device -> Device)", "step=2", "cudaGraphLaunch", "hf_" + "a" * 24]
+    paths = ["decode/step=1", None, "decode/step=1/layer.0", None, "decode/step=1/layer.0/attn", None,
+             "decode/step=2", None, "decode/step=2/layer.1"]
+    ops = [None, "aten::mm", "aten::mm", "aten::sdpa", "aten::sdpa", None, None, None, "aten::mm"]
+    n = len(kinds)
+    return pd.DataFrame({
+        "id": np.arange(n), "kind": pd.Categorical(kinds), "name": pd.Categorical(names),
+        "start_ns": np.arange(n) * 1000, "dur_ns": np.full(n, 500),
+        "correlation": pd.array([None, 1, 1, 2, 2, None, None, 3, 3], dtype="Int64"),
+        "thread": pd.array([1, 1, None, 1, None, None, 1, 1, None], dtype="Int64"),
+        "path": pd.Categorical(paths), "op": pd.Categorical(ops)})
+
+
+def test_text_kept_as_dictionaries_writes_and_reads_as_plain_text(tmp_path):
+    """An import's table keeps names, paths and ops as dictionaries: the same values, the same file
+    (stored as plain text), and the same trace when analysed before the write (host calls split
+    off, each part keeping its own names) as the plain table gives."""
+    import pyarrow.parquet as pq
+
+    from rooftop.summary import write_summarized_handed_over
+    from rooftop.trace import to_table, write_trace
+    from rooftop.trace.read import scrub_all, trace_from_table
+
+    rows = _rows_with_host_calls()
+    plain, kept = to_table(rows), to_table(rows, text_dictionaries=True)
+    for c in ("name", "short_name", "path", "op"):
+        assert plain.schema.field(c).type == pa.string()
+        assert pa.types.is_dictionary(kept.schema.field(c).type)
+        assert kept.column(c).cast(pa.string()).equals(plain.column(c))
+    assert kept.drop_columns(["name", "short_name", "path", "op"]).equals(
+        plain.drop_columns(["name", "short_name", "path", "op"]))
+    meta = {"source": {"tool": "test"}}
+    (plain, meta_p, w_p), (kept, meta_k, w_k) = scrub_all(plain, meta), scrub_all(kept, meta)
+    assert w_p == w_k and meta_p == meta_k
+    assert "hf_" + "a" * 24 not in kept.column("name").cast(pa.string()).to_pylist()  # redacted in both
+    for name, table in (("plain", plain), ("kept", kept)):
+        write_trace(tmp_path / name / "t.parquet", table, meta_p, conform=False)
+        write_summarized_handed_over(tmp_path / name / "s.parquet", [table], meta_p, scrubbed=True)
+    for f in ("t.parquet", "s.parquet"):
+        a, b = pq.ParquetFile(tmp_path / "plain" / f), pq.ParquetFile(tmp_path / "kept" / f)
+        assert a.schema_arrow == b.schema_arrow and a.schema_arrow.field("name").type == pa.string()
+        assert a.read().equals(b.read())
+        assert a.metadata.metadata == b.metadata.metadata  # the summary of the analysis, too
+    one, two = trace_from_table(plain, meta_p, scrubbed=True), trace_from_table(kept, meta_p, scrubbed=True)
+    pd.testing.assert_frame_equal(one.events, two.events)
+    pd.testing.assert_frame_equal(one.host, two.host)
+    assert one.host["name"].cat.categories.tolist() == ["cudaLaunchKernel", "cudaGraphLaunch"]

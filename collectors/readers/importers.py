@@ -325,7 +325,7 @@ def convert(src: str | os.PathLike, progress: Progress | None = None) -> tuple[p
             table = rows
         else:
             rows = _text_as_categories(rows)  # the object text columns freed (the others are shared)
-            table = to_table(rows)
+            table = to_table(rows, text_dictionaries=True)  # names stay codes until the write
         del rows
         cap = limits.max_rows()
         if table.num_rows > cap:
@@ -515,7 +515,7 @@ def write_ranks(src: Path, out: Path, progress: Progress | None) -> tuple[list[P
             with _reading(f, "kineto"):
                 rows, meta = read_kineto(f, progress)
                 rows, meta = _drop_impossible(rows, meta)
-                table, meta, scrubbed = scrub_all(to_table(rows), json_safe(meta, f))
+                table, meta, scrubbed = scrub_all(to_table(rows, text_dictionaries=True), json_safe(meta, f))
             meta["warnings"] = list(meta.get("warnings") or []) + scrubbed
             metas.append(meta)
             write_trace(tmp / f"rank={len(tables)}" / "trace.parquet", table, meta, conform=False)

@@ -20,12 +20,12 @@ def _as_frame(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]]) -> 
     return pd.DataFrame(list(events))
 
 
-def _column(frame: pd.DataFrame, name: str, typ: pa.DataType, n: int) -> pa.Array:
+def _column(frame: pd.DataFrame, name: str, typ: pa.DataType, n: int, dictionary: bool = False) -> pa.Array:
     if name not in frame.columns:
         return pa.nulls(n, type=typ)
     col = frame[name]
     if isinstance(col.dtype, pd.CategoricalDtype) and (pa.types.is_dictionary(typ) or pa.types.is_string(typ)):
-        arr = _from_categories(col, typ)
+        arr = _from_categories(col, typ, dictionary)
         if arr is not None:
             return arr
     if pa.types.is_dictionary(typ):
@@ -51,10 +51,11 @@ def _column(frame: pd.DataFrame, name: str, typ: pa.DataType, n: int) -> pa.Arra
     return pa.array(col, type=typ, from_pandas=True)
 
 
-def _from_categories(col: pd.Series, typ: pa.DataType) -> pa.Array | None:
+def _from_categories(col: pd.Series, typ: pa.DataType, dictionary: bool = False) -> pa.Array | None:
     """A categorical text column as Arrow, each distinct text converted once: what the per-row
     conversion gives (a dictionary of the values in order of first appearance), without hashing
-    a million strings. None when a category is no text (the per-row path then says what)."""
+    a million strings; a plain-text `typ` kept as that dictionary when `dictionary`. None when a
+    category is no text (the per-row path then says what)."""
     local, used = pd.factorize(np.asarray(col.cat.codes, dtype=np.int64))  # in order of first appearance
     present = used >= 0  # code -1: a missing value, no entry of the dictionary
     renumber = np.where(present, np.cumsum(present) - 1, -1)
@@ -67,8 +68,9 @@ def _from_categories(col: pd.Series, typ: pa.DataType) -> pa.Array | None:
     if values.null_count:  # a NaN category: per-row conversion (it would be null there)
         return None
     indices = pa.array(local.astype(np.int32), mask=local < 0)
-    if pa.types.is_dictionary(typ):
-        return pa.DictionaryArray.from_arrays(indices, values).cast(typ)
+    if pa.types.is_dictionary(typ) or dictionary:
+        return pa.DictionaryArray.from_arrays(indices, values).cast(pa.dictionary(pa.int32(), typ.value_type
+                                                                                  if pa.types.is_dictionary(typ) else typ))
     return values.take(indices)
 
 
@@ -87,8 +89,15 @@ def _shapes(values: np.ndarray, typ: pa.DataType) -> pa.Array:
     return distinct.take(pa.array(local))
 
 
-def to_table(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]], fill_derived: bool = True) -> pa.Table:
+def to_table(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]], fill_derived: bool = True,
+             text_dictionaries: bool = False) -> pa.Table:
     """Conform rows to the v1 schema: missing columns become null, derived columns are filled.
+
+    `text_dictionaries`: the plain-text columns (names, short names, paths, ops) that arrive as
+    categoricals stay dictionaries, a type the readers accept for them and the writer stores as
+    the schema's plain text (the same file). An import hands such a table on: its names are then
+    never spelled out per row, and never hashed again by the scrub, the summary's read-back and
+    the split of the host rows (~1.3 s of hashing at 1M kernels, plus the text itself).
 
     `fill_derived` computes `short_name`, `category`, `phase`, `step` and `layer` where the
     producer left them null. Every row's `name` is demangled here (Itanium `_Z...` symbols, as CUPTI
@@ -145,8 +154,11 @@ def to_table(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]], fill
         if typ not in nulls:
             nulls[typ] = pa.nulls(n, type=typ)
         return nulls[typ]
-    arrays = [_column(frame, f.name, f.type, n) if f.name in frame.columns else null(f.type) for f in SCHEMA]
-    table = pa.Table.from_arrays(arrays, schema=SCHEMA)
+    arrays = [_column(frame, f.name, f.type, n, text_dictionaries) if f.name in frame.columns else null(f.type)
+              for f in SCHEMA]
+    schema = pa.schema([f.with_type(a.type) if pa.types.is_dictionary(a.type) and pa.types.is_string(f.type) else f
+                        for f, a in zip(SCHEMA, arrays)], metadata=SCHEMA.metadata)
+    table = pa.Table.from_arrays(arrays, schema=schema)
     if "rank" in frame.columns:
         table = table.append_column("rank", _column(frame, "rank", pa.int32(), n))
     return table

@@ -633,7 +633,9 @@ def split_runtime(table: pa.Table) -> tuple[pa.Table, pd.DataFrame | None]:
     # Text dictionary-encoded before the split, not after: the filter then copies int32 codes, not
     # the names and paths (~235 MB of text at 1M kernels), and each string is hashed once, in one
     # pass (at 1M kernels ~0.3 s less). Each part keeps only its own values after (`_first_seen`).
-    table, encoded = _encode_text(table)
+    table, _ = _encode_text(table)
+    # every text column is a dictionary now (an import's came as one): each part keeps its own values
+    encoded = [c for c in TEXT_COLUMNS if c in table.column_names and pa.types.is_dictionary(table.column(c).type)]
     present = [c for c in HOST_COLUMNS if c in table.column_names]
     calls = table.select(present)
     if not runtime.all():  # (runtime rows read alone, `_read_host`: no copy)

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from ..atomic import replace_atomically
 from .build import to_table
-from .schema import FORMAT_VERSION, META_KEY, TraceError
+from .schema import FORMAT_VERSION, META_KEY, SCHEMA, TraceError
 
 
 def _json_default(obj: Any) -> Any:
@@ -73,12 +73,35 @@ def write_parquet(table: pa.Table, where: str | os.PathLike, extra: Mapping[byte
     metadata only: put in the schema's metadata they would be stored twice, once more base64-coded
     inside the serialised Arrow schema (a 5 MB summary made a 7 MB trace 20 MB)."""
     with _writer(where, table.schema) as writer:
-        writer.write_table(table)
+        writer.write_table(_plain_text(table))
         _add_footer(writer, extra)
 
 
+_PLAIN_TEXT = frozenset(f.name for f in SCHEMA if pa.types.is_string(f.type))
+
+
+def _stored_schema(schema: pa.Schema) -> pa.Schema:
+    """The file's schema of a table: the schema's plain-text columns that the table holds as
+    dictionaries (an import's names and paths, `to_table(text_dictionaries=True)`) are stored as
+    plain text, so the file is the one the plain table makes (Parquet encodes them as dictionary
+    pages either way)."""
+    for i, f in enumerate(schema):
+        if f.name in _PLAIN_TEXT and pa.types.is_dictionary(f.type):
+            schema = schema.set(i, f.with_type(pa.string()))
+    return schema
+
+
+def _plain_text(table: pa.Table) -> pa.Table:
+    """`table` in its `_stored_schema` (the dictionaries spelled out: a cast, which Arrow does
+    without the GIL, on the writer's thread when the rows are written beside the summary)."""
+    for i, f in enumerate(table.schema):
+        if f.name in _PLAIN_TEXT and pa.types.is_dictionary(f.type):
+            table = table.set_column(i, f.with_type(pa.string()), table.column(i).cast(pa.string()))
+    return table
+
+
 def _writer(where: str | os.PathLike, schema: pa.Schema) -> pq.ParquetWriter:
-    return pq.ParquetWriter(where, schema, compression="zstd", use_dictionary=True)
+    return pq.ParquetWriter(where, _stored_schema(schema), compression="zstd", use_dictionary=True)
 
 
 def _add_footer(writer: pq.ParquetWriter, extra: Mapping[bytes, bytes] | None) -> None:
@@ -131,7 +154,7 @@ OVERLAP_MAX_BYTES = 1 << 30
 
 
 def _write_rows(writer: pq.ParquetWriter, box: list) -> None:
-    writer.write_table(box.pop())  # the table's last reference, if the footer is done with it
+    writer.write_table(_plain_text(box.pop()))  # the table's last reference, if the footer is done with it
     pa.default_memory_pool().release_unused()
 
 
