@@ -179,3 +179,28 @@ def test_text_kept_as_dictionaries_writes_and_reads_as_plain_text(tmp_path):
     pd.testing.assert_frame_equal(one.events, two.events)
     pd.testing.assert_frame_equal(one.host, two.host)
     assert one.host["name"].cat.categories.tolist() == ["cudaLaunchKernel", "cudaGraphLaunch"]
+
+
+def test_out_of_range_on_nullable_integers_is_what_numbers_give():
+    """The Kineto join's launch and id columns are nullable integers (Int64 where a value does not
+    fit int32): checked as integers, they flag the rows that the same values as numbers flag."""
+    from collectors.readers.importers import _out_of_range
+
+    rng = np.random.default_rng(5)
+    n = 4000
+    values = rng.choice(np.array([0, 7, -1, -(2 ** 31), -(2 ** 31) - 1, 2 ** 31 - 1, 2 ** 31, 2 ** 40]), n)
+    missing = rng.random(n) < 0.3
+    cols = {c: pd.arrays.IntegerArray(values.copy(), missing.copy()) for c in ("registers", "device", "step")}
+    cols["stream"] = pd.arrays.IntegerArray(rng.integers(0, 9, n), missing.copy()).astype("Int32")
+    cols["shared_mem"] = pd.arrays.IntegerArray(rng.integers(-2, 9, n), missing.copy()).astype("Int32")
+    ints = pd.DataFrame(cols)
+    numbers = pd.DataFrame({c: pd.Series(np.where(missing, np.nan, np.asarray(v, dtype=object)), dtype=object)
+                            for c, v in ((c, ints[c].to_numpy(dtype=np.float64, na_value=np.nan)) for c in ints)})
+    got = _out_of_range(ints)
+    assert got.tolist() == _out_of_range(numbers).tolist()
+    # by hand: a negative launch size, or an id outside int32, on a row where the value is known
+    v = values.astype(np.float64)
+    want = ~missing & ((v < 0) | (v >= 2 ** 31))  # registers
+    want |= ~missing & ((v < -(2 ** 31)) | (v >= 2 ** 31))  # device, step
+    want |= ~missing & (cols["shared_mem"].to_numpy(dtype=np.int64, na_value=0) < 0)
+    assert got.tolist() == want.tolist() and want.any() and not want.all()

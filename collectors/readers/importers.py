@@ -78,9 +78,14 @@ def _out_of_range(rows: pd.DataFrame) -> np.ndarray:
     shared-memory size, a device id beyond int32): vectorised, one mask."""
     bad = np.zeros(len(rows), dtype=bool)
     for c in _LAUNCH_INTS + _ID_INTS:
-        if c in rows.columns and not rows[c].isna().all():
+        if c not in rows.columns:
+            continue
+        lo = 0 if c in _LAUNCH_INTS else -_INT32
+        if isinstance(rows[c].array, pd.arrays.IntegerArray):  # (a Kineto join's): the integers as they are
+            v = rows[c].array.to_numpy(dtype=np.int64, na_value=lo)  # a missing value is in range
+            bad |= (v < lo) | (v >= _INT32)
+        elif not rows[c].isna().all():
             v = pd.to_numeric(rows[c], errors="coerce").astype("float64")
-            lo = 0 if c in _LAUNCH_INTS else -_INT32
             bad |= ((v < lo) | (v >= _INT32)).to_numpy(dtype=bool, na_value=False)
     for c in _SHAPES:
         if c not in rows.columns:
