@@ -21,6 +21,7 @@ import pyarrow as pa
 from rooftop import steps as st
 from rooftop import limits
 from rooftop.codes import categorical, first_rows
+from rooftop.paired import built
 from rooftop.redact import redact_names
 
 from ._kineto_events import KIND_NAMES, NULL, Collector
@@ -396,33 +397,35 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
     kinds = list(KIND_NAMES + ("range", "op", "runtime"))
     steps_of = lambda a: _with_null(a) if len(a) else np.zeros(0)
     name_ids = ann.np("name")
-    rows = pd.DataFrame({
-        "id": np.arange(nk + na + no + nr, dtype=np.int64),
-        "kind": _categorical([(g.np("kind"), kinds), (np.full(na, 3), None), (np.full(no, 4), None),
-                              (np.full(nr, 5), None)], order),
-        "name": _categorical([(g.np("name"), names), (name_ids, None), (op_part.get("name_id", none(no)), None),
-                              (runtime.get("name", none(nr)), None)], order),
-        "start_ns": ints(gts, ast, op_part.get("ts"), runtime.get("ts")) - origin,
-        "dur_ns": ints(gdur, ann.np("dur"), op_part.get("dur"), runtime.get("dur")),
-        "device": _masked(ints(g.np("device"), np.full(na, NULL, np.int64)), "Int32"),
-        "stream": _masked(ints(g.np("stream"), np.full(na, NULL, np.int64)), "Int32"),
-        "correlation": _masked(ints(gcorr, np.full(na, NULL, np.int64), None, runtime.get("corr"))),
-        "path": _categorical([(gpath, apath + fpaths), (np.arange(na), None), *op_part.get("path", [(none(no), [])]),
-                              (none(nr), None)], order),
-        "phase": _categorical([_codes_of(gphase), _codes_of(aphase), _codes_of(op_part.get("phase", np.full(no, None))),
-                               (none(nr), [])], order),
-        "step": pd.array(col(steps_of(gstep), steps_of(astep), steps_of(op_part["step"]) if no else np.zeros(0),
-                             np.full(nr, np.nan)), dtype="Int32"),
-        "op": _categorical([(op_name, names), (none(na), None), (op_part.get("name_id", none(no)), None),
-                            (runtime.get("op", none(nr)), None)], order),
+    # each column is built by its own function, two at a time (`rooftop.paired`: most of it is
+    # NumPy gathers and integer hashing, which leave the GIL to the other core)
+    rows = pd.DataFrame(built({
+        "id": lambda: np.arange(nk + na + no + nr, dtype=np.int64),
+        "kind": lambda: _categorical([(g.np("kind"), kinds), (np.full(na, 3), None), (np.full(no, 4), None),
+                                      (np.full(nr, 5), None)], order),
+        "name": lambda: _categorical([(g.np("name"), names), (name_ids, None), (op_part.get("name_id", none(no)), None),
+                                      (runtime.get("name", none(nr)), None)], order),
+        "start_ns": lambda: ints(gts, ast, op_part.get("ts"), runtime.get("ts")) - origin,
+        "dur_ns": lambda: ints(gdur, ann.np("dur"), op_part.get("dur"), runtime.get("dur")),
+        "device": lambda: _masked(ints(g.np("device"), np.full(na, NULL, np.int64)), "Int32"),
+        "stream": lambda: _masked(ints(g.np("stream"), np.full(na, NULL, np.int64)), "Int32"),
+        "correlation": lambda: _masked(ints(gcorr, np.full(na, NULL, np.int64), None, runtime.get("corr"))),
+        "path": lambda: _categorical([(gpath, apath + fpaths), (np.arange(na), None),
+                                      *op_part.get("path", [(none(no), [])]), (none(nr), None)], order),
+        "phase": lambda: _categorical([_codes_of(gphase), _codes_of(aphase),
+                                       _codes_of(op_part.get("phase", np.full(no, None))), (none(nr), [])], order),
+        "step": lambda: pd.array(col(steps_of(gstep), steps_of(astep), steps_of(op_part["step"]) if no else np.zeros(0),
+                                     np.full(nr, np.nan)), dtype="Int32"),
+        "op": lambda: _categorical([(op_name, names), (none(na), None), (op_part.get("name_id", none(no)), None),
+                                    (runtime.get("op", none(nr)), None)], order),
         # launch shapes: ranges, ops and calls have none
-        "grid": _shape_column(_shape3(g, "g"), na + no + nr, order),
-        "block": _shape_column(_shape3(g, "b"), na + no + nr, order),
-        "registers": _masked(ints(g.np("regs"), np.full(na, NULL, np.int64)), "Int32"),
-        "shared_mem": _masked(ints(g.np("smem"), np.full(na, NULL, np.int64)), "Int32"),
-        "model_flops": floats(mflops, np.full(na, np.nan), op_part.get("flops")),
-        "model_bytes": floats(mbytes, np.full(na, np.nan), op_part.get("bytes")),
-    })
+        "grid": lambda: _shape_column(_shape3(g, "g"), na + no + nr, order),
+        "block": lambda: _shape_column(_shape3(g, "b"), na + no + nr, order),
+        "registers": lambda: _masked(ints(g.np("regs"), np.full(na, NULL, np.int64)), "Int32"),
+        "shared_mem": lambda: _masked(ints(g.np("smem"), np.full(na, NULL, np.int64)), "Int32"),
+        "model_flops": lambda: floats(mflops, np.full(na, np.nan), op_part.get("flops")),
+        "model_bytes": lambda: floats(mbytes, np.full(na, np.nan), op_part.get("bytes")),
+    }))
     if nr:  # the OS thread of a runtime call (no column at all when there are none)
         rows["thread"] = _masked(ints(np.full(nk, NULL, np.int64), np.full(na, NULL, np.int64), None, runtime["thread"]))
     kernel_dev = g.np("device")[g.np("kind") == 0]
