@@ -41,6 +41,25 @@ def test_two_workers_equal_one_process(tmp_path, monkeypatch, gz):
     assert int((two["kind"] == "kernel").sum()) == 400
 
 
+def test_workers_hand_their_columns_over_in_files(tmp_path, monkeypatch):
+    """Each worker writes its columns to its range's file (not the pool's pipe); one that cannot
+    write it sends them through the pipe. The rows are the one-process rows either way."""
+    import os
+
+    p = _write(tmp_path / "t.json", _replicated(200))
+    monkeypatch.setattr(kineto, "CHUNK", 8_000)
+    one, _ = read_kineto(p, workers=1)
+    seen = []
+    real = _kineto_parallel._unspill
+    monkeypatch.setattr(_kineto_parallel, "_unspill", lambda result, spill: seen.append(result) or real(result, spill))
+    two, _ = read_kineto(p, workers=3)
+    assert one.equals(two) and seen == [_kineto_parallel.SPILLED] * 2
+    seen.clear()
+    monkeypatch.setattr(_kineto_parallel, "_spill_file", lambda: open(os.devnull, "rb"))  # not writable
+    three, _ = read_kineto(p, workers=3)
+    assert one.equals(three) and len(seen) == 2 and not any(isinstance(r, str) for r in seen)
+
+
 @pytest.mark.parametrize("plain", [False, True])
 def test_real_fixture_on_two_workers(fixtures_dir, monkeypatch, tmp_path, plain):
     path = fixtures_dir / "traces" / (PREFIX + FILES[0])
