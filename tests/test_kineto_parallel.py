@@ -129,6 +129,48 @@ def test_truncated_file_keeps_the_same_prefix_in_parallel(tmp_path, monkeypatch)
     assert m1["warnings"] == m2["warnings"] and any("truncated" in w for w in m2["warnings"])
 
 
+def test_gzip_is_inflated_to_a_file_and_cut_in_ranges(tmp_path, monkeypatch):
+    """A gzip file on several processes: inflated whole into a temporary file, which the workers
+    read in byte ranges as a plain file's; where that cannot be done, batches streamed to the
+    workers. The one-process rows either way, and a truncated gzip keeps the same prefix and says
+    the same thing."""
+    text = json.dumps(_replicated(150), indent=1).encode()
+    p = tmp_path / "t.json.gz"
+    p.write_bytes(gzip.compress(text))
+    monkeypatch.setattr(kineto, "CHUNK", 8_000)
+    one, m1 = read_kineto(p, workers=1)
+    files, ranges = [], []
+    real_inflated, real_boundaries = _kineto_parallel.inflated, _kineto_parallel.boundaries
+    monkeypatch.setattr(kineto, "inflated", lambda s: files.append(real_inflated(s)) or files[-1])
+    monkeypatch.setattr(_kineto_parallel, "boundaries", lambda *a: ranges.append(real_boundaries(*a)) or ranges[-1])
+    two, m2 = read_kineto(p, workers=2)
+    assert one.equals(two) and m1["warnings"] == m2["warnings"] == []
+    assert len(files) == 1 and files[0].closed and len(ranges) == 1 and len(ranges[0]) == 1  # cut once
+    monkeypatch.setattr(kineto, "inflated", lambda s: None)  # no room for the file: batches instead
+    three, m3 = read_kineto(p, workers=2)
+    assert one.equals(three) and m3["warnings"] == []
+    assert len(ranges) == 1
+    # a gzip stream that ends early: not inflated to a file (the streaming reader says what was lost)
+    cut = tmp_path / "cut.json.gz"
+    whole = gzip.compress(text)
+    cut.write_bytes(whole[: int(len(whole) * 0.6)])
+    monkeypatch.setattr(kineto, "inflated", lambda s: files.append(real_inflated(s)) or files[-1])
+    c1, w1 = read_kineto(cut, workers=1)
+    c2, w2 = read_kineto(cut, workers=2)
+    assert files[-1] is None and c1.equals(c2) and len(c2)
+    assert w1["warnings"] == w2["warnings"] and any("truncated" in w for w in w2["warnings"])
+
+
+def test_worker_count_of_a_gzip_file_by_its_inflated_size(monkeypatch, tmp_path):
+    monkeypatch.delenv("ROOFTOP_WORKERS", raising=False)
+    big = 200 << 20
+    assert _kineto_parallel.workers_for(5 << 20, gz=True, inflated_size=big) == _kineto_parallel.workers_for(big, gz=False)
+    assert _kineto_parallel.workers_for(5 << 20, gz=True, inflated_size=1 << 20) == 1
+    p = tmp_path / "x.json.gz"
+    p.write_bytes(gzip.compress(b"{}" * 5000))
+    assert _kineto_parallel.inflated_size(p) == 10_000
+
+
 def test_worker_count(monkeypatch):
     monkeypatch.delenv("ROOFTOP_WORKERS", raising=False)
     assert _kineto_parallel.workers_for(1 << 20, gz=False) == 1           # small: not worth a pool

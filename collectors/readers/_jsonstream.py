@@ -90,6 +90,17 @@ class Stream:
             if out:
                 return out
 
+    def copy_to(self, out) -> None:
+        """Write the rest of the file's bytes, inflated (the gzip budget applies), to `out`; a
+        truncated or corrupt gzip stream sets `truncated` as a read would."""
+        while True:
+            data = self._bytes()
+            if not data:
+                return
+            out.write(data)
+            if self.progress:
+                self.progress(min(self.raw.tell(), self.total), self.total)
+
     def more(self) -> bool:
         """Read one more chunk into the buffer; False at end of input."""
         if self.eof:

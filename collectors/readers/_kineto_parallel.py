@@ -1,13 +1,16 @@
 """Decoding a Kineto trace's events on every core.
 
-A plain file (`RangeSplit`): the event array is cut into byte ranges at element boundaries; a
+A plain file, or a gzip file inflated whole into a nameless temporary file first (`inflated`):
+(`RangeSplit`) the event array is cut into byte ranges at element boundaries; a
 worker process reads and decodes each range but the last from the file itself, as the
 one-process reader would (`_jsonstream.array`), while this process decodes the last range and the
 keys after the array. Nothing but the workers' columns crosses to this process, and those through
-a file, not the pool's pipe (`_spill`). A gzip file cannot be read
-from the middle (`ParallelSink`): this process inflates it and cuts the array into batches of
-whole elements, which workers decode. Either way the workers' `Collector`s are merged in file
-order, so the columns come out exactly as a one-process read would give them.
+a file, not the pool's pipe (`SPILLED`). Where a gzip file cannot be inflated to a file (no room,
+not Linux: the workers reopen it through /proc), this process inflates it as it reads and cuts the
+array into batches of whole elements, which workers decode (`ParallelSink`: every batch and its
+columns cross a pipe, which costs most of what the second core gains). Either way the workers'
+`Collector`s are merged in file order, so the columns come out exactly as a one-process read
+would give them.
 
 A cut is only a guess at an element boundary (a `},` inside a string or a nested object fools
 it; a newline between the two elements, which no JSON string holds, makes it a safe guess); the
@@ -51,12 +54,15 @@ class Recut(Exception):
 FALL_BACK = (Recut, BrokenProcessPool, OSError)
 
 
-def workers_for(path_size: int, gz: bool) -> int:
+def workers_for(path_size: int, gz: bool, inflated_size: int | None = None) -> int:
     """How many decoding processes to use: every core this process may run on (`ROOFTOP_WORKERS`
-    overrides, 1 = one process), and one for files too small to repay starting them."""
+    overrides, 1 = one process), and one for files too small to repay starting them (a gzip file
+    by its `inflated_size` when known, else by its own size)."""
     env = os.environ.get("ROOFTOP_WORKERS", "").strip()
     if env.isdigit():
         return max(1, int(env))
+    if gz and inflated_size is not None:
+        path_size, gz = max(path_size, inflated_size), False
     if path_size < MIN_BYTES["gzip" if gz else "plain"]:
         return 1
     try:
@@ -244,6 +250,42 @@ def _unspill(result: Collector | str, spill) -> Collector:
         return result
     spill.seek(0)
     return pickle.load(spill)
+
+
+def inflated_size(path) -> int | None:
+    """What a single-member gzip file says it inflates to (its last 4 bytes: the size mod 2^32, so
+    a hint: a file of several GB says less, but its own size is then large enough anyway)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(-4, os.SEEK_END)
+            return int.from_bytes(f.read(4), "little")
+    except OSError:
+        return None
+
+
+def inflated(s: _jsonstream.Stream):
+    """The rest of the gzip stream `s` inflated into a nameless temporary file (the gzip budget
+    applies: a bomb raises, as a read would), for `RangeSplit` to cut; None where it cannot be
+    used: not Linux (the workers reopen it as /proc/self/fd/N), no room to write it, or a stream
+    that ends early or is corrupt (then the reader that streams says what, as it always has)."""
+    if sys.platform != "linux":
+        return None
+    tmp = _spill_file()
+    if tmp is None:
+        return None
+    try:
+        s.copy_to(tmp)
+        tmp.flush()
+    except OSError:
+        tmp.close()
+        return None
+    except BaseException:
+        tmp.close()
+        raise
+    if s.truncated:
+        tmp.close()
+        return None
+    return tmp
 
 
 class RangeSplit:
