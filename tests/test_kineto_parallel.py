@@ -141,12 +141,12 @@ def test_gzip_is_inflated_to_a_file_and_cut_in_ranges(tmp_path, monkeypatch):
     one, m1 = read_kineto(p, workers=1)
     files, ranges = [], []
     real_inflated, real_boundaries = _kineto_parallel.inflated, _kineto_parallel.boundaries
-    monkeypatch.setattr(kineto, "inflated", lambda s: files.append(real_inflated(s)) or files[-1])
+    monkeypatch.setattr(kineto, "inflated", lambda *a: files.append(real_inflated(*a)) or files[-1])
     monkeypatch.setattr(_kineto_parallel, "boundaries", lambda *a: ranges.append(real_boundaries(*a)) or ranges[-1])
     two, m2 = read_kineto(p, workers=2)
     assert one.equals(two) and m1["warnings"] == m2["warnings"] == []
     assert len(files) == 1 and files[0].closed and len(ranges) == 1 and len(ranges[0]) == 1  # cut once
-    monkeypatch.setattr(kineto, "inflated", lambda s: None)  # no room for the file: batches instead
+    monkeypatch.setattr(kineto, "inflated", lambda *a: None)  # no room for the file: batches instead
     three, m3 = read_kineto(p, workers=2)
     assert one.equals(three) and m3["warnings"] == []
     assert len(ranges) == 1
@@ -154,7 +154,7 @@ def test_gzip_is_inflated_to_a_file_and_cut_in_ranges(tmp_path, monkeypatch):
     cut = tmp_path / "cut.json.gz"
     whole = gzip.compress(text)
     cut.write_bytes(whole[: int(len(whole) * 0.6)])
-    monkeypatch.setattr(kineto, "inflated", lambda s: files.append(real_inflated(s)) or files[-1])
+    monkeypatch.setattr(kineto, "inflated", lambda *a: files.append(real_inflated(*a)) or files[-1])
     c1, w1 = read_kineto(cut, workers=1)
     c2, w2 = read_kineto(cut, workers=2)
     assert files[-1] is None and c1.equals(c2) and len(c2)
@@ -285,3 +285,20 @@ def test_import_command_forks_early_and_writes_what_one_process_writes(tmp_path,
     assert len(forks) == 1 and _kineto_parallel._early is None
     one, two = pq.read_table(tmp_path / "one.parquet"), pq.read_table(tmp_path / "two.parquet")
     assert one.equals(two)
+
+
+def test_gzip_not_inflated_to_a_file_without_room_for_it(tmp_path):
+    from collectors.readers import _jsonstream
+
+    p = tmp_path / "x.json.gz"
+    p.write_bytes(gzip.compress(b'{"traceEvents": []}'))
+    s = _jsonstream.Stream(p, None, 1 << 16)
+    try:
+        assert _kineto_parallel.inflated(s, size=1 << 62) is None  # more than any disk holds
+    finally:
+        s.close()
+    s = _jsonstream.Stream(p, None, 1 << 16)
+    with _kineto_parallel.inflated(s, size=20) as f:
+        f.seek(0)
+        assert f.read() == b'{"traceEvents": []}'
+    s.close()

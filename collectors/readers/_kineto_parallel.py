@@ -31,6 +31,7 @@ import gc
 import os
 import pickle
 import re
+import shutil
 import signal
 import sys
 import tempfile
@@ -263,12 +264,18 @@ def inflated_size(path) -> int | None:
         return None
 
 
-def inflated(s: _jsonstream.Stream):
+def inflated(s: _jsonstream.Stream, size: int | None = None):
     """The rest of the gzip stream `s` inflated into a nameless temporary file (the gzip budget
     applies: a bomb raises, as a read would), for `RangeSplit` to cut; None where it cannot be
-    used: not Linux (the workers reopen it as /proc/self/fd/N), no room to write it, or a stream
-    that ends early or is corrupt (then the reader that streams says what, as it always has)."""
+    used: not Linux (the workers reopen it as /proc/self/fd/N), no room to write it (`size`: what
+    it should inflate to, checked against the free space first), or a stream that ends early or is
+    corrupt (then the reader that streams says what, as it always has)."""
     if sys.platform != "linux":
+        return None
+    try:
+        if size is not None and shutil.disk_usage(tempfile.gettempdir()).free < size + (64 << 20):
+            return None
+    except OSError:
         return None
     tmp = _spill_file()
     if tmp is None:

@@ -46,13 +46,14 @@ def read_kineto(path: str | os.PathLike, progress: Progress | None = None,
         s = _jsonstream.Stream(path, progress, CHUNK)
     except OSError as exc:
         raise KinetoError(path, f"cannot read: {exc.strerror or exc}") from None
-    n = workers if workers is not None else workers_for(s.total, s.gz, inflated_size(path) if s.gz else None)
+    size = inflated_size(path) if s.gz else None
+    n = workers if workers is not None else workers_for(s.total, s.gz, size)
     if n > 1:
         try:
             if s.gz:
                 # inflated whole first (~0.3 s per 100 MB, ~10% of the decode), then cut in byte
                 # ranges as a plain file is; or streamed to the workers in batches when that fails
-                plain = inflated(s)
+                plain = inflated(s, size)
                 s.close()
                 if plain is not None:
                     with plain:
