@@ -224,6 +224,36 @@ def test_workers_forked_before_the_libraries_load_are_adopted_by_the_read(tmp_pa
     assert {k: v for k, v in meta1.items() if k != "source"} == {k: v for k, v in meta2.items() if k != "source"}
 
 
+def test_gzip_inflated_and_forked_before_the_libraries_load_is_taken_over(tmp_path, monkeypatch):
+    """For a gzip file the early start inflates it into a temporary file and forks the workers on
+    that: the read takes over both (no second inflation, no second fork) and gives the one-process
+    rows. Another file's inflation is not taken: it is closed, and this file inflated afresh."""
+    text = json.dumps(_replicated(200), indent=1).encode()
+    p, other = tmp_path / "t.json.gz", tmp_path / "u.json.gz"
+    p.write_bytes(gzip.compress(text))
+    other.write_bytes(gzip.compress(text))
+    monkeypatch.setattr(kineto, "CHUNK", 8_000)
+    monkeypatch.setenv("ROOFTOP_WORKERS", "2")
+    one, meta1 = read_kineto(p, workers=1)
+    forks, made = _forks(monkeypatch), []
+    real = _kineto_parallel.inflated
+    monkeypatch.setattr(_kineto_parallel, "inflated", lambda *a: made.append(real(*a)) or made[-1])
+    monkeypatch.setattr(kineto, "inflated", _kineto_parallel.inflated)
+    shown = []
+    _kineto_parallel.start_early(str(p), 8_000, lambda done, total: shown.append((done, total)))
+    assert len(made) == 1 and _kineto_parallel._early is not None and len(forks) == 1
+    assert shown and shown[-1] == (p.stat().st_size, p.stat().st_size)  # the inflation's progress
+    two, meta2 = read_kineto(p)
+    assert len(made) == 1 and len(forks) == 1 and made[0].closed  # taken over, then closed
+    assert _kineto_parallel._early is None and _kineto_parallel._early_inflated is None
+    assert one.equals(two)
+    assert {k: v for k, v in meta1.items() if k != "source"} == {k: v for k, v in meta2.items() if k != "source"}
+    _kineto_parallel.start_early(str(other), 8_000)
+    three, _ = read_kineto(p)
+    assert len(made) == 3 and made[1].closed and one.equals(three)  # the other file's dropped
+    _kineto_parallel.discard_early()
+
+
 def _gone(pid: int, wait: float = 5) -> bool:
     """Whether a process has ended and been reaped (a zombie still answers signal 0). Not
     `Process.is_alive`: when the pool's own thread reaps a worker first, it says alive forever."""
@@ -257,15 +287,20 @@ def test_early_workers_no_read_adopts_are_stopped(tmp_path, monkeypatch):
     procs = list(_kineto_parallel._early.pool._processes.values())
     _kineto_parallel.discard_early()
     assert all(_gone(proc.pid) for proc in procs)
-    # a gzip file, a small file on one worker, a file that is no JSON object: no early start
+    # a small file on one worker, a file that is no JSON object: no early start
     monkeypatch.setenv("ROOFTOP_WORKERS", "1")
     _kineto_parallel.start_early(str(a), 8_000)
     monkeypatch.setenv("ROOFTOP_WORKERS", "2")
     (tmp_path / "x.json").write_text("[1, 2, 3]")
     _kineto_parallel.start_early(str(tmp_path / "x.json"), 8_000)
+    assert _kineto_parallel._early is None and len(forks) == 3
+    # a gzip file no read takes over: its workers stopped and its inflated file closed
     gz = _write(tmp_path / "c.json.gz", _replicated(20), gz=True)
     _kineto_parallel.start_early(str(gz), 8_000)
-    assert _kineto_parallel._early is None and len(forks) == 3
+    procs = list(_kineto_parallel._early.pool._processes.values())
+    inflated = _kineto_parallel._early_inflated[1]
+    _kineto_parallel.discard_early()
+    assert all(_gone(proc.pid) for proc in procs) and inflated.closed and len(forks) == 4
 
 
 def test_import_command_forks_early_and_writes_what_one_process_writes(tmp_path, monkeypatch):

@@ -408,16 +408,22 @@ def _file_id(path) -> tuple | None:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def start_early(path, chunk: int) -> None:
-    """For `rooftop import` of a large plain Kineto file: find the event array and fork the range
+def start_early(path, chunk: int, progress: _jsonstream.Progress | None = None) -> None:
+    """For `rooftop import` of a large Kineto file: find the event array and fork the range
     workers now, before this process imports pandas and pyarrow (~0.6 s), which it then does while
-    they decode (its own range is shorter by `LIBRARY_LEAD_BYTES`). `RangeSplit.start` adopts
-    them when the read finds the array at the same offset of the same file; `discard_early` stops
-    them when nothing did. Anything unexpected here only means no early start."""
+    they decode (its own range is shorter by `LIBRARY_LEAD_BYTES`); a gzip file is inflated into
+    its temporary file first (`inflated`, `progress` drawn), which the read then takes over
+    (`adopt_inflated`). `RangeSplit.start` adopts the workers when the read finds the array at the
+    same offset of the same file; `discard_early` stops them when nothing did. Anything unexpected
+    here only means no early start."""
     global _early
     discard_early()
     name = os.fspath(path)
-    if not name.lower().endswith(".json"):
+    if name.lower().endswith(".json.gz"):
+        name = _inflate_early(name, chunk, progress)
+        if name is None:
+            return
+    elif not name.lower().endswith(".json"):
         return
     fid = _file_id(name)
     n = workers_for(fid[2], False) if fid is not None else 1
@@ -453,6 +459,51 @@ def start_early(path, chunk: int) -> None:
         _early = split
 
 
+_early_inflated: tuple | None = None  # (the gzip file's id, its inflated temporary file)
+
+
+def _inflate_early(name: str, chunk: int, progress: _jsonstream.Progress | None) -> str | None:
+    """A large gzip file inflated into its temporary file, kept for the read (`adopt_inflated`):
+    the name the workers and the read open it by; None when it is small, or cannot be inflated."""
+    global _early_inflated
+    fid = _file_id(name)
+    size = inflated_size(name)
+    if fid is None or workers_for(fid[2], True, size) < 2:
+        return None
+    try:
+        s = _jsonstream.Stream(name, progress, chunk)
+    except OSError:
+        return None
+    try:
+        tmp = inflated(s, size) if s.gz else None
+    except Exception:  # a gzip bomb, a damaged file: the read says what
+        return None
+    finally:
+        s.close()
+    if tmp is None:
+        return None
+    _early_inflated = (fid, tmp)
+    return inflated_name(tmp)
+
+
+def inflated_name(tmp) -> str:
+    """The name a process forked after `tmp` was made opens it by."""
+    return f"/proc/self/fd/{tmp.fileno()}"
+
+
+def adopt_inflated(path):
+    """The gzip file `path` inflated by the early start, if it is that very file (the read takes it
+    over and closes it); None otherwise (any other is closed)."""
+    global _early_inflated
+    early, _early_inflated = _early_inflated, None
+    if early is None:
+        return None
+    if early[0] == _file_id(os.fspath(path)):
+        return early[1]
+    early[1].close()
+    return None
+
+
 def _adopt(split: RangeSplit, first: int) -> RangeSplit | None:
     """The early workers, if they decode this very read's ranges (same file, same array offset,
     as many processes); any others are stopped."""
@@ -468,8 +519,12 @@ def _adopt(split: RangeSplit, first: int) -> RangeSplit | None:
 
 
 def discard_early() -> None:
-    """Stop early workers no read adopted (an error before the read, another format)."""
-    global _early
+    """Stop early workers no read adopted (an error before the read, another format), and drop an
+    inflated file no read took over."""
+    global _early, _early_inflated
     early, _early = _early, None
     if early is not None:
         early.abort()
+    inflated_early, _early_inflated = _early_inflated, None
+    if inflated_early is not None:
+        inflated_early[1].close()

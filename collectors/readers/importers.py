@@ -11,7 +11,6 @@ import os
 import re
 import stat
 import sys
-import time
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
@@ -424,35 +423,7 @@ def default_output(src: Path, fmt: str) -> Path:
 
 
 from .import_command import add_arguments  # noqa: E402,F401  (`rooftop import`'s, where it always was)
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-class _ProgressLine:
-    """`importing trace.json.gz: 42%` on stderr, at most ~5 times a second, only for large inputs."""
-
-    def __init__(self, label: str, stream=sys.stderr, min_bytes: int = 32 << 20, size: int = 0):
-        self.label, self.stream, self.min_bytes, self.size = label, stream, min_bytes, size
-        self.last = 0.0
-        self.shown = False
-
-    def __call__(self, done: int, total: int, unit: str = "bytes") -> None:
-        now = time.monotonic()
-        if (total if unit == "bytes" else self.size) < self.min_bytes or now - self.last < 0.2:
-            return
-        self.last, self.shown = now, True
-        what = f"({done >> 20}/{total >> 20} MB)" if unit == "bytes" else f"(stage {done} of {total})"
-        self.stream.write(f"\rimporting {self.label}: {100 * done // max(total, 1):3d}% {what}")
-        self.stream.flush()
-
-    def done(self) -> None:
-        if self.shown:
-            self.stream.write("\n")
+from .import_command import ProgressLine as _ProgressLine, file_size as _size  # noqa: E402
 
 
 def check_output(src: Path, out: Path, directory: bool) -> None:

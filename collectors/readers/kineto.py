@@ -25,7 +25,8 @@ from rooftop.trace.read import give_back_memory
 from . import _jsonstream, import_command
 from ._jsonstream import Progress
 from ._kineto_events import Collector
-from ._kineto_parallel import FALL_BACK, ParallelSink, RangeSplit, Recut, inflated, inflated_size, workers_for
+from ._kineto_parallel import (FALL_BACK, ParallelSink, RangeSplit, Recut, adopt_inflated, inflated, inflated_name,
+                               inflated_size, workers_for)
 from ._kineto_join import assemble, nest_intervals  # noqa: F401  (nest_intervals: used by nsys)
 
 CHUNK = import_command.CHUNK  # bytes read at a time: big enough that per-batch overhead vanishes, small to bound memory
@@ -53,11 +54,11 @@ def read_kineto(path: str | os.PathLike, progress: Progress | None = None,
             if s.gz:
                 # inflated whole first (~0.3 s per 100 MB, ~10% of the decode), then cut in byte
                 # ranges as a plain file is; or streamed to the workers in batches when that fails
-                plain = inflated(s, size)
+                plain = adopt_inflated(path) or inflated(s, size)
                 s.close()
                 if plain is not None:
                     with plain:
-                        name = f"/proc/self/fd/{plain.fileno()}"
+                        name = inflated_name(plain)
                         return _read(path, _jsonstream.Stream(name, progress, CHUNK), RangeSplit(name, n, CHUNK))
                 s = _jsonstream.Stream(path, progress, CHUNK)
             return _read(path, s, ParallelSink(n) if s.gz else RangeSplit(path, n, CHUNK))
