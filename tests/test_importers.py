@@ -162,6 +162,9 @@ def test_progress_line_only_for_large_inputs():
     bar(50, 200)
     bar.done()
     assert buf.getvalue() == "\rimporting big.json:  25% (0/0 MB)\n"
+    early = io.StringIO()  # the early start's inflation of a gzip file says so
+    importers._ProgressLine("big.json.gz", stream=early, min_bytes=100, verb="inflating")(3 << 20, 6 << 20)
+    assert early.getvalue() == "\rinflating big.json.gz:  50% (3/6 MB)"
 
 
 def test_nsys_progress_is_in_stages_and_shown_for_a_large_file(fixtures_dir):

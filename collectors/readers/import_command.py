@@ -21,8 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ._kineto_parallel import discard_early, start_early
 
-    # (a gzip file is inflated first: its progress is drawn from here)
-    start_early(args.src, CHUNK, ProgressLine(Path(args.src).name, size=file_size(Path(args.src))))
+    # (a gzip file is inflated first: its progress is drawn from here, then the import's own)
+    start_early(args.src, CHUNK, ProgressLine(Path(args.src).name, verb="inflating"))
     try:
         from .importers import run as run_import
 
@@ -39,10 +39,12 @@ def file_size(path: Path) -> int:
 
 
 class ProgressLine:
-    """`importing trace.json.gz: 42%` on stderr, at most ~5 times a second, only for large inputs."""
+    """`importing trace.json.gz: 42%` on stderr, at most ~5 times a second, only for large inputs
+    (`verb`: what is being done, "inflating" for the early start's gzip inflation)."""
 
-    def __init__(self, label: str, stream=sys.stderr, min_bytes: int = 32 << 20, size: int = 0):
-        self.label, self.stream, self.min_bytes, self.size = label, stream, min_bytes, size
+    def __init__(self, label: str, stream=sys.stderr, min_bytes: int = 32 << 20, size: int = 0,
+                 verb: str = "importing"):
+        self.label, self.stream, self.min_bytes, self.size, self.verb = label, stream, min_bytes, size, verb
         self.last = 0.0
         self.shown = False
 
@@ -52,7 +54,7 @@ class ProgressLine:
             return
         self.last, self.shown = now, True
         what = f"({done >> 20}/{total >> 20} MB)" if unit == "bytes" else f"(stage {done} of {total})"
-        self.stream.write(f"\rimporting {self.label}: {100 * done // max(total, 1):3d}% {what}")
+        self.stream.write(f"\r{self.verb} {self.label}: {100 * done // max(total, 1):3d}% {what}")
         self.stream.flush()
 
     def done(self) -> None:
