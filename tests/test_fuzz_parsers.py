@@ -18,8 +18,22 @@ from rooftop.trace import TraceError, load_trace
 SETTINGS = settings(max_examples=int(os.environ.get("ROOFTOP_FUZZ_EXAMPLES", 25)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+_DIR: Path | None = None  # this module's examples' files, removed when its tests are done
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _examples_dir():
+    """(Hypothesis runs many examples per test, and a function-scoped `tmp_path` is shared by them:
+    each example gets a directory of its own here, all removed at the end, not left in /tmp.)"""
+    global _DIR
+    with tempfile.TemporaryDirectory(prefix="rooftop-fuzz-") as d:
+        _DIR = Path(d)
+        yield
+    _DIR = None
+
+
 def _file(data: bytes, name: str) -> Path:
-    d = Path(tempfile.mkdtemp(prefix="rooftop-fuzz-"))
+    d = Path(tempfile.mkdtemp(dir=_DIR))
     p = d / name
     p.write_bytes(data)
     return p
