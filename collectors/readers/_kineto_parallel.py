@@ -1,7 +1,7 @@
 """Decoding a Kineto trace's events on every core.
 
-A plain file, or a gzip file inflated whole into a nameless temporary file first (`inflated`):
-(`RangeSplit`) the event array is cut into byte ranges at element boundaries; a
+A plain file (`RangeSplit`), or a gzip file inflated whole into a nameless temporary file first
+(`inflated`): the event array is cut into byte ranges at element boundaries; a
 worker process reads and decodes each range but the last from the file itself, as the
 one-process reader would (`_jsonstream.array`), while this process decodes the last range and the
 keys after the array. Nothing but the workers' columns crosses to this process, and those through
