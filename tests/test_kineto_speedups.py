@@ -23,6 +23,28 @@ def test_nest_intervals_matches_the_one_pass_loop():
         assert fast[0].tolist() == slow[0].tolist() and fast[1] == slow[1] and fast[2] == slow[2] and s1 == s2
 
 
+def test_pass_parents_is_what_the_stack_pass_finds():
+    """`_pass_parents` against the stack pass it replaces, on long runs (deep jump tables), many
+    threads, ranges nested, overlapping partly, zero-length and sharing starts."""
+    from collectors.readers._kineto_join import _pass_parents
+
+    rng = np.random.default_rng(11)
+    for n, nthr, span in ((3000, 1, 400), (2500, 5, 3000), (64, 2, 10), (1, 1, 5), (0, 1, 5)):
+        thr, st = rng.integers(0, nthr, n), rng.integers(0, span, n)
+        en = st + np.where(rng.random(n) < 0.1, 0, rng.integers(0, span // 3 + 1, n))
+        order = np.lexsort((-(en - st), st, thr))
+        thr, st, en = thr[order], st[order], en[order]
+        want, stack, cur = [], [], None
+        for k in range(n):
+            if thr[k] != cur:
+                cur, stack = thr[k], []
+            while stack and en[stack[-1]] <= st[k]:
+                stack.pop()
+            want.append(stack[-1] if stack else -1)
+            stack.append(k)
+        assert _pass_parents(thr, st, en).tolist() == want
+
+
 def test_nest_intervals_by_hand_and_deep_nesting():
     # thread 0: A [0, 10) holds B [2, 5); thread 1: C [0, 100). Queries: in B, in A after B, after A, on 1
     inner, qpath, ipath = nest_intervals(np.array([0, 0, 1]), np.array([0, 2, 0]), np.array([10, 5, 100]),
