@@ -21,8 +21,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ._kineto_parallel import discard_early, start_early
 
-    # (a gzip file is inflated first: its progress is drawn from here, then the import's own)
-    start_early(args.src, CHUNK, ProgressLine(Path(args.src).name, verb="inflating"))
+    # (a gzip file is inflated first: its progress is drawn from here, on a line of its own, ended
+    # before the import's line or its error)
+    inflating = ProgressLine(Path(args.src).name, verb="inflating")
+    start_early(args.src, CHUNK, inflating)
+    inflating.done()
     try:
         from .importers import run as run_import
 
