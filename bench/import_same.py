@@ -41,13 +41,12 @@ def read(path: Path):
     with pa.memory_map(str(path)) as f:
         table = pa.ipc.open_file(f).read_all()
     # names and paths an import holds as dictionaries are stored as plain text: compared as stored
+    from rooftop.trace.schema import TEXT_COLUMNS
+
     for i, field in enumerate(table.schema):
-        if field.name in PLAIN_TEXT and pa.types.is_dictionary(field.type):
+        if field.name in TEXT_COLUMNS and pa.types.is_dictionary(field.type):
             table = table.set_column(i, field.with_type(pa.string()), table.column(i).cast(pa.string()))
     return table, Path(str(path) + ".meta").read_text()
-
-
-PLAIN_TEXT = ("name", "short_name", "path", "op")
 
 
 def differences(a, b) -> list[str]:

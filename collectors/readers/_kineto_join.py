@@ -157,10 +157,10 @@ def _pass_parents(thr: np.ndarray, st: np.ndarray, en: np.ndarray) -> np.ndarray
     jumps over a table of running maxima of the ends (~20 vectorised steps for 344k ranges,
     against ~0.4 s of stack pushes and pops)."""
     n = len(st)
-    lo = np.searchsorted(thr, thr, side="left")  # where each one's thread starts
-    pos = np.arange(n, dtype=np.int64) - 1
     if n < 2:
         return np.full(n, -1, dtype=np.int64)
+    lo = np.searchsorted(thr, thr, side="left")  # where each one's thread starts
+    pos = np.arange(n, dtype=np.int64) - 1
     # table[L][i]: the latest end among positions i .. i + 2^L - 1
     table = [en]
     while (1 << len(table)) <= n:

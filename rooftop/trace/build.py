@@ -74,8 +74,8 @@ def _from_categories(col: pd.Series, typ: pa.DataType, dictionary: bool = False)
         return None
     indices = pa.array(local.astype(np.int32), mask=local < 0)
     if pa.types.is_dictionary(typ) or dictionary:
-        return pa.DictionaryArray.from_arrays(indices, values).cast(pa.dictionary(pa.int32(), typ.value_type
-                                                                                  if pa.types.is_dictionary(typ) else typ))
+        return pa.DictionaryArray.from_arrays(indices, values).cast(
+            typ if pa.types.is_dictionary(typ) else pa.dictionary(pa.int32(), typ))
     return values.take(indices)
 
 

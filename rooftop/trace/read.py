@@ -633,7 +633,7 @@ def split_runtime(table: pa.Table) -> tuple[pa.Table, pd.DataFrame | None]:
     # Text dictionary-encoded before the split, not after: the filter then copies int32 codes, not
     # the names and paths (~235 MB of text at 1M kernels), and each string is hashed once, in one
     # pass (at 1M kernels ~0.3 s less). Each part keeps only its own values after (`_first_seen`).
-    table, _ = _encode_text(table)
+    table = _encode_text(table)
     # every text column is a dictionary now (an import's came as one): each part keeps its own values
     encoded = [c for c in TEXT_COLUMNS if c in table.column_names and pa.types.is_dictionary(table.column(c).type)]
     present = [c for c in HOST_COLUMNS if c in table.column_names]
@@ -665,16 +665,14 @@ def split_runtime(table: pa.Table) -> tuple[pa.Table, pd.DataFrame | None]:
     return events, pd.DataFrame(host)
 
 
-def _encode_text(table: pa.Table) -> tuple[pa.Table, list[str]]:
-    """The table with its plain-text `TEXT_COLUMNS` dictionary-encoded, and which those were."""
-    encoded = []
+def _encode_text(table: pa.Table) -> pa.Table:
+    """The table with its plain-text `TEXT_COLUMNS` dictionary-encoded."""
     for c in TEXT_COLUMNS:
         if c in table.column_names and not pa.types.is_dictionary(table.column(c).type) \
                 and _is_text(table.column(c).type):
             table = table.set_column(table.column_names.index(c), c,
                                      table.column(c).cast(pa.string()).dictionary_encode())
-            encoded.append(c)
-    return table, encoded
+    return table
 
 
 def _first_seen(col: pa.ChunkedArray) -> pa.ChunkedArray:

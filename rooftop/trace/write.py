@@ -94,10 +94,8 @@ def _stored_schema(schema: pa.Schema) -> pa.Schema:
 def _plain_text(table: pa.Table) -> pa.Table:
     """`table` in its `_stored_schema` (the dictionaries spelled out: a cast, which Arrow does
     without the GIL, on the writer's thread when the rows are written beside the summary)."""
-    for i, f in enumerate(table.schema):
-        if f.name in _PLAIN_TEXT and pa.types.is_dictionary(f.type):
-            table = table.set_column(i, f.with_type(pa.string()), table.column(i).cast(pa.string()))
-    return table
+    stored = _stored_schema(table.schema)
+    return table if stored.equals(table.schema) else table.cast(stored)
 
 
 def _writer(where: str | os.PathLike, schema: pa.Schema) -> pq.ParquetWriter:
