@@ -46,6 +46,25 @@ def test_file_is_plain_parquet_with_dictionary_columns(tmp_path):
     assert read_meta(p)["format"] == 1
 
 
+def test_climbing_ids_and_times_are_stored_as_deltas(tmp_path):
+    # 20k rows whose ids, starts and correlations climb: deltas, not a dictionary of 20k values;
+    # the text and the launch shapes keep their dictionary pages, and everything reads back the same
+    n = 20_000
+    rows = [dict(kind="kernel", name=f"k{i % 7}", start_ns=1_000 * i, dur_ns=100 + i % 3, correlation=i,
+                 device=0, stream=7, grid=(i % 4 + 1, 1, 1)) for i in range(n)]
+    p = write_trace(tmp_path / "t.parquet", rows, {})
+    md = pq.read_metadata(p).row_group(0)
+    enc = {md.column(j).path_in_schema: md.column(j).encodings for j in range(md.num_columns)}
+    for col in ("id", "start_ns", "correlation"):
+        assert "DELTA_BINARY_PACKED" in enc[col] and "RLE_DICTIONARY" not in enc[col], (col, enc[col])
+    for col in ("name", "dur_ns", "grid.list.element"):
+        assert "RLE_DICTIONARY" in enc[col], (col, enc[col])
+    ev = load_trace(p).events
+    assert ev["start_ns"].tolist() == [1_000 * i for i in range(n)]
+    assert ev["correlation"].tolist() == list(range(n))
+    assert ev["id"].is_unique and [list(g) for g in ev["grid"][:5]] == [[i + 1, 1, 1] for i in range(4)] + [[1, 1, 1]]
+
+
 def test_atomic_write_leaves_no_temp_files(tmp_path):
     write_trace(tmp_path / "t.parquet", ROWS, {})
     assert [f.name for f in tmp_path.iterdir()] == ["t.parquet"]

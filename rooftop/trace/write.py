@@ -69,7 +69,7 @@ def _as_stored(table: pa.Table, meta: Mapping[str, Any], path: Path) -> pa.Table
 
 
 def write_parquet(table: pa.Table, where: str | os.PathLike, extra: Mapping[bytes, bytes] | None = None) -> None:
-    """`table` as Parquet (zstd, dictionary pages), with `extra` entries in the footer's key-value
+    """`table` as Parquet (zstd; dictionary pages, deltas for `DELTA_COLUMNS`), with `extra` entries in the footer's key-value
     metadata only: put in the schema's metadata they would be stored twice, once more base64-coded
     inside the serialised Arrow schema (a 5 MB summary made a 7 MB trace 20 MB)."""
     with _writer(where, table.schema) as writer:
@@ -98,8 +98,28 @@ def _plain_text(table: pa.Table) -> pa.Table:
     return table if stored.equals(table.schema) else table.cast(stored)
 
 
+# Row ids, start times and correlation ids mostly climb: stored as deltas, not as dictionaries of
+# a million distinct values (which Parquet builds, outgrows and abandons). At 1M kernels the rows
+# take 4.4 MB instead of 15.9, and the write ~0.4 s less CPU; they read back the same.
+DELTA_COLUMNS = ("id", "start_ns", "correlation")
+
+
 def _writer(where: str | os.PathLike, schema: pa.Schema) -> pq.ParquetWriter:
-    return pq.ParquetWriter(where, _stored_schema(schema), compression="zstd", use_dictionary=True)
+    stored = _stored_schema(schema)
+    delta = [n for n in DELTA_COLUMNS if n in stored.names and pa.types.is_integer(stored.field(n).type)]
+    if not delta:
+        return pq.ParquetWriter(where, stored, compression="zstd", use_dictionary=True)
+    return pq.ParquetWriter(where, stored, compression="zstd", use_dictionary=_leaf_paths(stored, delta),
+                            column_encoding=dict.fromkeys(delta, "DELTA_BINARY_PACKED"))
+
+
+def _leaf_paths(schema: pa.Schema, but: list[str]) -> list[str]:
+    """The Parquet column paths of `schema` ("grid.list.element" for a list column: what
+    `use_dictionary` takes), but those of the top-level columns `but`."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(schema.empty_table(), sink)
+    paths = pq.ParquetFile(pa.BufferReader(sink.getvalue())).schema
+    return [p for p in (paths.column(i).path for i in range(len(paths))) if p.split(".")[0] not in but]
 
 
 def _add_footer(writer: pq.ParquetWriter, extra: Mapping[bytes, bytes] | None) -> None:
