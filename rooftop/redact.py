@@ -111,23 +111,47 @@ def redact(obj: Any, _depth: int = 0) -> Any:
     """A copy of `obj` (dicts, lists, tuples, strings) with secrets replaced by "[redacted]".
     Keys are scrubbed too (a token can be a key). Nesting beyond 200 levels is cut (the JSON
     decoder already refuses deeper documents; this keeps the walk bounded whatever the caller)."""
-    if isinstance(obj, str):
-        return redact_text(obj)
-    if _depth > 200:
-        return None
-    if isinstance(obj, dict):
-        out = {}
-        for k, v in obj.items():
-            key = redact_text(k) if isinstance(k, str) else k
-            # Whole value, containers included; counts (`max_tokens: 128`) are not secrets.
-            if isinstance(k, str) and secret_key(k) and v is not None and not isinstance(v, (bool, int, float)):
-                out[key] = REDACTED
-            else:
-                out[key] = redact(v, _depth + 1)
+    return _Redactor().walk(obj, _depth)
+
+
+class _Redactor:
+    """One `redact` walk. Each distinct string and key is judged once: a 1M-kernel import's metadata
+    holds ~3,500 steps of the same seven keys and a handful of values (~50k strings, ~7k distinct)."""
+
+    def __init__(self):
+        self.texts: dict[str, str] = {}
+        self.keys: dict[str, tuple[str, bool]] = {}
+
+    def text(self, s: str) -> str:
+        out = self.texts.get(s)
+        if out is None:
+            out = self.texts[s] = redact_text(s)
         return out
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(redact(v, _depth + 1) for v in obj)
-    return obj
+
+    def key(self, k: str) -> tuple[str, bool]:
+        out = self.keys.get(k)
+        if out is None:
+            out = self.keys[k] = (self.text(k), secret_key(k))
+        return out
+
+    def walk(self, obj: Any, depth: int) -> Any:
+        if isinstance(obj, str):
+            return self.text(obj)
+        if depth > 200:
+            return None
+        if isinstance(obj, dict):
+            out = {}
+            for k, v in obj.items():
+                key, secret = self.key(k) if isinstance(k, str) else (k, False)
+                # Whole value, containers included; counts (`max_tokens: 128`) are not secrets.
+                if secret and v is not None and not isinstance(v, (bool, int, float)):
+                    out[key] = REDACTED
+                else:
+                    out[key] = self.walk(v, depth + 1)
+            return out
+        if isinstance(obj, (list, tuple)):
+            return type(obj)(self.walk(v, depth + 1) for v in obj)
+        return obj
 
 
 def redact_names(names: list) -> list:
