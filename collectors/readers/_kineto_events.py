@@ -62,6 +62,8 @@ def _ns_of(v: Any) -> int:
 def int_of(v: Any) -> int:
     if type(v) is int:
         return v if -_LIMIT < v < _LIMIT else NULL
+    if type(v) is float:  # (a launch size msgspec decoded: read as the exact path reads its text)
+        return int(v) if abs(v) < _LIMIT else NULL
     if type(v) is str:
         try:
             f = float(v)
