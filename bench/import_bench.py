@@ -29,9 +29,12 @@ from measure import ROOT, machine, run
 OUT = ROOT / "bench" / "out"
 # The floor: msgspec decoding the same file into typed events, the fields rooftop's importer reads
 # (a copy of collectors/readers/_kineto_events.Event, so that the floor imports msgspec alone and
-# not rooftop's pandas/pyarrow), on one core, the whole file at once.
+# not rooftop's pandas/pyarrow), on one core, the whole file at once, with the cyclic garbage
+# collector off as in rooftop's readers: left on, it rescans every launch's grid and block lists
+# again and again, which doubled this floor at 1M kernels (RESULTS 8.9).
 MSGSPEC_FLOOR = """
-import gzip, sys
+import gc, gzip, sys
+gc.disable()
 from typing import Any
 import msgspec
 from msgspec import Raw, Struct, field
