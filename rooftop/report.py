@@ -150,9 +150,22 @@ TEXT_KEYS = ("trace", "device", "identity", "model", "model_phases", "phases", "
              "findings", "warnings")
 
 
-def report_dict(a: Analysis, top: int = 10, keys: tuple[str, ...] | None = None) -> dict:
+def report_dict(a: Analysis, top: int = 10, keys: tuple[str, ...] | None = None, skip: tuple[str, ...] = ()) -> dict:
     """The report document (`rooftop report --json`); `keys`: only these sections, in the same order
-    (the text report asks for `TEXT_KEYS`, and skips the per-step lists and by-name groups)."""
+    (the text report asks for `TEXT_KEYS`, and skips the per-step lists and by-name groups); `skip`:
+    all sections but these."""
+    sections = _sections(a, top)
+    return {k: f() for k, f in sections.items() if (keys is None or k in keys) and k not in skip}
+
+
+def section_names(a: Analysis) -> list[str]:
+    """The sections of `a`'s report document, in its order (computed: only what decides which there
+    are, the timed rows and the steps, which every section needs anyway)."""
+    return list(_sections(a, 10))
+
+
+def _sections(a: Analysis, top: int) -> dict:
+    """Each section of the report document, as a function that computes it, in the document's order."""
     t = a.trace
     p = a.peaks
     timed = a.timed
@@ -204,7 +217,7 @@ def report_dict(a: Analysis, top: int = 10, keys: tuple[str, ...] | None = None)
             sh = a.stalls("phase")
             return {str(ph): {k: _clean(v) for k, v in row.items()} for ph, row in sh.iterrows()} if sh is not None else None
         sections["stalls"] = stall_shares
-    return {k: f() for k, f in sections.items() if keys is None or k in keys}
+    return sections
 
 
 def report_text(a: Analysis, top: int = 10) -> str:

@@ -341,3 +341,35 @@ def test_the_overview_ignores_the_summary_under_options(tmp_path, monkeypatch):
     forge(path)
     rewrite(path, {summary.SUMMARY_KEY: b"{broken"})
     assert loader.preview(str(path)).stored is None
+
+
+def test_the_two_thread_summary_is_the_one_thread_document(tmp_path, monkeypatch):
+    """A large trace's summary computes some sections on a second thread: the document must be the
+    one `report_dict` makes on one thread, key order included, on every kind of trace at hand."""
+    import rooftop.report as report
+
+    monkeypatch.setattr(summary, "PAIRED_MIN_ROWS", 0)  # every trace takes the two-thread path here
+    original, seen = report.report_dict, []
+
+    def spy(a, top=10, keys=None, skip=()):
+        seen.append((threading.current_thread().name, keys))
+        return original(a, top, keys, skip)
+    monkeypatch.setattr(report, "report_dict", spy)  # (`summary._report` imports it when it runs)
+    for path in sorted((ROOT / "sample_traces").glob("*.parquet")) + [synthetic(tmp_path)]:
+        trace = load_trace(path)
+        seen.clear()
+        got = json.dumps(summary._report(analyze(trace)), indent=1, default=str)
+        assert got == json.dumps(original(analyze(trace), summary.DEFAULT_TOP), indent=1, default=str), path.name
+        assert ("rooftop-summary_0", summary.SECOND_THREAD) in seen
+
+
+def test_an_error_on_the_summary_thread_reaches_the_caller(tmp_path, monkeypatch):
+    import rooftop.report as report
+
+    monkeypatch.setattr(summary, "PAIRED_MIN_ROWS", 0)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("top kernels failed")
+    monkeypatch.setattr(report, "top_kernels", broken)  # a section of the second thread
+    with pytest.raises(RuntimeError, match="top kernels failed"):
+        summary._report(analyze(load_trace(synthetic(tmp_path))))
