@@ -187,3 +187,29 @@ def test_ncu_formats_dispatch_to_ncu_module(fixtures_dir, rel):
         pytest.importorskip("ncu_report")
     trace = load_any(fixtures_dir / rel)
     assert int((trace.events["kind"] == "kernel").sum()) == (9 if rel.endswith(".csv") else 3)
+
+
+@pytest.mark.parametrize("typ", ["int32", "int64"])
+def test_wild_launch_shapes_of_an_arrow_column_by_hand(typ):
+    """Out-of-range launch shapes found in an Arrow column of [x, y, z] lists (as a Kineto join
+    makes it): a negative or >= 2**31 part, never a null list (whatever its slot holds), through
+    slices and chunks."""
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(5)
+    n = 3_000
+    vals = rng.integers(1, 1 << 12, (n, 3))
+    vals[rng.random((n, 3)) < 0.01] = -4
+    if typ == "int64":
+        vals[rng.random((n, 3)) < 0.01] = 1 << 31
+    null = rng.random(n) < 0.2
+    col = pa.FixedSizeListArray.from_arrays(pa.array(vals.ravel(), typ), 3, mask=pa.array(null))
+    want = ((vals < 0) | (vals >= 1 << 31)).any(axis=1) & ~null
+    assert want.sum() > 20 and (((vals < 0).any(axis=1)) & null).any()  # wild parts under null lists too
+    assert importers._wild_shapes(col).tolist() == want.tolist()
+    assert importers._wild_shapes(col.slice(7, 500)).tolist() == want[7:507].tolist()
+    chunked = pa.chunked_array([col.slice(0, 1000), col.slice(1000)])
+    assert importers._wild_shapes(chunked).tolist() == want.tolist()
+    lists = pa.array([None if m else list(v) for v, m in zip(vals.tolist(), null)], pa.list_(pa.int64()))
+    assert importers._wild_shapes(lists).tolist() == want.tolist()  # variable-size lists: the per-part path

@@ -116,6 +116,17 @@ def _wild_shapes(shapes: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Rows of an Arrow column of [x, y, z] lists with a part out of range (null lists: none)."""
     import pyarrow.compute as pc
 
+    if isinstance(shapes, pa.ChunkedArray):
+        parts = [_wild_shapes(c) for c in shapes.chunks]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+    if pa.types.is_fixed_size_list(shapes.type) and shapes.type.list_size == 3:
+        # (a Kineto join's): the parts as one (n, 3) array, no per-part extraction
+        n = len(shapes)
+        parts = shapes.values.slice(shapes.offset * 3, n * 3)
+        if not parts.null_count and pa.types.is_integer(parts.type):
+            v = parts.to_numpy().reshape(n, 3)
+            bad = ((v < 0) | (v >= _INT32)).any(axis=1)
+            return bad & shapes.is_valid().to_numpy(zero_copy_only=False) if shapes.null_count else bad
     bad = np.zeros(len(shapes), dtype=bool)
     for i in range(3):
         v = pc.list_element(shapes, i).to_numpy(zero_copy_only=False)  # float, NaN where null
