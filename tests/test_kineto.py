@@ -379,6 +379,31 @@ def test_odd_launch_shapes_on_the_typed_path_read_as_on_the_exact_path(tmp_path,
     assert grids[6:8] == [[8, 1, 1], [8, 1, 1]] and grids[0] is None and grids == grids[9:] * 2
 
 
+def test_phases_the_typed_decode_does_not_know_read_as_on_the_exact_path(tmp_path, monkeypatch):
+    """The typed decode knows a complete event ("X", its phase anywhere in the object) and skips the
+    fields of the format's other phases; an unknown phase, a null one or none makes its batch go
+    the exact path, which reads the same rows."""
+    pytest.importorskip("msgspec")
+    base = _synthetic()["traceEvents"]
+    odd = [{"ph": "Q", "cat": "kernel", "name": "weird", "pid": 0, "tid": 7, "ts": 5, "dur": 1},
+           {"cat": "kernel", "name": "no phase", "pid": 0, "tid": 7, "ts": 6, "dur": 1},
+           {"ph": None, "cat": "kernel", "name": "null phase", "pid": 0, "tid": 7, "ts": 7, "dur": 1}]
+    last = [{**{k: v for k, v in e.items() if k != "ph"}, "ph": e["ph"]} for e in base]  # the phase last
+    flows = [{"ph": p, "id": i, "pid": 0, "tid": 7, "ts": 10 + i, "cat": "ac2g", "name": "ac2g", "bp": "e"}
+             for i, p in enumerate("sfsf")] + [{"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "x"}}]
+    for doc, typed in (({"traceEvents": last + flows}, True), ({"traceEvents": base + odd}, False)):
+        p = _write(tmp_path / "phases.json", doc)
+        slow = _count_exact(monkeypatch)
+        fast, fmeta = read_kineto(p)
+        assert (sum(slow) <= 1) if typed else sum(slow) >= len(base)  # the whole batch when a phase is odd
+        monkeypatch.undo()
+        _exact_only(monkeypatch)
+        exact, emeta = read_kineto(p)
+        monkeypatch.undo()
+        assert fast.equals(exact) and fmeta == emeta
+        assert "weird" not in set(fast["name"]) and len(fast) == len(read_kineto(_write(tmp_path / "b.json", {"traceEvents": base}))[0])
+
+
 def test_many_batches_and_gzip_agree_with_one_batch(tmp_path, monkeypatch):
     """A replicated synthetic trace read in ~100 typed batches equals the exact path's result."""
     doc = _synthetic()

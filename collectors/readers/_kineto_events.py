@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 from itertools import chain
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 
@@ -209,8 +209,8 @@ if msgspec is not None:
 
     _NOARGS = Args()
 
-    class Event(Struct, gc=False):
-        ph: str | None = None
+    class Event(Struct, gc=False, tag_field="ph", tag="X"):
+        """A complete event ("ph": "X"), the only phase rooftop reads."""
         cat: str | None = None
         name: str | None = None
         pid: int | str | None = None
@@ -219,7 +219,15 @@ if msgspec is not None:
         dur: float | None = 0.0
         args: Args | None = None
 
-    _TYPED = msgspec.json.Decoder(list[Event])
+    # The Chrome trace format's other phases, decoded without their fields: a launch's two flow
+    # events ("s", "f") are a third of a Kineto trace's events, and skipping their fields takes
+    # ~14% off the typed decode. An event of another phase, or without one, fails its batch's typed
+    # decode, which the exact path then reads (as it reads any event of unexpected types).
+    OTHER_PHASES = ("B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "O", "N", "D", "M", "V", "v",
+                    "R", "c", "(", ")")
+    _OTHER = tuple(msgspec.defstruct(f"Phase{i}", [], tag_field="ph", tag=p, gc=False)
+                   for i, p in enumerate(OTHER_PHASES))
+    _TYPED = msgspec.json.Decoder(list[Union[(Event, *_OTHER)]])
 else:  # pragma: no cover - exercised only without msgspec
     _TYPED = None
 
@@ -273,7 +281,7 @@ class Collector:
         other: list = []
         get = groups.get
         for e in batch:  # the one per-event Python loop of the fast path
-            (get(e.cat, other) if e.ph == "X" else other).append(e)
+            (get(e.cat, other) if type(e) is Event else other).append(e)
         # convert everything first: an _Inexact raised below must leave the columns untouched
         out = []
         for cat, evs in groups.items():
