@@ -69,9 +69,10 @@ def _as_stored(table: pa.Table, meta: Mapping[str, Any], path: Path) -> pa.Table
 
 
 def write_parquet(table: pa.Table, where: str | os.PathLike, extra: Mapping[bytes, bytes] | None = None) -> None:
-    """`table` as Parquet (zstd; dictionary pages, deltas for `DELTA_COLUMNS`), with `extra` entries in the footer's key-value
-    metadata only: put in the schema's metadata they would be stored twice, once more base64-coded
-    inside the serialised Arrow schema (a 5 MB summary made a 7 MB trace 20 MB)."""
+    """`table` as Parquet (zstd; dictionary pages, deltas for `DELTA_COLUMNS`), with `extra` entries
+    in the footer's key-value metadata only: put in the schema's metadata they would be stored
+    twice, once more base64-coded inside the serialised Arrow schema (a 5 MB summary made a 7 MB
+    trace 20 MB)."""
     with _writer(where, table.schema) as writer:
         writer.write_table(_plain_text(table))
         _add_footer(writer, extra)
