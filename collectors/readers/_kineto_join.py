@@ -49,19 +49,19 @@ def clean_text(v) -> str:
     return v if len(v) <= cap else v[: cap - 1] + "…"
 
 
-def _child_path(stack: list, label: str | None) -> tuple[str | None, int, bool]:
-    """The path and depth of an interval opening inside `stack` (entries [end, index, path, depth,
-    path of a child past the bounds]), and whether the bounds cut it: past `MAX_PATH_DEPTH` levels
-    or `MAX_PATH_CHARS` characters a child shares its parent's `…/` path, built once."""
-    if not stack or label is None:
+def _child_path(parent: int, up: str | None, depth: int, label: str | None,
+                shared: dict) -> tuple[str | None, int, bool]:
+    """The path and depth of an interval whose parent (-1: none) has path `up` at `depth`, and
+    whether the bounds cut it: past `MAX_PATH_DEPTH` levels or `MAX_PATH_CHARS` characters a child
+    shares its parent's `…/` path, built once (kept in `shared` under the parent)."""
+    if parent < 0 or label is None:
         return (label if label is None or len(label) <= MAX_PATH_CHARS else label[:MAX_PATH_CHARS - 1] + "…"), 1, False
-    top = stack[-1]
-    depth = top[3] + 1
-    if depth > MAX_PATH_DEPTH or len(top[2]) + 1 + len(label) > MAX_PATH_CHARS:
-        if top[4] is None:
-            top[4] = top[2] if top[2].endswith("/…") else f"{top[2]}/…"
-        return top[4], depth, True  # shared: no per-child copy of a long parent path
-    return f"{top[2]}/{label}", depth, False
+    if depth >= MAX_PATH_DEPTH or len(up) + 1 + len(label) > MAX_PATH_CHARS:
+        path = shared.get(parent)
+        if path is None:
+            path = shared[parent] = up if up.endswith("/…") else f"{up}/…"
+        return path, depth + 1, True  # shared: no per-child copy of a long parent path
+    return f"{up}/{label}", depth + 1, False
 
 
 def nest_intervals(ithr, ist, ien, ilabel, qthr, qt, stats: dict | None = None, query_paths: bool = True):
@@ -73,8 +73,8 @@ def nest_intervals(ithr, ist, ien, ilabel, qthr, qt, stats: dict | None = None, 
     Paths deeper than MAX_PATH_DEPTH or longer than MAX_PATH_CHARS end in "…" (counted in
     `stats["cut"]` when a dict is given).
 
-    The Python pass runs over the intervals only (a stack per thread gives each its parent and its
-    path); a query (a launch: usually many more than ranges) takes the last interval that starts
+    Each interval's parent is found for all at once (`_pass_parents`), and a Python pass over the
+    intervals builds their paths (none without labels); a query (a launch: usually many more than ranges) takes the last interval that starts
     at or before it on its thread (a binary search) and climbs its parents to the first one still
     open, all queries at once. Same answers as one pass over both (`_nest_by_loop`), which is used
     when the climb is deep (hostile nesting)."""
@@ -86,28 +86,23 @@ def nest_intervals(ithr, ist, ien, ilabel, qthr, qt, stats: dict | None = None, 
     at = _pass_parents(ithr[order], ist[order], ien[order])
     parent = np.full(ni, -1, dtype=np.int64)
     parent[order] = np.where(at >= 0, order[at.clip(0)], -1)
-    # paths in pass order, each from its parent's: `_child_path`'s rules, its common case inline
+    # paths in pass order, each from its parent's (`_child_path`, its common case inline); without
+    # labels every path is None
     ipath: list = [None] * ni
-    depth_l = [0] * ni
-    shared: dict = {}  # a parent's path for its children past the bounds ("…/"), built once
     cut = 0
-    labels = ilabel if ilabel is not None else [None] * ni
-    for k, p in zip(order.tolist(), parent[order].tolist()):
-        label = labels[k]
-        if p < 0 or label is None:
-            ipath[k] = label if label is None or len(label) <= MAX_PATH_CHARS else label[:MAX_PATH_CHARS - 1] + "…"
-            depth_l[k] = 1
-            continue
-        up, d = ipath[p], depth_l[p]
-        depth_l[k] = d + 1
-        if d < MAX_PATH_DEPTH and len(up) + 1 + len(label) <= MAX_PATH_CHARS:
-            ipath[k] = f"{up}/{label}"
-            continue
-        path = shared.get(p)
-        if path is None:
-            path = shared[p] = up if up.endswith("/…") else f"{up}/…"
-        ipath[k] = path  # shared: no per-child copy of a long parent path
-        cut += 1
+    if ilabel is not None:
+        depth_l = [0] * ni
+        shared: dict = {}
+        for k, p in zip(order.tolist(), parent[order].tolist()):
+            label = ilabel[k]
+            if p >= 0 and label is not None:
+                up, d = ipath[p], depth_l[p]
+                if d < MAX_PATH_DEPTH and len(up) + 1 + len(label) <= MAX_PATH_CHARS:
+                    ipath[k], depth_l[k] = f"{up}/{label}", d + 1
+                    continue
+            ipath[k], depth_l[k], was_cut = _child_path(p, ipath[p] if p >= 0 else None, depth_l[p] if p >= 0 else 0,
+                                                        label, shared)
+            cut += was_cut
     inner = np.full(nq, -1, dtype=np.int64)
     if ni and nq:
         # the last interval (in pass order) starting at or before each query on the query's thread
@@ -188,7 +183,8 @@ def _nest_by_loop(ithr, ist, ien, ilabel, qthr, qt, stats: dict | None = None):
     inner = np.full(nq, -1, dtype=np.int64)
     qpath: list = [None] * nq
     ipath: list = [None] * ni
-    stack: list = []  # [end, index, path, depth, path of a child past the bounds (built once)]
+    stack: list = []  # [end, index, path, depth]
+    shared: dict = {}
     cur = None
     cut = 0
     thr_l, t_l, ien_l = thr.tolist(), t.tolist(), ien.tolist()
@@ -199,10 +195,11 @@ def _nest_by_loop(ithr, ist, ien, ilabel, qthr, qt, stats: dict | None = None):
         while stack and stack[-1][0] <= now:
             stack.pop()
         if k < ni:
-            path, depth, was_cut = _child_path(stack, ilabel[k] if ilabel is not None else None)
+            top = stack[-1] if stack else (0, -1, None, 0)
+            path, depth, was_cut = _child_path(top[1], top[2], top[3], ilabel[k] if ilabel is not None else None, shared)
             cut += was_cut
             ipath[k] = path
-            stack.append([ien_l[k], k, path, depth, None])
+            stack.append([ien_l[k], k, path, depth])
         elif stack:
             q = k - ni
             inner[q] = stack[-1][1]
