@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -127,7 +128,41 @@ def bench_size(kernels: int, args) -> dict:
         note(JSON, run([sys.executable, "-c", JSON_LOAD, str(path)], **lim))
     if args.hta_python and Path(args.hta_python).exists() and (not args.hta_max or k <= args.hta_max):
         note(HTA, run([args.hta_python, str(ROOT / "bench" / "hta_load.py"), str(path)], **lim))
+    # more rounds of the one comparison that decides the floor target: rooftop on 2 processes and the
+    # floor back to back, the order swapped each round (the machine drifts by up to 2x in minutes:
+    # only a pair run seconds apart compares, and the spread of the pairs says how far to trust it)
+    pairs = [(row["tools"][ROOFTOP_2], row["tools"][FLOOR])]
+    for i in range(1, args.rounds):
+        mine = lambda: run([sys.executable, "-m", "rooftop", "import", str(path), "-o", str(pq)],
+                           env={"ROOFTOP_WORKERS": "2"}, **lim)
+        floor = lambda: run([sys.executable, "-c", MSGSPEC_FLOOR, str(path)], **lim)
+        if i % 2:
+            f = floor()
+            pairs.append((mine(), f))
+        else:
+            pairs.append((mine(), floor()))
+        m, f = pairs[-1]
+        print(f"  round {i + 1}: rooftop (2 processes) {m.cell(args.timeout, args.mem_gb)}, floor "
+              f"{f.cell(args.timeout, args.mem_gb)}", file=sys.stderr)
+    row["rounds"] = [{"rooftop_2_s": m.wall_s if m.ok else None, "floor_s": f.wall_s if f.ok else None,
+                      "rooftop_2_mb": m.tree_mb, "floor_mb": f.tree_mb} for m, f in pairs]
     return row
+
+
+def rounds_table(rows: list[dict]) -> str:
+    """The pairs of every round: rooftop on 2 processes against the floor, run back to back."""
+    lines = ["| kernels | rounds | rooftop 2 processes, s (median; range) | floor, s (median; range) | "
+             "rooftop / floor per pair (min / median / max) |", "|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        pairs = [p for p in r.get("rounds", []) if p["rooftop_2_s"] and p["floor_s"]]
+        if not pairs:
+            continue
+        mine, floor = [p["rooftop_2_s"] for p in pairs], [p["floor_s"] for p in pairs]
+        ratio = sorted(m / f for m, f in zip(mine, floor))
+        lines.append(f"| {r['kernels']:,} | {len(pairs)} | {statistics.median(mine):.2f}; {min(mine):.2f}-{max(mine):.2f} | "
+                     f"{statistics.median(floor):.2f}; {min(floor):.2f}-{max(floor):.2f} | "
+                     f"{ratio[0]:.2f}x / {statistics.median(ratio):.2f}x / {ratio[-1]:.2f}x |")
+    return "\n".join(lines)
 
 
 def _ratio(num, den, fmt="{:.2f}x") -> str:
@@ -195,6 +230,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json-max", type=int, default=0, help="skip json.load above this many kernels (0: never skip)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per tool and size")
     p.add_argument("--mem-gb", type=float, default=16, help="address-space cap per tool (keep it under the RAM)")
+    p.add_argument("--rounds", type=int, default=1, help="pairs of rooftop (2 processes) and the floor per size, "
+                                                         "back to back, the order swapped each round")
 
 
 def main(argv=None) -> int:
@@ -210,6 +247,10 @@ def main(argv=None) -> int:
           f"{machine()}, load average {load()}")
     print(f"limits per run: {args.timeout:.0f} s, {args.mem_gb:.0f} GB address space\n")
     print(table(rows, args))
+    if args.rounds > 1:
+        print("\nRounds (rooftop on 2 processes and the floor back to back, the floor first in every "
+              "second round):\n")
+        print(rounds_table(rows))
     if args.json_out:
         args.json_out.write_text(json.dumps(to_json(rows), indent=1))
     return 0
