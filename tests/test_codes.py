@@ -55,3 +55,20 @@ def test_categorical_merges_equal_labels_and_keeps_missing_missing():
     assert list(got.categories) == ["x", "y"]
     assert [None if pd.isna(v) else v for v in got] == ["x", None, "y", "x", None, "y"]
     assert len(categorical([], np.zeros(0, dtype=np.int64))) == 0
+
+
+def test_categorical_without_the_second_check_is_the_checked_categorical():
+    """The categories come from `pd.factorize` (distinct, none missing): built without pandas'
+    check, the result is what the checked constructor gives, the dtype and its lookups included."""
+    rng = np.random.default_rng(3)
+    labels = [f"step={i % 700}/layer={i % 13}" if i % 11 else None for i in range(3000)]
+    codes = rng.integers(-1, len(labels), 20_000)
+    got = categorical(labels, codes)
+    uniq = list(dict.fromkeys(v for v in labels if v is not None))  # by first appearance
+    want_codes = [-1 if c < 0 or labels[c] is None else uniq.index(labels[c]) for c in codes.tolist()]
+    want = pd.Categorical.from_codes(want_codes, categories=pd.Index(uniq, dtype=object))  # checked
+    assert got.dtype == want.dtype and list(got.categories) == list(want.categories)
+    assert np.array_equal(got.codes, want.codes)
+    assert got.categories.is_unique
+    assert got.categories.get_loc("step=1/layer=1") == list(got.categories).index("step=1/layer=1")
+    assert pd.Series(got).value_counts().sort_index().equals(pd.Series(want).value_counts().sort_index())
