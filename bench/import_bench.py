@@ -131,17 +131,21 @@ def bench_size(kernels: int, args) -> dict:
     # more rounds of the one comparison that decides the floor target: rooftop on 2 processes and the
     # floor back to back, the order swapped each round (the machine drifts by up to 2x in minutes:
     # only a pair run seconds apart compares, and the spread of the pairs says how far to trust it)
+    def mine():
+        return run([sys.executable, "-m", "rooftop", "import", str(path), "-o", str(pq)], env={"ROOFTOP_WORKERS": "2"},
+                   **lim)
+
+    def floor():
+        return run([sys.executable, "-c", MSGSPEC_FLOOR, str(path)], **lim)
     pairs = [(row["tools"][ROOFTOP_2], row["tools"][FLOOR])]
     for i in range(1, args.rounds):
-        mine = lambda: run([sys.executable, "-m", "rooftop", "import", str(path), "-o", str(pq)],
-                           env={"ROOFTOP_WORKERS": "2"}, **lim)
-        floor = lambda: run([sys.executable, "-c", MSGSPEC_FLOOR, str(path)], **lim)
         if i % 2:
             f = floor()
-            pairs.append((mine(), f))
+            m = mine()
         else:
-            pairs.append((mine(), floor()))
-        m, f = pairs[-1]
+            m = mine()
+            f = floor()
+        pairs.append((m, f))
         print(f"  round {i + 1}: rooftop (2 processes) {m.cell(args.timeout, args.mem_gb)}, floor "
               f"{f.cell(args.timeout, args.mem_gb)}", file=sys.stderr)
     row["rounds"] = [{"rooftop_2_s": m.wall_s if m.ok else None, "floor_s": f.wall_s if f.ok else None,
@@ -159,8 +163,8 @@ def rounds_table(rows: list[dict]) -> str:
             continue
         mine, floor = [p["rooftop_2_s"] for p in pairs], [p["floor_s"] for p in pairs]
         ratio = sorted(m / f for m, f in zip(mine, floor))
-        lines.append(f"| {r['kernels']:,} | {len(pairs)} | {statistics.median(mine):.2f}; {min(mine):.2f}-{max(mine):.2f} | "
-                     f"{statistics.median(floor):.2f}; {min(floor):.2f}-{max(floor):.2f} | "
+        spread = [f"{statistics.median(v):.2f}; {min(v):.2f}-{max(v):.2f}" for v in (mine, floor)]
+        lines.append(f"| {r['kernels']:,} | {len(pairs)} | {spread[0]} | {spread[1]} | "
                      f"{ratio[0]:.2f}x / {statistics.median(ratio):.2f}x / {ratio[-1]:.2f}x |")
     return "\n".join(lines)
 
