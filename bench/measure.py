@@ -130,21 +130,19 @@ def _sample_tree(pgid: int, peak: list, done: threading.Event, every_s: float = 
 def _descendants(root: int) -> list[int]:
     """`root` and every process below it (`/proc/PID/task/TID/children`), or, without those files,
     every process of `root`'s process group (a scan of /proc)."""
+    if not os.path.exists(f"/proc/{root}/task/{root}/children"):
+        return _group(root) if os.path.exists(f"/proc/{root}") else []
     out, todo = [], [root]
-    try:
-        while todo:
-            pid = todo.pop()
-            out.append(pid)
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        try:
             for tid in os.listdir(f"/proc/{pid}/task"):
                 with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
                     todo.extend(int(c) for c in f.read().split())
-        return out
-    except FileNotFoundError:
-        if not os.path.exists(f"/proc/{root}/task/{root}/children") and os.path.exists(f"/proc/{root}"):
-            return _group(root)
-        return out  # a process that ended between two reads
-    except OSError:
-        return out
+        except (OSError, ValueError):  # it (or one of its threads) ended meanwhile: the others still count
+            continue
+    return out
 
 
 def _group(pgid: int) -> list[int]:
