@@ -19,7 +19,8 @@ import pandas as pd
 from ..devices import ridge_point
 from .ceilings import group_peak
 from ..columns import GROUPS, ROOFLINE
-from .metrics import VERDICT_COVERAGE, add_coverage, grouped, known_sums, prepare, source_labels
+from .metrics import (VERDICT_COVERAGE, add_coverage, float_column, grouped, known_sums, prepare, source_labels,
+                      where_positive)
 
 LATENCY_NS = 5_000
 LATENCY_ROOF_FRAC = 0.10
@@ -107,31 +108,43 @@ def _dominant(gid: np.ndarray, values: np.ndarray, weight: np.ndarray, n: int) -
 def add_rates(out: pd.DataFrame, peak_flops=None, peak_bw=None) -> pd.DataFrame:
     """Add tflops, tbps, pct_of_roof and bound to a frame with the `known_sums` columns, mean_ns and
     the coverage/ai columns of `add_coverage`: each rate over the time of the launches it rests on."""
+    # on the columns' arrays (a few rows: each pandas operation cost more than its arithmetic); a
+    # division by an AI of 0 picks the other branch below, and is as silent as pandas kept it
+    col = {c: float_column(out, c) for c in ("time_ns", "flops", "bytes", "mean_ns", "both_flops", "hbm_ns", "ai",
+                                             "ai_coverage", "flops_coverage", "bytes_coverage")}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        _rates(out, col, peak_flops, peak_bw)
+    return out
+
+
+def _rates(out: pd.DataFrame, col: dict[str, np.ndarray], peak_flops, peak_bw) -> None:
     for c in ("time_ns", "flops", "bytes", "mean_ns"):
-        out[c] = out[c].astype("float64")
+        out[c] = col[c]
+
     def per_s(x, ns):
-        return x / (out[ns].astype("float64").where(out[ns] > 0) / 1e9)
-    out["tflops"] = per_s(out["flops"], "flops_ns") / 1e12
-    out["tbps"] = per_s(out["bytes"], "bytes_ns") / 1e12
+        return x / (where_positive(float_column(out, ns)) / 1e9)
+    out["tflops"] = per_s(col["flops"], "flops_ns") / 1e12
+    out["tbps"] = per_s(col["bytes"], "bytes_ns") / 1e12
     # mostly host/peer copies: PCIe/NVLink-limited, not judged against the HBM roof
-    link = out["hbm_ns"] < 0.5 * out["time_ns"]
+    link = col["hbm_ns"] < 0.5 * col["time_ns"]
     if peak_flops is not None and np.any(np.asarray(peak_flops, dtype="float64") > 0) and peak_bw:
         peak_flops = np.asarray(peak_flops, dtype="float64")  # one peak, or each group's dtype's
-        ai = out["ai"]
+        ai = col["ai"]
         attainable = np.minimum(peak_flops, peak_bw * ai)
         # AI 0 (copies, memsets) or FLOPs unknown: judged by bandwidth alone
-        pct = (per_s(out["both_flops"], "both_ns") / attainable).where(ai > 0, per_s(out["bytes"], "bytes_ns") / peak_bw)
-        pct = pct.where(~link)
+        pct = np.where(ai > 0, per_s(col["both_flops"], "both_ns") / attainable,
+                       per_s(col["bytes"], "bytes_ns") / peak_bw)
+        pct = np.where(~link, pct, np.nan)
         out["pct_of_roof"] = pct
         ridge = np.asarray(ridge_point(peak_flops, peak_bw), dtype="float64")  # NaN: no ridge
-        by_ai = ai.notna() & (out["ai_coverage"] >= VERDICT_COVERAGE)
+        by_ai = ~np.isnan(ai) & (col["ai_coverage"] >= VERDICT_COVERAGE)
         # no FLOPs but bytes (copies): memory-bound, if the bytes cover the group's time
-        by_bytes = ai.isna() & out["bytes"].notna() & out["flops_coverage"].isna() \
-            & (out["bytes_coverage"] >= VERDICT_COVERAGE)
+        by_bytes = np.isnan(ai) & ~np.isnan(col["bytes"]) & np.isnan(col["flops_coverage"]) \
+            & (col["bytes_coverage"] >= VERDICT_COVERAGE)
         # a group whose dtype has no FLOP/s peak (int8) has no ridge: its bound is unknown
         bound = np.where(by_ai, np.where(np.isnan(ridge), None, np.where(ai < ridge, "memory", "compute")),
                          np.where(by_bytes, "memory", None))
-        latency = (out["mean_ns"] < LATENCY_NS) & (pct < LATENCY_ROOF_FRAC) & (by_ai | by_bytes)
+        latency = (col["mean_ns"] < LATENCY_NS) & (pct < LATENCY_ROOF_FRAC) & (by_ai | by_bytes)
         bound = np.where(latency, "latency", bound)
         bound = np.where(link, None, bound)
         out["bound"] = pd.Series(bound, index=out.index, dtype=object).where(pd.notna(bound), None)
@@ -139,7 +152,6 @@ def add_rates(out: pd.DataFrame, peak_flops=None, peak_bw=None) -> pd.DataFrame:
         # Without peaks no bound can be judged (latency-bound also means "far under the roofs").
         out["pct_of_roof"] = np.nan
         out["bound"] = pd.Series([None] * len(out), index=out.index, dtype=object)
-    return out
 
 
 def roofline_points(groups: pd.DataFrame) -> pd.DataFrame:

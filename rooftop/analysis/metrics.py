@@ -287,13 +287,25 @@ SUM_COLUMNS = ("bytes_ns", "flops_ns", "both_ns", "hbm_known_ns", "hbm_ns", "com
 def add_coverage(out: pd.DataFrame) -> pd.DataFrame:
     """bytes_coverage, flops_coverage, ai_coverage (0..1, null where nothing could have the
     quantity, e.g. FLOPs of a group of copies) and ai, from the known_sums columns."""
+    # on the columns' arrays: a group table has a few rows, and each pandas operation on them cost
+    # more than the arithmetic (the summary makes ~6 of these tables)
     def share(num, den):
-        return out[num] / out[den].astype("float64").where(out[den] > 0)
+        return float_column(out, num) / where_positive(float_column(out, den))
     out["bytes_coverage"] = share("hbm_known_ns", "hbm_ns")
     out["flops_coverage"] = share("flops_ns", "compute_ns")
     out["ai_coverage"] = share("both_ns", "compute_ns")
-    out["ai"] = out["both_flops"] / out["both_bytes"].where(out["both_bytes"] > 0)
+    out["ai"] = share("both_flops", "both_bytes")
     return out
+
+
+def float_column(frame: pd.DataFrame, col: str) -> np.ndarray:
+    """A column as float64 with NaN for missing (a view of a float64 column, no copy)."""
+    return frame[col].to_numpy(dtype="float64", na_value=np.nan)
+
+
+def where_positive(a: np.ndarray) -> np.ndarray:
+    """`a` where above 0, NaN elsewhere (a denominator: nothing to divide by is unknown, not 0)."""
+    return np.where(a > 0, a, np.nan)
 
 
 def coverage_status(coverage: pd.Series) -> pd.Series:
