@@ -31,7 +31,8 @@ def reference(out: pd.DataFrame, peak_flops, peak_bw) -> pd.DataFrame:
         peak_flops = np.asarray(peak_flops, dtype="float64")
         ai = out["ai"]
         attainable = np.minimum(peak_flops, peak_bw * ai)
-        pct = (per_s(out["both_flops"], "both_ns") / attainable).where(ai > 0, per_s(out["bytes"], "bytes_ns") / peak_bw)
+        pct = (per_s(out["both_flops"], "both_ns") / attainable).where(ai > 0,
+                                                                       per_s(out["bytes"], "bytes_ns") / peak_bw)
         pct = pct.where(~link)
         out["pct_of_roof"] = pct
         ridge = np.asarray(ridge_point(peak_flops, peak_bw), dtype="float64")
