@@ -19,7 +19,7 @@ import pandas as pd
 from ..devices import ridge_point
 from .ceilings import group_peak
 from ..columns import GROUPS, ROOFLINE
-from .metrics import (VERDICT_COVERAGE, add_coverage, float_column, grouped, known_sums, prepare, source_labels,
+from .metrics import (VERDICT_COVERAGE, add_coverage, floats, grouped, known_sums, prepare, source_labels,
                       where_positive)
 
 LATENCY_NS = 5_000
@@ -108,21 +108,14 @@ def _dominant(gid: np.ndarray, values: np.ndarray, weight: np.ndarray, n: int) -
 def add_rates(out: pd.DataFrame, peak_flops=None, peak_bw=None) -> pd.DataFrame:
     """Add tflops, tbps, pct_of_roof and bound to a frame with the `known_sums` columns, mean_ns and
     the coverage/ai columns of `add_coverage`: each rate over the time of the launches it rests on."""
-    # on the columns' arrays (a few rows: each pandas operation cost more than its arithmetic); a
-    # division by an AI of 0 picks the other branch below, and is as silent as pandas kept it
-    col = {c: float_column(out, c) for c in ("time_ns", "flops", "bytes", "mean_ns", "both_flops", "hbm_ns", "ai",
-                                             "ai_coverage", "flops_coverage", "bytes_coverage")}
-    with np.errstate(divide="ignore", invalid="ignore"):
-        _rates(out, col, peak_flops, peak_bw)
-    return out
-
-
-def _rates(out: pd.DataFrame, col: dict[str, np.ndarray], peak_flops, peak_bw) -> None:
+    # on the columns' arrays (a few rows: each pandas operation cost more than its arithmetic)
+    col = {c: floats(out[c]) for c in ("time_ns", "flops", "bytes", "mean_ns", "both_flops", "hbm_ns", "ai",
+                                       "ai_coverage", "flops_coverage", "bytes_coverage")}
     for c in ("time_ns", "flops", "bytes", "mean_ns"):
         out[c] = col[c]
 
     def per_s(x, ns):
-        return x / (where_positive(float_column(out, ns)) / 1e9)
+        return x / (where_positive(floats(out[ns])) / 1e9)
     out["tflops"] = per_s(col["flops"], "flops_ns") / 1e12
     out["tbps"] = per_s(col["bytes"], "bytes_ns") / 1e12
     # mostly host/peer copies: PCIe/NVLink-limited, not judged against the HBM roof
@@ -131,9 +124,11 @@ def _rates(out: pd.DataFrame, col: dict[str, np.ndarray], peak_flops, peak_bw) -
         peak_flops = np.asarray(peak_flops, dtype="float64")  # one peak, or each group's dtype's
         ai = col["ai"]
         attainable = np.minimum(peak_flops, peak_bw * ai)
-        # AI 0 (copies, memsets) or FLOPs unknown: judged by bandwidth alone
-        pct = np.where(ai > 0, per_s(col["both_flops"], "both_ns") / attainable,
-                       per_s(col["bytes"], "bytes_ns") / peak_bw)
+        # AI 0 (copies, memsets) or FLOPs unknown: judged by bandwidth alone (the division by an
+        # attainable rate of 0 is the branch not taken, as silent as pandas kept it)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            by_flops = per_s(col["both_flops"], "both_ns") / attainable
+        pct = np.where(ai > 0, by_flops, per_s(col["bytes"], "bytes_ns") / peak_bw)
         pct = np.where(~link, pct, np.nan)
         out["pct_of_roof"] = pct
         ridge = np.asarray(ridge_point(peak_flops, peak_bw), dtype="float64")  # NaN: no ridge
@@ -152,6 +147,7 @@ def _rates(out: pd.DataFrame, col: dict[str, np.ndarray], peak_flops, peak_bw) -
         # Without peaks no bound can be judged (latency-bound also means "far under the roofs").
         out["pct_of_roof"] = np.nan
         out["bound"] = pd.Series([None] * len(out), index=out.index, dtype=object)
+    return out
 
 
 def roofline_points(groups: pd.DataFrame) -> pd.DataFrame:

@@ -45,8 +45,8 @@ def work_columns(rows: pd.DataFrame) -> pd.DataFrame:
     """
     has_counters = rows["counters"].fillna(False).to_numpy(dtype=bool) if "counters" in rows else np.zeros(len(rows), bool)
     out = {}
-    for name, measured, model in (("bytes", _f(rows["dram_read"]) + _f(rows["dram_write"]), _f(rows["model_bytes"])),
-                                  ("work_flops", _f(rows["flops"]), _f(rows["model_flops"]))):
+    for name, measured, model in (("bytes", floats(rows["dram_read"]) + floats(rows["dram_write"]), floats(rows["model_bytes"])),
+                                  ("work_flops", floats(rows["flops"]), floats(rows["model_flops"]))):
         m = np.where(has_counters, measured, np.nan)
         use_m = ~np.isnan(m)
         out[name] = np.where(use_m, m, model)
@@ -107,7 +107,8 @@ def distinct_codes(col: pd.Series) -> tuple[np.ndarray, list]:
     return codes, np.asarray(uniques, dtype=object).tolist()
 
 
-def _f(col: pd.Series) -> np.ndarray:
+def floats(col: pd.Series) -> np.ndarray:
+    """A column as float64, NaN where missing (a float64 column's own array, no copy)."""
     return col.to_numpy(dtype="float64", na_value=np.nan)
 
 
@@ -290,17 +291,12 @@ def add_coverage(out: pd.DataFrame) -> pd.DataFrame:
     # on the columns' arrays: a group table has a few rows, and each pandas operation on them cost
     # more than the arithmetic (the summary makes ~6 of these tables)
     def share(num, den):
-        return float_column(out, num) / where_positive(float_column(out, den))
+        return floats(out[num]) / where_positive(floats(out[den]))
     out["bytes_coverage"] = share("hbm_known_ns", "hbm_ns")
     out["flops_coverage"] = share("flops_ns", "compute_ns")
     out["ai_coverage"] = share("both_ns", "compute_ns")
     out["ai"] = share("both_flops", "both_bytes")
     return out
-
-
-def float_column(frame: pd.DataFrame, col: str) -> np.ndarray:
-    """A column as float64 with NaN for missing (a view of a float64 column, no copy)."""
-    return frame[col].to_numpy(dtype="float64", na_value=np.nan)
 
 
 def where_positive(a: np.ndarray) -> np.ndarray:
