@@ -118,12 +118,18 @@ def bench_size(kernels: int, args) -> dict:
         print(f"  {name:40s} {res.cell(args.timeout, args.mem_gb)}{' s' if res.ok else ''}, "
               f"{res.tree_mb:.0f} MB", file=sys.stderr)
 
-    # `ROOFTOP_WORKERS` pins the process count (by default 1 below 48 MB of JSON, every core above)
+    def rooftop(workers: str):
+        # `ROOFTOP_WORKERS` pins the process count (by default 1 below 48 MB of JSON, every core above)
+        return run([sys.executable, "-m", "rooftop", "import", str(path), "-o", str(pq)],
+                   env={"ROOFTOP_WORKERS": workers}, **lim)
+
+    def floor():
+        return run([sys.executable, "-c", MSGSPEC_FLOOR, str(path)], **lim)
+
     for name, workers in ((ROOFTOP_1, "1"), (ROOFTOP_2, "2")):
-        note(name, run([sys.executable, "-m", "rooftop", "import", str(path), "-o", str(pq)],
-                       env={"ROOFTOP_WORKERS": workers}, **lim))
+        note(name, rooftop(workers))
     row["parquet_mb"] = pq.stat().st_size / 1e6 if pq.exists() else None
-    note(FLOOR, run([sys.executable, "-c", MSGSPEC_FLOOR, str(path)], **lim))
+    note(FLOOR, floor())
     if not args.no_json and (not args.json_max or k <= args.json_max):
         note(JSON, run([sys.executable, "-c", JSON_LOAD, str(path)], **lim))
     if args.hta_python and Path(args.hta_python).exists() and (not args.hta_max or k <= args.hta_max):
@@ -131,19 +137,13 @@ def bench_size(kernels: int, args) -> dict:
     # more rounds of the one comparison that decides the floor target: rooftop on 2 processes and the
     # floor back to back, the order swapped each round (the machine drifts by up to 2x in minutes:
     # only a pair run seconds apart compares, and the spread of the pairs says how far to trust it)
-    def mine():
-        return run([sys.executable, "-m", "rooftop", "import", str(path), "-o", str(pq)], env={"ROOFTOP_WORKERS": "2"},
-                   **lim)
-
-    def floor():
-        return run([sys.executable, "-c", MSGSPEC_FLOOR, str(path)], **lim)
     pairs = [(row["tools"][ROOFTOP_2], row["tools"][FLOOR])]
     for i in range(1, args.rounds):
         if i % 2:
             f = floor()
-            m = mine()
+            m = rooftop("2")
         else:
-            m = mine()
+            m = rooftop("2")
             f = floor()
         pairs.append((m, f))
         print(f"  round {i + 1}: rooftop (2 processes) {m.cell(args.timeout, args.mem_gb)}, floor "
