@@ -158,10 +158,18 @@ def test_progress_line_only_for_large_inputs():
     buf = io.StringIO()
     bar = importers._ProgressLine("big.json", stream=buf, min_bytes=100)
     bar(10, 50)
+    bar.stage("joining")  # a small file's stages are as quiet as its bytes
     assert buf.getvalue() == ""
     bar(50, 200)
     bar.done()
     assert buf.getvalue() == "\rimporting big.json:  25% (0/0 MB)\n"
+    staged = io.StringIO()  # a stage follows the last reading, even one the throttle kept off screen
+    bar = importers._ProgressLine("big\x1b[2J.json", stream=staged, min_bytes=100, size=300)
+    bar(100 << 20, 300 << 20)
+    bar(300 << 20, 300 << 20)
+    bar.stage("joining")
+    assert staged.getvalue() == ("\rimporting big\\x1b[2J.json:  33% (100/300 MB)"
+                                 "\rimporting big\\x1b[2J.json: 100% (300/300 MB) · joining")
     early = io.StringIO()  # the early start's inflation of a gzip file says so
     importers._ProgressLine("big.json.gz", stream=early, min_bytes=100, verb="inflating")(3 << 20, 6 << 20)
     assert early.getvalue() == "\rinflating big.json.gz:  50% (3/6 MB)"

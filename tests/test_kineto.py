@@ -457,3 +457,35 @@ def test_cpu_only_trace_gives_outermost_op_rows(tmp_path):
     assert t.loc["aten::linear", ["phase", "step"]].tolist() == ["decode", 2]
     assert t.loc["aten::cat", "phase"] == "decode" and pd.isna(t.loc["aten::cat", "step"])
     assert [(s["phase"], s["index"]) for s in meta["steps"]] == [("decode", 2)]
+
+
+def test_an_import_names_its_stages_after_the_read(tmp_path, monkeypatch):
+    """`rooftop import` says which stage it is in once the file is read (the join, deriving names
+    and steps, the summary and the write: about half of a large import), each once, in order, after
+    the bytes, on one line; a progress callable without `stage` hears only bytes."""
+    import io
+
+    from collectors.readers import import_command, importers
+
+    src = _write(tmp_path / "step.json", _synthetic())
+    lines = []
+
+    class Line(import_command.ProgressLine):
+        def __init__(self, label, size=0):
+            super().__init__(label, stream=io.StringIO(), min_bytes=0, size=size)
+            lines.append(self)
+
+    monkeypatch.setattr(importers, "_ProgressLine", Line)
+    args = type("Args", (), {"src": str(src), "output": str(tmp_path / "out.parquet")})()
+    assert importers.run(args) == 0
+    drawn = lines[0].stream.getvalue()
+    size = src.stat().st_size >> 20
+    stages = [import_command.JOINING, import_command.DERIVING, import_command.SUMMARIZING]
+    shown = [part.rstrip() for part in drawn.split("\r")[1:]]
+    assert shown[-3:] == [f"importing step.json: 100% ({size}/{size} MB) · {s}" for s in stages]
+    assert all(" · " not in part for part in shown[:-3]) and drawn.endswith("\n")
+    # a shorter line is padded over a longer one (the terminal keeps what `\r` does not overwrite)
+    assert len(drawn.split("\r")[-1].rstrip("\n")) == max(map(len, shown))
+    heard = []  # a plain callable: bytes only, as before
+    read_kineto(src, progress=lambda d, t: heard.append((d, t)))
+    assert heard and all(len(h) == 2 for h in heard)

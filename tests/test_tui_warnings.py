@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 from rooftop.trace import write_trace
@@ -56,6 +57,60 @@ def test_progress_line():
     # nsys reads SQLite tables, not a byte stream: its progress is in stages, and says so
     assert (progress_line("/x/run.sqlite", 1, 4, 0.7, "stages")
             == "importing run.sqlite: stage 1 of 4 (25%) · 0.7 s · Esc cancels")
+    # once the file is read, the stage the import is in
+    assert (progress_line("/x/t.json", 9, 9, 7.25, stage="joining kernels to launches and ranges")
+            == "importing t.json: joining kernels to launches and ranges · 7.2 s · Esc cancels")
+
+
+def test_import_stage_is_shown_its_clock_runs_and_esc_stops_it_at_the_next(tmp_path, monkeypatch):
+    """After the read, the loading screen names the stage (the join, deriving names: seconds each
+    at 1M kernels), its elapsed time goes on between reports, and Esc stops the import at the next
+    stage, not at its end."""
+    pressed, reached = threading.Event(), []
+
+    def staged_import(path, progress=None):
+        progress(1_000_000_000, 1_000_000_000)
+        progress.stage("joining kernels to launches and ranges")
+        pressed.wait(10)  # a long stage, until the test has pressed Esc
+        reached.append("deriving")
+        progress.stage("deriving names, steps and layers")  # where the cancel is heard
+        reached.append("after")
+        raise AssertionError("the import was not cancelled")
+
+    monkeypatch.setattr(loader, "load", staged_import)
+
+    async def main():
+        app = RooftopApp([str(tmp_path / "big.pt.trace.json")])
+        async with app.run_test(size=(80, 24)) as pilot:
+            line = ""
+            for _ in range(500):
+                await pilot.pause(0.01)
+                if isinstance(app.screen, LoadingScreen):
+                    line = text_of(app.screen.query_one("#loading-progress"))
+                    if "joining" in line:
+                        break
+            assert line.startswith("importing big.pt.trace.json: joining kernels to launches and ranges · ")
+
+            def clock(text):
+                return float(text.split(" · ")[1].removesuffix(" s"))
+            later = line
+            for _ in range(30):  # the clock goes on without a report (once a second)
+                await pilot.pause(0.1)
+                later = text_of(app.screen.query_one("#loading-progress"))
+                if clock(later) > clock(line):
+                    break
+            assert "joining" in later and clock(later) >= clock(line) + 0.5
+            await pilot.press("escape")
+            pressed.set()
+            for _ in range(300):
+                await pilot.pause(0.01)
+                if app.return_value is not None:
+                    break
+            return app, app.return_value
+
+    app, code = asyncio.run(main())
+    assert code == 1 and app.errors == [f"{tmp_path / 'big.pt.trace.json'}: import cancelled"]
+    assert reached == ["deriving"]
 
 
 def test_import_shows_progress_and_esc_cancels(tmp_path, monkeypatch):

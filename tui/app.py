@@ -83,13 +83,44 @@ class LoadFailed(Message):
 @dataclass
 class ImportProgress(Message):
     """An import of trace `index` is `done` of `total` (bytes read, or the reader's `unit`: nsys
-    counts stages), `elapsed_s` after it started."""
+    counts stages), `elapsed_s` after it started; `stage`: the file is read and this runs now."""
 
     index: int
     done: int
     total: int
     elapsed_s: float
     unit: str = "bytes"
+    stage: str | None = None
+
+
+class LoadReporter:
+    """The progress an import reports from a load worker to the loading screen: the bytes read (or
+    the reader's stages) at most every `PROGRESS_EVERY_S`, and each stage after the read (the join,
+    deriving names and steps, loading the rows: about half of a large import) at once. Every call is
+    where a cancelled import stops (Esc: `cancelled` is raised)."""
+
+    def __init__(self, app: App, index: int, path: str, worker: Any, cancelled: type[Exception]):
+        self.app, self.index, self.path, self.worker, self.cancelled = app, index, path, worker, cancelled
+        self.started = time.monotonic()
+        self.last = 0.0
+        self.reading = (0, 0, "bytes")  # the last (done, total, unit) heard
+
+    def __call__(self, done: int, total: int, unit: str = "bytes") -> None:
+        self._check()
+        self.reading = (done, total, unit)
+        now = time.monotonic()
+        if now - self.last >= PROGRESS_EVERY_S or done >= total:
+            self.last = now
+            self.app.post_message(ImportProgress(self.index, done, total, now - self.started, unit))
+
+    def stage(self, name: str) -> None:
+        self._check()
+        self.app.post_message(ImportProgress(self.index, *self.reading[:2], time.monotonic() - self.started,
+                                             self.reading[2], stage=name))
+
+    def _check(self) -> None:
+        if self.worker.is_cancelled:
+            raise self.cancelled(self.path)
 
 
 @dataclass
@@ -106,13 +137,17 @@ class ChooseTrace(Message):
     why: str
 
 
-def progress_line(path: str, done: int, total: int, elapsed_s: float, unit: str = "bytes") -> str:
+def progress_line(path: str, done: int, total: int, elapsed_s: float, unit: str = "bytes",
+                  stage: str | None = None) -> str:
     """`importing trace.json.gz: 412 MB of 1.2 GB (34%) · 3.1 s · Esc cancels`; a reader that
-    counts stages (nsys): `importing run.sqlite: stage 2 of 4 (50%) · …`."""
-    pct = f" ({100 * done / total:.0f}%)" if total > 0 else ""
-    amount = f"{fmt_bytes(done)} of {fmt_bytes(total)}" if unit == "bytes" else f"stage {done} of {total}"
-    return (f"importing {Path(path).name}: {amount}{pct}"
-            f" · {elapsed_s:.1f} s · Esc cancels")
+    counts stages (nsys): `importing run.sqlite: stage 2 of 4 (50%) · …`; once the file is read,
+    the stage the import is in: `importing trace.json.gz: joining kernels to launches and ranges · …`."""
+    if stage is not None:
+        amount = stage
+    else:
+        pct = f" ({100 * done / total:.0f}%)" if total > 0 else ""
+        amount = (f"{fmt_bytes(done)} of {fmt_bytes(total)}" if unit == "bytes" else f"stage {done} of {total}") + pct
+    return f"importing {Path(path).name}: {amount} · {elapsed_s:.1f} s · Esc cancels"
 
 
 class LoadingScreen(Screen):
@@ -121,6 +156,7 @@ class LoadingScreen(Screen):
     def __init__(self, paths: list[str]) -> None:
         super().__init__()
         self.paths = paths
+        self._progress: tuple | None = None  # the last report, with the monotonic time its import started
 
     def compose(self) -> ComposeResult:
         with Middle():
@@ -132,8 +168,22 @@ class LoadingScreen(Screen):
             # thread needs (a 1M-kernel trace loaded 0.3 s slower).
         yield Footer()
 
-    def show_progress(self, path: str, done: int, total: int, elapsed_s: float, unit: str = "bytes") -> None:
-        self.query_one("#loading-progress", Static).update(safe_text(progress_line(path, done, total, elapsed_s, unit)))
+    def on_mount(self) -> None:
+        # the elapsed time goes on once a second between reports: a stage after the read reports
+        # once and lasts seconds (at 1M kernels), where a clock that stops would look like a hang
+        self.set_interval(1.0, self._draw_progress)
+
+    def show_progress(self, path: str, done: int, total: int, elapsed_s: float, unit: str = "bytes",
+                      stage: str | None = None) -> None:
+        self._progress = (path, done, total, time.monotonic() - elapsed_s, unit, stage)
+        self._draw_progress()
+
+    def _draw_progress(self) -> None:
+        if self._progress is None:
+            return
+        path, done, total, started, unit, stage = self._progress
+        self.query_one("#loading-progress", Static).update(
+            safe_text(progress_line(path, done, total, time.monotonic() - started, unit, stage)))
 
     def action_cancel(self) -> None:
         self.app.cancel_load()
@@ -288,17 +338,7 @@ class RooftopApp(App[int]):
         # that importing them (~0.5-0.7 s here) does not hold the GIL the paint needs.
         from rooftop.trace import NotOneRun, TraceError
 
-        worker, started, last = get_current_worker(), time.monotonic(), [0.0]
-
-        def progress(done: int, total: int, unit: str = "bytes") -> None:
-            # Called by the importer between chunks: the one place a cancelled import can stop.
-            if worker.is_cancelled:
-                raise ImportCancelled(path)
-            now = time.monotonic()
-            if now - last[0] >= PROGRESS_EVERY_S or done >= total:
-                last[0] = now
-                self.post_message(ImportProgress(index, done, total, now - started, unit))
-
+        progress = LoadReporter(self, index, path, get_current_worker(), ImportCancelled)
         try:
             analysis = open_analysis(path, self.peaks_override, progress, **self.analysis_options)
         except ImportCancelled:
@@ -310,7 +350,7 @@ class RooftopApp(App[int]):
         except TraceError as exc:
             self.post_message(LoadFailed(index, str(exc)))
             return
-        if worker.is_cancelled:
+        if progress.worker.is_cancelled:
             self.post_message(LoadCancelled(index))
             return
         if len(analysis.timed) >= FREEZE_GC_FROM:
@@ -340,7 +380,7 @@ class RooftopApp(App[int]):
     def _progress(self, message: ImportProgress) -> None:
         if isinstance(self.screen, LoadingScreen):
             self.screen.show_progress(self.paths[message.index], message.done, message.total, message.elapsed_s,
-                                      message.unit)
+                                      message.unit, message.stage)
 
     @on(ChooseTrace)
     def _choose(self, message: ChooseTrace) -> None:

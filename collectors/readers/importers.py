@@ -28,7 +28,10 @@ from rooftop.trace.read import give_back_memory
 from rooftop.trace import (Trace, TraceError, check_input, check_run_directory, check_writable, json_safe, load_trace, parquet_files,
                            scrub_all, to_table, trace_from_table, write_trace)
 
-# progress(done, total[, unit]): bytes read of the file, or (nsys, which reads SQLite tables) "stages"
+from .import_command import DERIVING, LOADING, SUMMARIZING, WRITING, stage
+
+# progress(done, total[, unit]): bytes read of the file, or (nsys, which reads SQLite tables) "stages";
+# a display with a `stage` method also hears the stages after the read (`import_command.stage`)
 Progress = Callable[..., None]
 NCU_REP_MAGIC = b"NVR\x00"  # first bytes of every .ncu-rep seen (Nsight Compute 2021-2025)
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -339,6 +342,7 @@ def convert(src: str | os.PathLike, progress: Progress | None = None) -> tuple[p
         if isinstance(rows, pa.Table):
             table = rows
         else:
+            stage(progress, DERIVING)
             rows = _text_as_categories(rows)  # the object text columns freed (the others are shared)
             table = to_table(rows, text_dictionaries=True)  # names stay codes until the write
         del rows
@@ -413,6 +417,7 @@ def load_any(path: str | os.PathLike, progress: Progress | None = None) -> Trace
     if detect(path) in ("rooftop", "rooftop-dir"):
         return load_trace(path)
     table, meta = convert(path, progress)
+    stage(progress, LOADING)
     return trace_from_table(table, meta, path)
 
 
@@ -502,9 +507,11 @@ def write_ranks(src: Path, out: Path, progress: Progress | None) -> tuple[list[P
             with _reading(f, "kineto"):
                 rows, meta = read_kineto(f, progress)
                 rows, meta = _drop_impossible(rows, meta)
+                stage(progress, DERIVING)
                 table, meta, scrubbed = scrub_all(to_table(rows, text_dictionaries=True), json_safe(meta, f))
             meta["warnings"] = list(meta.get("warnings") or []) + scrubbed
             metas.append(meta)
+            stage(progress, WRITING)
             write_trace(tmp / f"rank={len(tables)}" / "trace.parquet", table, meta, conform=False)
             tables.append(f)
         ranks = _ranks(src, files, metas)
@@ -556,6 +563,7 @@ def run(args: argparse.Namespace) -> int:
             # the table handed over, so that it is freed before the analysis peaks
             held = [table]
             del table
+            stage(bar, SUMMARIZING)
             written = [write_summarized_handed_over(out, held, meta, scrubbed=True)]
     finally:
         bar.done()

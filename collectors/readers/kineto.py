@@ -70,6 +70,7 @@ def read_kineto(path: str | os.PathLike, progress: Progress | None = None,
 def _read(path: Path, s: _jsonstream.Stream, parallel: ParallelSink | RangeSplit | None) -> tuple[pd.DataFrame, dict]:
     split = parallel if isinstance(parallel, RangeSplit) else None
     sink = parallel if isinstance(parallel, ParallelSink) else Collector()
+    progress = s.progress  # (a range split redraws the stream's own as the whole file's)
     warnings: list[str] = []
     head: dict = {}
     failure: BaseException | None = None
@@ -113,6 +114,7 @@ def _read(path: Path, s: _jsonstream.Stream, parallel: ParallelSink | RangeSplit
         # from here on, column-sized arrays go back to the OS when freed (see `give_back_memory`;
         # not during the decode, whose 4 MB batches would each be mapped afresh: ~20% slower)
         give_back_memory()
+        import_command.stage(progress, import_command.JOINING)
         rows, meta = assemble(sink, head, path)
     finally:
         s.close()
