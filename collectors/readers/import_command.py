@@ -84,6 +84,7 @@ class ProgressLine:
 
 
 # The stages of an import after its file is read, as a progress display names them.
+MERGING = "collecting the other processes' events"  # a parallel read: its workers' columns
 JOINING = "joining kernels to launches and ranges"
 DERIVING = "deriving names, steps and layers"
 SUMMARIZING = "analysing and writing"  # `rooftop import`: the stored summary, beside the rows

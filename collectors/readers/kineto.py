@@ -92,8 +92,11 @@ def _read(path: Path, s: _jsonstream.Stream, parallel: ParallelSink | RangeSplit
                 # says where, so the workers' ranges are not waited for
                 split.abort()
                 raise Recut()
+            if split.pool is not None:
+                import_command.stage(progress, import_command.MERGING)
             sink = split.finish(sink)  # raises Recut when a range did not parse
         elif parallel is not None:
+            import_command.stage(progress, import_command.MERGING)
             sink = parallel.finish()
         if failure is not None:
             malformed = isinstance(failure, _jsonstream.Malformed)
