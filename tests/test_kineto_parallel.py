@@ -67,6 +67,28 @@ def test_a_parallel_read_names_the_wait_for_its_workers(tmp_path, monkeypatch, g
         assert seen.index(stages[0]) > len(seen) - 3  # after every byte
 
 
+def test_a_stop_heard_at_the_wait_for_the_workers_stops_them(tmp_path, monkeypatch):
+    """Esc in the TUI raises from the display's `stage`: heard while this process would wait for
+    the workers, it stops them at once (none left decoding), as a stop heard during the read does."""
+    import multiprocessing
+
+    class Stop(Exception):
+        pass
+
+    class Display:
+        def __call__(self, done, total, unit="bytes"):
+            pass
+
+        def stage(self, name):
+            raise Stop(name)
+
+    p = _write(tmp_path / "t.json", _replicated(200))
+    monkeypatch.setattr(kineto, "CHUNK", 8_000)
+    with pytest.raises(Stop, match="other processes"):
+        read_kineto(p, progress=Display(), workers=3)
+    assert not [c for c in multiprocessing.active_children() if c.is_alive()]
+
+
 def test_workers_hand_their_columns_over_in_files(tmp_path, monkeypatch):
     """Each worker writes its columns to its range's file (not the pool's pipe); one that cannot
     write it sends them through the pipe. The rows are the one-process rows either way."""

@@ -93,10 +93,10 @@ def _read(path: Path, s: _jsonstream.Stream, parallel: ParallelSink | RangeSplit
                 split.abort()
                 raise Recut()
             if split.pool is not None:
-                import_command.stage(progress, import_command.MERGING)
+                _merging(progress, split)
             sink = split.finish(sink)  # raises Recut when a range did not parse
         elif parallel is not None:
-            import_command.stage(progress, import_command.MERGING)
+            _merging(progress, parallel)
             sink = parallel.finish()
         if failure is not None:
             malformed = isinstance(failure, _jsonstream.Malformed)
@@ -130,6 +130,16 @@ def _read(path: Path, s: _jsonstream.Stream, parallel: ParallelSink | RangeSplit
     if sink.untimed:
         meta["warnings"].append(f"{sink.untimed} event(s) whose timestamp is not a usable number dropped")
     return rows, redact(meta)
+
+
+def _merging(progress: Progress | None, parallel: ParallelSink | RangeSplit) -> None:
+    """Say that the read now waits for its workers' columns; a stop heard here (Esc in the TUI
+    raises from the display) stops the workers at once, as one heard during the read does."""
+    try:
+        import_command.stage(progress, import_command.MERGING)
+    except BaseException:
+        parallel.abort()
+        raise
 
 
 def rank_of(path: Path, head_rank: Any = None) -> int | None:
