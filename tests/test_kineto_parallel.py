@@ -385,3 +385,38 @@ def test_gzip_not_inflated_to_a_file_without_room_for_it(tmp_path):
         f.seek(0)
         assert f.read() == b'{"traceEvents": []}'
     s.close()
+
+
+def test_a_workers_collector_crosses_by_pickle_without_a_copy_and_still_grows(tmp_path):
+    """A worker's collector, unpickled here, keeps the arrays pickle made (no copy into new ones);
+    appending to it afterwards (this process's own range, `merge`) grows them as its own would,
+    and what it holds is what the worker held."""
+    import pickle
+
+    import numpy as np
+
+    from collectors.readers._kineto_events import Collector, Columns
+
+    worker = Collector()
+    worker.add_text(json.dumps(_replicated(3)["traceEvents"]))
+    back = pickle.loads(pickle.dumps(worker, protocol=pickle.HIGHEST_PROTOCOL))
+    for attr in ("gpu", "rt", "ops", "ann"):
+        mine, theirs = getattr(back, attr), getattr(worker, attr)
+        assert len(mine) == len(theirs) > 0
+        for f in theirs.fields:
+            assert np.array_equal(mine.np(f), theirs.np(f)) and mine.data[f].base is not None  # pickle's own
+    own = Collector()
+    own.add_text(json.dumps(_replicated(2)["traceEvents"]))
+    back.merge(own)
+    both = Collector()  # the same two batches, in one process
+    both.add_text(json.dumps(_replicated(3)["traceEvents"]))
+    both.add_text(json.dumps(_replicated(2)["traceEvents"]))
+    for attr in ("gpu", "rt", "ops", "ann"):
+        for f in getattr(both, attr).fields:
+            assert np.array_equal(getattr(back, attr).np(f), getattr(both, attr).np(f)), (attr, f)
+    cols = Columns("a", "b")
+    cols.adopt({"a": np.arange(3), "b": np.arange(3)})
+    cols.extend({"a": [7], "b": [8]})
+    assert cols.np("a").tolist() == [0, 1, 2, 7] and cols.np("b").tolist() == [0, 1, 2, 8]
+    with pytest.raises(AssertionError):
+        cols.adopt({"a": np.arange(2), "b": np.arange(2)})

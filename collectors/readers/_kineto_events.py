@@ -150,6 +150,17 @@ class Columns:
             buf[self.n:end] = a
         self.n = end
 
+    def adopt(self, cols: dict) -> None:
+        """Take whole columns as they are (a worker's, just unpickled): no copy, where `extend`
+        would copy them into new arrays (the next `extend` grows them, as it grows its own)."""
+        if self.n:
+            raise AssertionError("adopt into filled columns")
+        arrays = {f: np.ascontiguousarray(cols[f], dtype=np.int64) for f in self.fields}
+        m = len(arrays[self.fields[0]])
+        if any(len(a) != m for a in arrays.values()):
+            raise AssertionError("ragged columns")
+        self.data, self.n = arrays, m
+
     def np(self, f: str) -> np.ndarray:
         return self.data[f][:self.n]
 
@@ -387,7 +398,7 @@ class Collector:
             if isinstance(getattr(fresh, k, None), Columns):
                 cols = getattr(fresh, k)
                 if len(next(iter(v.values()), ())):
-                    cols.extend(v)
+                    cols.adopt(v)  # (unpickled arrays: this process's own, no copy needed)
                 state[k] = cols
         self.__dict__.update(state)
 
