@@ -201,29 +201,49 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _load(path: str):
-    """Any supported trace (rooftop Parquet, or an import converted in memory). A directory must be
-    one run; any other is an error naming the traces it holds."""
+def _load(path: str, progress=None):
+    """Any supported trace (rooftop Parquet, or an import converted in memory, `progress` drawn as it
+    goes). A directory must be one run; any other is an error naming the traces it holds."""
     try:
         from collectors.readers.importers import check_directory, load_any
     except ImportError:
-        from .trace import check_run_directory as check_directory, load_trace as load_any
+        from .trace import check_run_directory as check_directory, load_trace
+
+        def load_any(p, _progress):
+            return load_trace(p)
     if Path(path).is_dir():
         check_directory(path)
-    return load_any(path)
+    return load_any(path, progress)
+
+
+def _progress_line(path: str):
+    """The import's progress line on stderr (`rooftop import`'s: a large file only, then its stages),
+    for a trace that is not Parquet, converted in memory; None without the importers."""
+    try:
+        from collectors.readers.import_command import ProgressLine, file_size
+    except ImportError:
+        return None
+    return ProgressLine(Path(path).name, size=file_size(Path(path)))
 
 
 def _analysis(path: str, peaks="auto", override=None, options: dict | None = None):
     from .analysis import analyze
     from .devices import peaks as device_peaks
-    trace = _load(path)
-    given = None
-    if override is not None:
-        try:
-            given = device_peaks(trace.meta, override=override)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-    a = analyze(trace, given, **(options or {}))
+    bar = _progress_line(path)
+    try:
+        trace = _load(path, bar)
+        given = None
+        if override is not None:
+            try:
+                given = device_peaks(trace.meta, override=override)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+        if bar is not None and bar.shown:  # (an import's line: the tables are computed as the report asks)
+            bar.stage("analysing")
+        a = analyze(trace, given, **(options or {}))
+    finally:
+        if bar is not None:
+            bar.done()  # the line ended before the report, on stdout, begins
     if isinstance(peaks, str) and peaks != "auto":
         try:
             a = a.with_peaks(peaks)

@@ -121,3 +121,25 @@ def test_three_traces_is_an_error_that_says_so(tmp_path, capsys):
     assert main(["a.parquet", "b.parquet", "c.parquet"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "one trace, or two to compare; got 3" in err
+
+
+def test_report_of_an_import_draws_its_progress_and_ends_the_line_first(tmp_path, capsys, monkeypatch):
+    """`rooftop report` of a file it converts in memory draws the import's progress line on stderr (a
+    large file only: every file here), then `analysing`, and ends the line before the report."""
+    from collectors.readers.import_command import JOINING, ProgressLine
+    from test_kineto import _synthetic, _write
+
+    monkeypatch.setattr(ProgressLine, "MIN_BYTES", 0)
+    src = _write(tmp_path / "step.json", _synthetic())
+    assert main(["report", str(src)]) == 0
+    captured = capsys.readouterr()
+    lines = captured.err.split("\r")
+    assert lines[0] == "" and lines[1].startswith("importing step.json: ")
+    assert any(line.rstrip().endswith(JOINING) for line in lines)
+    assert lines[-1].rstrip(" \n").endswith(" · analysing") and captured.err.endswith("\n")
+    assert captured.out.startswith("rooftop report: ") and "importing" not in captured.out
+    parquet = tmp_path / "step.parquet"  # a rooftop trace is read, not imported: no line at all
+    assert main(["import", str(src), "-o", str(parquet)]) == 0
+    capsys.readouterr()
+    assert main(["report", str(parquet)]) == 0
+    assert capsys.readouterr().err == ""

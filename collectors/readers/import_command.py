@@ -48,11 +48,15 @@ class ProgressLine:
     steps, the summary and the write are about half of a large import (~8 s of 16 at 1M kernels),
     during which the bytes alone would sit at their last reading."""
 
-    def __init__(self, label: str, stream=sys.stderr, min_bytes: int = 32 << 20, size: int = 0,
+    MIN_BYTES = 32 << 20  # smaller inputs are read in about a second: no line
+
+    def __init__(self, label: str, stream=None, min_bytes: int | None = None, size: int = 0,
                  verb: str = "importing"):
         from rooftop.text import printable
 
-        self.label, self.stream, self.min_bytes, self.size, self.verb = printable(label), stream, min_bytes, size, verb
+        self.label, self.size, self.verb = printable(label), size, verb
+        self.stream = stream if stream is not None else sys.stderr  # (the one at the time: a test's capture)
+        self.min_bytes = self.MIN_BYTES if min_bytes is None else min_bytes
         self.last = 0.0
         self.shown = False
         self.reading = ""  # the last reading, drawn or not (the throttle skips most)
