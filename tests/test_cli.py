@@ -124,13 +124,17 @@ def test_three_traces_is_an_error_that_says_so(tmp_path, capsys):
 
 
 def test_report_of_an_import_draws_its_progress_and_ends_the_line_first(tmp_path, capsys, monkeypatch):
-    """`rooftop report` of a file it converts in memory draws the import's progress line on stderr (a
-    large file only: every file here), then `analysing`, and ends the line before the report."""
+    """`rooftop report` of a file it converts in memory draws the import's progress line on stderr
+    when it is a terminal (and the file large: every file here), then `analysing`, and ends the
+    line before the report."""
     from collectors.readers.import_command import JOINING, ProgressLine
     from test_kineto import _synthetic, _write
 
     monkeypatch.setattr(ProgressLine, "MIN_BYTES", 0)
     src = _write(tmp_path / "step.json", _synthetic())
+    assert main(["report", str(src)]) == 0
+    assert capsys.readouterr().err == ""  # stderr no terminal (a script, CI): no line at all
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # (pytest's capture: a terminal now)
     assert main(["report", str(src)]) == 0
     captured = capsys.readouterr()
     lines = captured.err.split("\r")

@@ -57,6 +57,8 @@ class ProgressLine:
         self.label, self.size, self.verb = printable(label), size, verb
         self.stream = stream if stream is not None else sys.stderr  # (the one at the time: a test's capture)
         self.min_bytes = self.MIN_BYTES if min_bytes is None else min_bytes
+        # stderr redirected (a script, CI, `report --json 2> log`): no line, which would only be noise there
+        self.quiet = stream is None and not _is_terminal(self.stream)
         self.last = 0.0
         self.shown = False
         self.reading = ""  # the last reading, drawn or not (the throttle skips most)
@@ -77,6 +79,8 @@ class ProgressLine:
             self._draw(f"{self.reading} · {name}" if self.reading else name)
 
     def _draw(self, text: str) -> None:
+        if self.quiet:
+            return
         line = f"{self.verb} {self.label}: {text}"
         self.stream.write("\r" + line.ljust(self.width))
         self.width, self.shown = max(self.width, len(line)), True
@@ -85,6 +89,13 @@ class ProgressLine:
     def done(self) -> None:
         if self.shown:
             self.stream.write("\n")
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):  # no isatty, or closed
+        return False
 
 
 # The stages of an import after its file is read, as a progress display names them.
