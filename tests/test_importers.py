@@ -169,7 +169,14 @@ def test_progress_line_only_for_large_inputs():
     bar(300 << 20, 300 << 20)
     bar.stage("joining")
     assert staged.getvalue() == ("\rimporting big\\x1b[2J.json:  33% (100/300 MB)"
-                                 "\rimporting big\\x1b[2J.json: 100% (300/300 MB) · joining")
+                                 "\rimporting big\\x1b[2J.json: 300 MB read · joining")
+    narrow = io.StringIO()  # a terminal's line is cut to its width: `\r` would not reach a wrapped one
+    bar = importers._ProgressLine("a-long-trace-name.pt.trace.json", stream=narrow, min_bytes=0, size=300)
+    bar.columns = 40
+    bar(300 << 20, 300 << 20)
+    bar.stage("joining launches and ranges")
+    assert [len(x) for x in narrow.getvalue().split("\r")[1:]] == [40, 40]
+    assert narrow.getvalue().endswith("…")
     early = io.StringIO()  # the early start's inflation of a gzip file says so
     importers._ProgressLine("big.json.gz", stream=early, min_bytes=100, verb="inflating")(3 << 20, 6 << 20)
     assert early.getvalue() == "\rinflating big.json.gz:  50% (3/6 MB)"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 
 import pytest
 
@@ -84,7 +85,9 @@ def test_a_stop_heard_at_the_wait_for_the_workers_stops_them(tmp_path, monkeypat
 
     p = _write(tmp_path / "t.json", _replicated(200))
     monkeypatch.setattr(kineto, "CHUNK", 8_000)
-    with pytest.raises(Stop, match="other processes"):
+    from collectors.readers.import_command import MERGING
+
+    with pytest.raises(Stop, match=re.escape(MERGING)):
         read_kineto(p, progress=Display(), workers=3)
     assert not [c for c in multiprocessing.active_children() if c.is_alive()]
 

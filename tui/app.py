@@ -171,7 +171,13 @@ class LoadingScreen(Screen):
     def on_mount(self) -> None:
         # the elapsed time goes on once a second between reports: a stage after the read reports
         # once and lasts seconds (at 1M kernels), where a clock that stops would look like a hang
-        self.set_interval(1.0, self._draw_progress)
+        self._clock = self.set_interval(1.0, self._draw_progress)
+
+    def on_screen_suspend(self) -> None:
+        self._clock.pause()  # (the screen stays in its mode's stack once the trace is shown)
+
+    def on_screen_resume(self) -> None:
+        self._clock.resume()
 
     def show_progress(self, path: str, done: int, total: int, elapsed_s: float, unit: str = "bytes",
                       stage: str | None = None) -> None:

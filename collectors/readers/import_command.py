@@ -4,6 +4,7 @@ file before the analysis libraries load. Light on purpose: it imports neither pa
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -24,8 +25,10 @@ def run(args: argparse.Namespace) -> int:
     # (a gzip file is inflated first: its progress is drawn from here, on a line of its own, ended
     # before the import's line or its error)
     inflating = ProgressLine(Path(args.src).name, verb="inflating")
-    start_early(args.src, CHUNK, inflating)
-    inflating.done()
+    try:
+        start_early(args.src, CHUNK, inflating)
+    finally:
+        inflating.done()  # (ended before an interruption's message too)
     try:
         from .importers import run as run_import
 
@@ -59,29 +62,33 @@ class ProgressLine:
         self.min_bytes = self.MIN_BYTES if min_bytes is None else min_bytes
         # stderr redirected (a script, CI, `report --json 2> log`): no line, which would only be noise there
         self.quiet = stream is None and not _is_terminal(self.stream)
+        # a terminal's width: a longer line would wrap, and `\r` goes back to the start of its last row only
+        self.columns = _columns(self.stream) if stream is None else None
         self.last = 0.0
         self.shown = False
-        self.reading = ""  # the last reading, drawn or not (the throttle skips most)
+        self.read = ""  # what the last reading said was read, drawn or not (the throttle skips most)
         self.width = 0  # the longest line drawn: a shorter one is padded over it
 
     def __call__(self, done: int, total: int, unit: str = "bytes") -> None:
-        what = f"({done >> 20}/{total >> 20} MB)" if unit == "bytes" else f"(stage {done} of {total})"
-        self.reading = f"{100 * done // max(total, 1):3d}% {what}"
+        self.read = f"{done >> 20} MB read" if unit == "bytes" else ""  # (a reader's own stages: their names follow)
         now = time.monotonic()
         if (total if unit == "bytes" else self.size) < self.min_bytes or now - self.last < 0.2:
             return
         self.last = now
-        self._draw(self.reading)
+        what = f"({done >> 20}/{total >> 20} MB)" if unit == "bytes" else f"(stage {done} of {total})"
+        self._draw(f"{100 * done // max(total, 1):3d}% {what}")
 
     def stage(self, name: str) -> None:
         """The file is read; `name` runs now (drawn at once: an import has a few stages)."""
         if self.shown or self.size >= self.min_bytes:
-            self._draw(f"{self.reading} · {name}" if self.reading else name)
+            self._draw(f"{self.read} · {name}" if self.read else name)
 
     def _draw(self, text: str) -> None:
         if self.quiet:
             return
         line = f"{self.verb} {self.label}: {text}"
+        if self.columns is not None and len(line) > self.columns:
+            line = line[:self.columns - 1] + "…"
         self.stream.write("\r" + line.ljust(self.width))
         self.width, self.shown = max(self.width, len(line)), True
         self.stream.flush()
@@ -98,9 +105,17 @@ def _is_terminal(stream) -> bool:
         return False
 
 
+def _columns(stream) -> int:
+    """The last column a line on `stream`'s terminal may fill (80 columns where it says none)."""
+    try:
+        return max(20, os.get_terminal_size(stream.fileno()).columns - 1)
+    except (AttributeError, ValueError, OSError):
+        return 79
+
+
 # The stages of an import after its file is read, as a progress display names them.
-MERGING = "collecting the other processes' events"  # a parallel read: its workers' columns
-JOINING = "joining kernels to launches and ranges"
+MERGING = "collecting the workers' events"  # a parallel read: the other processes' columns
+JOINING = "joining launches and ranges"
 DERIVING = "deriving names, steps and layers"
 SUMMARIZING = "analysing and writing"  # `rooftop import`: the stored summary, beside the rows
 WRITING = "writing"  # a rank of a multi-rank import (no summary: a run is analysed whole)
