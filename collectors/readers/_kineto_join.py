@@ -76,8 +76,8 @@ def nest_intervals(ithr, ist, ien, ilabel, qthr, qt, stats: dict | None = None, 
     Each interval's parent is found for all at once (`_pass_parents`), and a Python pass over the
     intervals builds their paths (none without labels); a query (a launch: usually many more than
     ranges) takes the last interval that starts at or before it on its thread (a binary search) and
-    climbs its parents to the first one still open, all queries at once. Same answers as one pass over both (`_nest_by_loop`), which is used
-    when the climb is deep (hostile nesting)."""
+    climbs its parents to the first one still open, all queries at once. Same answers as one pass
+    over both (`_nest_by_loop`), which is used when the climb is deep (hostile nesting)."""
     ni, nq = len(ist), len(qt)
     ithr, ist, ien = (np.asarray(a, dtype=np.int64) for a in (ithr, ist, ien))
     qthr, qt = np.asarray(qthr, dtype=np.int64), np.asarray(qt, dtype=np.int64)
