@@ -103,11 +103,9 @@ class LoadReporter:
         self.app, self.index, self.path, self.worker, self.cancelled = app, index, path, worker, cancelled
         self.started = time.monotonic()
         self.last = 0.0
-        self.reading = (0, 0, "bytes")  # the last (done, total, unit) heard
 
     def __call__(self, done: int, total: int, unit: str = "bytes") -> None:
         self._check()
-        self.reading = (done, total, unit)
         now = time.monotonic()
         if now - self.last >= PROGRESS_EVERY_S or done >= total:
             self.last = now
@@ -115,8 +113,8 @@ class LoadReporter:
 
     def stage(self, name: str) -> None:
         self._check()
-        self.app.post_message(ImportProgress(self.index, *self.reading[:2], time.monotonic() - self.started,
-                                             self.reading[2], stage=name))
+        # (a stage's line names it alone: the amounts read are not shown once the file is read)
+        self.app.post_message(ImportProgress(self.index, 0, 0, time.monotonic() - self.started, stage=name))
 
     def _check(self) -> None:
         if self.worker.is_cancelled:
