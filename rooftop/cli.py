@@ -239,7 +239,9 @@ def _analysis(path: str, peaks="auto", override=None, options: dict | None = Non
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
         if bar is not None and bar.shown:  # (an import's line: the tables are computed as the report asks)
-            bar.stage("analysing")
+            from collectors.readers.import_command import ANALYSING
+
+            bar.stage(ANALYSING)
         a = analyze(trace, given, **(options or {}))
     finally:
         if bar is not None:

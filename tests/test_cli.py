@@ -127,7 +127,7 @@ def test_report_of_an_import_draws_its_progress_and_ends_the_line_first(tmp_path
     """`rooftop report` of a file it converts in memory draws the import's progress line on stderr
     when it is a terminal (and the file large: every file here), then `analysing`, and ends the
     line before the report."""
-    from collectors.readers.import_command import JOINING, ProgressLine
+    from collectors.readers.import_command import ANALYSING, JOINING, ProgressLine
     from test_kineto import _synthetic, _write
 
     monkeypatch.setattr(ProgressLine, "MIN_BYTES", 0)
@@ -140,7 +140,7 @@ def test_report_of_an_import_draws_its_progress_and_ends_the_line_first(tmp_path
     lines = captured.err.split("\r")
     assert lines[0] == "" and lines[1].startswith("importing step.json: ")
     assert any(line.rstrip().endswith(JOINING) for line in lines)
-    assert lines[-1].rstrip(" \n").endswith(" · analysing") and captured.err.endswith("\n")
+    assert lines[-1].rstrip(" \n").endswith(f" · {ANALYSING}") and captured.err.endswith("\n")
     assert captured.out.startswith("rooftop report: ") and "importing" not in captured.out
     parquet = tmp_path / "step.parquet"  # a rooftop trace is read, not imported: no line at all
     assert main(["import", str(src), "-o", str(parquet)]) == 0

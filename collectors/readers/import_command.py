@@ -120,6 +120,7 @@ DERIVING = "deriving names, steps and layers"
 SUMMARIZING = "analysing and writing"  # `rooftop import`: the stored summary, beside the rows
 WRITING = "writing"  # a rank of a multi-rank import (no summary: a run is analysed whole)
 LOADING = "loading the rows"  # in memory (`load_any`: the TUI), the table to pandas for the analysis
+ANALYSING = "analysing"  # `report` and `diff` of a file converted in memory
 
 
 def stage(progress, name: str) -> None:
