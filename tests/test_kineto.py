@@ -193,6 +193,29 @@ def test_synthetic_exact_joins_and_cost_split(tmp_path):
                                        "execute_context_1(128)_generation_0(0)/layer=0"]
 
 
+
+def test_rows_stored_in_the_order_a_load_splits_them(tmp_path, fixtures_dir):
+    """An import's rows: the GPU rows, then the other events, then the runtime calls, each part in
+    time order (a load then cuts slices, `split_runtime`); loaded, the events and host rows are
+    those of the same rows stored in time order."""
+    from rooftop.trace import write_trace
+
+    for src in (_write(tmp_path / "t.json", _synthetic()), fixtures_dir / "traces" / (PREFIX + FILES[0])):
+        rows, meta = read_kineto(src)
+        kind = rows["kind"].astype(str)
+        part = np.select([kind.isin(["kernel", "memcpy", "memset"]), kind == "runtime"], [0, 2], 1)
+        assert (np.diff(part) >= 0).all() and len(set(part)) == 3
+        for p in range(3):
+            assert (np.diff(rows["start_ns"].to_numpy()[part == p]) >= 0).all()
+        stored = load_trace(write_trace(tmp_path / "stored.parquet", rows, meta))
+        order = np.argsort(rows["start_ns"].to_numpy(), kind="stable")
+        assert (order != np.arange(len(rows))).any()  # another order indeed
+        by_time = rows.iloc[order]
+        timed = load_trace(write_trace(tmp_path / "timed.parquet", by_time, meta))
+        a, b = (t.events.sort_values("id").drop(columns=["grid", "block"]).reset_index(drop=True)
+                for t in (stored, timed))
+        assert a.equals(b) and stored.host.equals(timed.host)  # (the runtime calls: in time order either way)
+
 def test_tiny_chunks_give_same_rows(tmp_path, fixtures_dir, monkeypatch):
     path = fixtures_dir / "traces" / (PREFIX + FILES[1])
     full, _ = read_kineto(path)

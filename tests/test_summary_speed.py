@@ -208,3 +208,28 @@ def test_split_runtime_text_is_what_encoding_after_the_split_gives():
     assert list(host["name"].cat.categories) == ["cudaLaunchKernel", "cudaMemcpyAsync"]
     assert host["name"].astype(object).tolist() == ["cudaLaunchKernel", "cudaMemcpyAsync", "cudaLaunchKernel"]
     assert frame["id"].tolist() == gpu_first and n == 8
+
+
+def test_split_runtime_cuts_slices_of_rows_stored_in_its_order():
+    """Rows stored GPU first, then the other events, then the runtime calls (as an import writes
+    them): both parts are slices of the table (no column copied), and they are what the same rows
+    in another order split into."""
+    import pyarrow as pa
+
+    from rooftop.trace.read import _to_frame, split_runtime
+    kinds = ["kernel", "memcpy", "kernel", "range", "range", "runtime", "runtime"]
+    names = ["gemm", "HtoD", "softmax", "step=1", None, "cudaLaunchKernel", "cudaMemcpyAsync"]
+    table = pa.table({"id": pa.array(range(7), pa.int64()), "kind": pa.array(kinds).dictionary_encode(),
+                      "name": pa.array(names, pa.string()).dictionary_encode(),
+                      "start_ns": pa.array([3, 4, 9, 1, 8, 2, 5], pa.int64()), "dur_ns": pa.array([5] * 7, pa.int64())})
+    events, host = split_runtime(table)
+    start = table.column("start_ns").chunk(0).buffers()[1].address
+    assert events.column("start_ns").chunk(0).buffers()[1].address == start  # a slice: the same buffer
+    assert events.num_rows == 5 and host["start_ns"].tolist() == [2, 5]
+    shuffled = table.take(pa.array([3, 5, 0, 1, 6, 2, 4]))
+    other_events, other_host = split_runtime(shuffled)
+    assert other_events.column("start_ns").chunk(0).buffers()[1].address != start
+    a, b = _to_frame([events]), _to_frame([other_events])
+    assert a.sort_values("id").reset_index(drop=True).equals(b.sort_values("id").reset_index(drop=True))
+    assert list(a["name"].cat.categories) == ["gemm", "HtoD", "softmax", "step=1"]
+    assert host["name"].astype(object).tolist() == other_host["name"].astype(object).tolist()

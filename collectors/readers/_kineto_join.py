@@ -402,14 +402,17 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
         ids, inv = np.unique(g.np("name")[copy], return_inverse=True)
         factor = np.array([copy_hbm_bytes(name_of[i], 1.0) or np.nan for i in ids.tolist()])
         mbytes[copy] = nb[copy] * factor[inv.ravel()]
-    # rows in time order (GPU work, ranges, a CPU-only run's ops), then the runtime calls in time
-    # order: built column by column once (no concat, sort or Python lists per row)
+    # rows by kind, each kind in time order: the GPU work, the ranges, a CPU-only run's ops, the
+    # runtime calls. A load splits them so (`rooftop.trace.read.split_runtime`): stored so, its
+    # parts are slices of the table as read, not a copy of every column (~0.5 s and ~300 MB at 1M
+    # kernels). Built column by column once (no concat, sort or Python lists per row).
     nk, na = len(g), len(ann)
     op_part = oprows or {}
     no = len(op_part.get("ts", ()))
     nr = len(runtime.get("ts", ()))
-    order = np.argsort(np.concatenate([gts, ast, op_part.get("ts", np.zeros(0, np.int64))]), kind="stable")
-    order = np.concatenate([order, nk + na + no + runtime.get("order", np.zeros(0, np.int64))])
+    by_time = lambda ts: np.argsort(ts, kind="stable")
+    order = np.concatenate([by_time(gts), nk + by_time(ast), nk + na + by_time(op_part.get("ts", np.zeros(0, np.int64))),
+                            nk + na + no + runtime.get("order", np.zeros(0, np.int64))])
 
     def col(*parts):
         return np.concatenate([np.asarray(p) for p in parts])[order]

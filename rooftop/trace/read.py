@@ -208,6 +208,12 @@ def _read_filtered(pf: pq.ParquetFile, columns: list[str], kind: str, keep: bool
                     parts[c] += col.filter(mask).chunks
                 else:  # no row, but the dictionary: text columns keep the categories a whole read has
                     parts[c] += [chunk.slice(0, 0) for chunk in col.chunks[:1]]
+            if g and pa.types.is_dictionary(col.type):
+                # one dictionary for the column, not one per row group: the GPU rows and the ranges
+                # of an import, stored apart, name mostly the same paths (~45 MB twice at 1M kernels)
+                both = pa.chunked_array(first[c] + rest[c], type=col.type).unify_dictionaries()
+                first[c], rest[c] = both.chunks[:len(first[c])], both.chunks[len(first[c]):]
+                del both
             del col
         pa.default_memory_pool().release_unused()  # the row group's decoded pages, as we go
     schema = pf.schema_arrow
@@ -618,7 +624,8 @@ def split_runtime(table: pa.Table) -> tuple[pa.Table, pd.DataFrame | None]:
     lose the schema columns that hold no value at all (a Kineto import leaves ~30 of the ~60
     empty; each still fills a buffer per row), which `_to_frame` gives back from one row; the
     filter copies the rest. At 1M kernels plus 1M runtime rows this halves what the filter
-    copies, and the table as read can be freed before pandas."""
+    copies, and the table as read can be freed before pandas. A table stored as an import stores
+    it (the GPU rows, the other events, the runtime calls) is cut in slices instead: no copy."""
     rows = table.num_rows
     empty = [c for c in table.column_names
              if c in SCHEMA.names and c not in REQUIRED and table.column(c).null_count == rows]
@@ -638,7 +645,12 @@ def split_runtime(table: pa.Table) -> tuple[pa.Table, pd.DataFrame | None]:
     encoded = [c for c in TEXT_COLUMNS if c in table.column_names and pa.types.is_dictionary(table.column(c).type)]
     present = [c for c in HOST_COLUMNS if c in table.column_names]
     calls = table.select(present)
-    if not runtime.all():  # (runtime rows read alone, `_read_host`: no copy)
+    # the runtime rows last (as an import stores them): each part a slice, no column copied
+    tail = rows - int(runtime.sum())
+    last = tail > 0 and bool(runtime[tail:].all())  # (no event left: filtered, as before)
+    if last:
+        calls = calls.slice(tail)
+    elif not runtime.all():  # (runtime rows read alone, `_read_host`: no copy)
         calls = calls.filter(pa.array(runtime))
     host = {}
     for c in HOST_COLUMNS:
@@ -655,8 +667,8 @@ def split_runtime(table: pa.Table) -> tuple[pa.Table, pd.DataFrame | None]:
     del calls
     events = table.drop_columns(empty)
     kept = gpu[~runtime]
-    if kept[:int(kept.sum())].all():
-        events = events.filter(pa.array(~runtime))  # GPU rows first already
+    if kept[:int(kept.sum())].all():  # GPU rows first already
+        events = events.slice(0, tail) if last else events.filter(pa.array(~runtime))
     else:
         events = events.take(_gpu_first(gpu, runtime))
     for c in encoded:
@@ -1007,6 +1019,7 @@ def _trace_from(held: list, path: str | os.PathLike | None, scrubbed: bool = Fal
     else:
         table, meta, found = scrub_all(table, json_safe(meta, path))
         warnings += found
+        give_back_memory()  # (the dictionaries it unified: ~90 MB of pages at 1M kernels)
     meta, meta_warnings = conform_meta(meta)
     warnings += meta_warnings
     table, dropped = _drop_untimed(table, path)
