@@ -47,6 +47,20 @@ def test_counts_durations_names_and_args(export):
     assert "Alexander" not in repr(meta)  # user names and local paths of EXPORT_META_DATA stay behind
 
 
+
+def test_rows_come_by_kind_each_in_time_order(export):
+    """The GPU rows, the ranges, the runtime calls, each in time order (the order a load splits
+    them into, `split_runtime`), numbered in that order."""
+    import numpy as np
+
+    rows, _ = read_nsys(export)
+    kind = rows["kind"].astype(str)
+    part = np.select([kind.isin(["kernel", "memcpy", "memset"]), kind == "runtime"], [0, 2], 1)
+    assert (np.diff(part) >= 0).all() and sorted(set(part)) == [0, 1, 2]
+    for p in range(3):
+        assert (np.diff(rows["start_ns"].to_numpy(dtype="int64")[part == p]) >= 0).all()
+    assert rows["id"].tolist() == list(range(len(rows)))
+
 def test_memsets_of_host_memory_carry_no_hbm_bytes(export):
     # CUPTI memory kinds 1/2 (pageable/pinned) are host memory: no HBM bytes of this GPU, so no
     # "1000% of the roof" for a memset that never touched DRAM; device memsets keep their bytes

@@ -22,6 +22,7 @@ from rooftop import steps as st
 from rooftop import limits
 from rooftop.redact import redact, redact_names
 from rooftop.trace import TraceError
+from rooftop.trace.schema import GPU_KINDS
 
 from ._kineto_join import MAX_PATH_CHARS, MAX_PATH_DEPTH, clean_text
 from .kineto import nest_intervals
@@ -237,7 +238,13 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
     rows["start_ns"] = _ints(rows["start"]) - origin
     rows["dur_ns"] = _ints(rows["end"]) - _ints(rows["start"])
     rows.loc[rows["kind"] == "range", "dur_ns"] = rows["dur_ns"].where(~rows["end"].eq(np.iinfo(np.int64).max // 2))
-    rows = rows.drop(columns=["start", "end"]).sort_values("start_ns", kind="stable").reset_index(drop=True)
+    rows = rows.drop(columns=["start", "end"])
+    # by kind, each kind in time order: the GPU rows, the ranges, the runtime calls (the order a
+    # load splits them into: `rooftop.trace.read.split_runtime` then cuts slices, copies nothing)
+    kind = rows["kind"]
+    part = np.select([kind.isin(GPU_KINDS).to_numpy(), kind.eq("runtime").to_numpy()], [0, 2], 1)
+    order = [rows["start_ns"][part == p].sort_values(kind="stable").index for p in range(3)]
+    rows = rows.loc[np.concatenate(order)].reset_index(drop=True)
     rows["id"] = np.arange(len(rows), dtype=np.int64)
     for col in ("name", "path"):
         rows[col] = redact_names(rows[col].tolist())
