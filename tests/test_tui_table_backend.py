@@ -338,6 +338,37 @@ def test_text_sort_is_code_point_order():
     assert got == sorted((n for n in names if n is not None), reverse=True) + [None]
 
 
+
+def test_a_categorical_columns_text_ranks_are_kept_and_agree(monkeypatch):
+    """A categorical column's ranks are computed once for its categories (a sort of a filtered
+    view or the other way reuses them, and gives what ranking afresh gives); an object column's
+    distinct values are ranked every time and never kept; the last few columns only."""
+    from tui.widgets import table as tbl
+
+    calls = []
+    real = tbl.pa.compute.sort_indices
+    monkeypatch.setattr(tbl.pa.compute, "sort_indices", lambda a: calls.append(len(a)) or real(a))
+    monkeypatch.setattr(tbl, "_RANKS", {})
+    rng = np.random.default_rng(4)
+    words = [f"w{i:04d}" for i in rng.permutation(500)]
+    col = pd.Series(pd.Categorical.from_codes(rng.integers(-1, 500, 5_000), words))
+    half = col[::2]  # a filtered view: the same categories object
+    place = {w: i for i, w in enumerate(sorted(words))}
+    for v in (col, half):
+        codes = v.cat.codes.to_numpy()
+        r = [place[words[c]] if c >= 0 else 0 for c in codes]
+        for desc in (False, True):  # stable, nulls last either way
+            want = sorted(range(len(v)), key=lambda i: (codes[i] < 0, -r[i] if desc else r[i]))
+            assert tbl.sort_order(v, desc, "text").tolist() == want
+    assert calls == [500]  # ranked once, for four sorts over two views
+    plain = col.astype(object)
+    tbl.sort_order(plain, False, "text")
+    tbl.sort_order(plain, True, "text")
+    assert len(calls) == 3 and len(tbl._RANKS) == 1
+    for i in range(tbl.KEPT_RANKS + 2):  # other columns: the oldest kept ranks go
+        tbl.sort_order(pd.Series(pd.Categorical([f"x{i}", "y"])), False, "text")
+    assert len(tbl._RANKS) == tbl.KEPT_RANKS and id(col.cat.categories) not in tbl._RANKS
+
 def test_each_cell_keeps_the_columns_digits_unless_it_would_read_zero():
     """One tiny share in a column no longer makes every row print six digits (81.4109): a cell is
     rounded to the column's digits, and only a non-zero one too small for them keeps two
