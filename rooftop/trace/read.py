@@ -201,25 +201,64 @@ def _read_filtered(pf: pq.ParquetFile, columns: list[str], kind: str, keep: bool
         for c in columns:
             col = kinds if c == "kind" else _row_group_column(pf, g, c)
             types[c] = col.type
+            got = []
             for parts, mask, hits in masks:
                 if hits == len(col):
-                    parts[c] += col.chunks
+                    got.append((parts, list(col.chunks)))
                 elif hits:
-                    parts[c] += col.filter(mask).chunks
+                    got.append((parts, list(col.filter(mask).chunks)))
                 else:  # no row, but the dictionary: text columns keep the categories a whole read has
-                    parts[c] += [chunk.slice(0, 0) for chunk in col.chunks[:1]]
-            if g and pa.types.is_dictionary(col.type):
+                    got.append((parts, [chunk.slice(0, 0) for chunk in col.chunks[:1]]))
+            del col
+            if pa.types.is_dictionary(types[c]) and pf.metadata.num_row_groups <= ONE_DICTIONARY_MAX_GROUPS:
                 # one dictionary for the column, not one per row group: the GPU rows and the ranges
                 # of an import, stored apart, name mostly the same paths (~45 MB twice at 1M kernels)
-                both = pa.chunked_array(first[c] + rest[c], type=col.type).unify_dictionaries()
-                first[c], rest[c] = both.chunks[:len(first[c])], both.chunks[len(first[c]):]
-                del both
-            del col
+                got = _one_dictionary(first, rest, c, got, types[c])
+            for parts, chunks in got:
+                parts[c] += chunks
         pa.default_memory_pool().release_unused()  # the row group's decoded pages, as we go
     schema = pf.schema_arrow
     fields = [pa.field(c, types.get(c, schema.field(c).type)) for c in columns]
     return pa.table({f.name: pa.chunked_array(first[f.name] + rest[f.name], type=f.type) for f in fields},
                     schema=pa.schema(fields, metadata=schema.metadata))
+
+
+# Up to this many row groups (an import writes one per 1Mi rows: 1M kernels make 3) the lazy read
+# keeps one dictionary per column as it goes; each group costs a pass over the dictionary so far,
+# so a file of more groups (other writers use small ones) is unified once, after the read.
+ONE_DICTIONARY_MAX_GROUPS = 8
+
+
+def _one_dictionary(first: dict, rest: dict, c: str, got: list, type_: pa.DataType) -> list:
+    """A row group's chunks of dictionary column `c` (`got`: [(parts, chunks)]) over one dictionary
+    with the chunks read before them, which share one already. The new chunks are unified behind an
+    empty chunk carrying that dictionary, so a group costs its size and theirs, not a pass over
+    every earlier chunk again (that cost ~45 s on a file of 100 row groups). Arrow numbers the
+    values in the order it meets them, so the unified dictionary begins with the earlier one and
+    the earlier chunks keep their indices; checked, else everything is unified again."""
+    before = first[c] + rest[c]
+    new = [chunk for _, chunks in got for chunk in chunks]
+    if not new:
+        return got
+    lead = [before[0].slice(0, 0)] if before else []
+    both = pa.chunked_array(lead + new, type=type_).unify_dictionaries()
+    dictionary = both.chunk(0).dictionary
+    known = before[0].dictionary if before else dictionary
+    if not dictionary.slice(0, len(known)).equals(known):  # (not seen)
+        both = pa.chunked_array(before + new, type=type_).unify_dictionaries()
+        first[c], rest[c] = both.chunks[:len(first[c])], both.chunks[len(first[c]):len(before)]
+        out = iter(both.chunks[len(before):])
+        return [(parts, [next(out) for _ in chunks]) for parts, chunks in got]
+
+    def retag(chunk: pa.DictionaryArray, values: pa.Array) -> pa.DictionaryArray:
+        return pa.DictionaryArray.from_arrays(chunk.indices, values, safe=False)  # (no copy)
+
+    if len(dictionary) > len(known):  # grown: the earlier chunks take it, their indices unchanged
+        first[c], rest[c] = [retag(x, dictionary) for x in first[c]], [retag(x, dictionary) for x in rest[c]]
+    else:  # nothing new: the new chunks take the earlier one (not a second copy of the same values)
+        dictionary = known
+    out = iter([retag(x, dictionary) for x in both.chunks[len(lead):]])
+    return [(parts, [next(out) for _ in chunks]) for parts, chunks in got]
 
 
 def _row_group_column(pf: pq.ParquetFile, group: int, name: str) -> pa.ChunkedArray:
