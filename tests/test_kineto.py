@@ -298,14 +298,18 @@ def test_import_dir_writes_one_file_per_rank(tmp_path, fixtures_dir):
 
 
 # --- the typed fast path (msgspec) against the exact path, and its exactness ------------------------
+# (the compiled decoder, ahead of both, is off here: tests/test_kineto_compiled.py checks it against
+# the typed path)
 
 
 def _exact_only(monkeypatch):
     monkeypatch.setattr(events, "msgspec", None)  # Collector() then takes the stdlib exact path only
+    monkeypatch.setattr(events, "_kineto_fast", None)
 
 
 def _count_exact(monkeypatch) -> list:
-    """Sizes of the batches that go through the per-event exact path, from now on."""
+    """Sizes of the batches that go through the per-event exact path, from now on (read typed)."""
+    monkeypatch.setattr(events, "_kineto_fast", None)
     slow: list = []
     real = events._ExactBatch.add
     monkeypatch.setattr(events._ExactBatch, "add", lambda self, evs: (slow.append(len(evs)), real(self, evs))[1])

@@ -1,5 +1,9 @@
 """Kineto events -> compact columns: only the fields rooftop needs, of only the events it needs.
 
+Fastest path: the compiled decoder (`_kineto_fast`, built at install where a C compiler is found)
+reads a batch in the plain subset of what the typed path takes straight into columns, with no
+Python object per event; any other batch it leaves to the paths below, which read it as before.
+
 Fast path: `msgspec` decodes a whole batch of events into typed structs in C, skipping every
 field not declared below, and the columns are built from the batch at once. Anything the typed
 decoder rejects (a string where a number was expected, a grid of two numbers, ...) or whose
@@ -20,6 +24,11 @@ try:
     import msgspec
 except ImportError:  # the exact path alone still reads every file, only slower
     msgspec = None
+
+try:
+    from . import _kineto_fast
+except ImportError:  # not built (no C compiler at install): msgspec's typed path reads every batch
+    _kineto_fast = None
 
 NULL = -(1 << 62)  # "unknown" in the integer columns, turned into null when the frame is built
 
@@ -201,7 +210,6 @@ if msgspec is not None:
     IntLike = int | str | None
     _NONE = Raw(b"")
     _NULL_RAW = Raw(b"null")
-    _SHAPE_SEP = b"\0"
 
     class Args(Struct, gc=False):
         ext: IntLike = field(name="External id", default=NULL)
@@ -264,10 +272,18 @@ class Collector:
         self.events = 0
         self.untimed = 0  # wanted events dropped for a timestamp that is no number (NaN, 1e300, text)
         self.typed = msgspec is not None
+        self.compiled = _kineto_fast is not None
 
     # --- the sink protocol of _jsonstream ---
 
     def add_text(self, text: str) -> None:
+        if self.compiled:
+            cols = _kineto_fast.decode(text)  # None: not its plain subset
+            if cols is not None:
+                try:
+                    return self._add_compiled(cols)
+                except _Inexact:
+                    return self.add_objects(DECODER.decode(text))
         if self.typed:
             try:
                 batch = _TYPED.decode(text)
@@ -294,7 +310,7 @@ class Collector:
         for e in batch:  # the one per-event Python loop of the fast path
             (get(e.cat, other) if type(e) is Event else other).append(e)
         # convert everything first: an _Inexact raised below must leave the columns untouched
-        out = []
+        out, untimed = [], 0
         for cat, evs in groups.items():
             if not evs:
                 continue
@@ -303,12 +319,13 @@ class Collector:
             if ts is None or dur is None:
                 raise _Inexact
             keep = ts != NULL
-            self.untimed += int((~keep).sum())
+            untimed += int((~keep).sum())
             if not keep.all():
                 evs = [e for e, k in zip(evs, keep.tolist()) if k]
                 ts, dur = ts[keep], dur[keep]
             if evs:
                 out.append((cat, evs, ts, dur))
+        self.untimed += untimed
         for cat, evs, ts, dur in out:
             ts = self._columns(cat, evs, ts, dur)
             self.events += len(ts)
@@ -372,6 +389,90 @@ class Collector:
                               "ext": _ints([a.ext for a in args])})
         return ts
 
+    # --- fastest path: the compiled decoder's columns (the same columns `_columns` makes) ---
+
+    def _add_compiled(self, cols: dict) -> None:
+        out, untimed = [], 0
+        for cat in WANTED:  # (the order `_add_typed` takes the categories in: the same ids are given)
+            g = cols.get(cat)
+            if g is None:
+                continue
+            ts = exact_ns(np.frombuffer(g["ts"], np.float64))
+            dur = exact_ns(np.frombuffer(g["dur"], np.float64))
+            if ts is None or dur is None:
+                raise _Inexact
+            keep = ts != NULL
+            rows = None if keep.all() else np.flatnonzero(keep)
+            if rows is not None:
+                untimed += len(keep) - len(rows)
+                ts, dur = ts[rows], dur[rows]
+            if len(ts):
+                out.append((cat, _Batch(g, rows), ts, dur))
+        self.untimed += untimed
+        for cat, g, ts, dur in out:
+            ts = self._compiled_columns(cat, g, ts, dur)
+            self.events += len(ts)
+            if not len(ts):
+                continue
+            lo = int(ts.min())
+            if self.origin is None or lo < self.origin:
+                self.origin = lo
+
+    def _compiled_columns(self, cat: str, g: "_Batch", ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+        """`_columns` of one category's compiled columns: the start times of the events kept."""
+        if cat in RUNTIME_CATS:
+            corr = g.ints("corr")
+            keep = corr != NULL  # a runtime call without correlation cannot be joined
+            if not keep.all():
+                g = g.subset(np.flatnonzero(keep))
+                corr, ts, dur = corr[keep], ts[keep], dur[keep]
+            self.rt.extend({"corr": corr, "ext": g.ints("ext"), "thread": g.interned("thread", self.threads),
+                            "ts": ts, "dur": dur, "name": g.interned("name", self.names, _text)})
+            return ts
+        if cat == "python_function":
+            wanted = np.array([self.wanted_frame(n) for n in g.values("name")], dtype=bool)
+            keep = wanted[g.ids("name")] if len(wanted) else np.zeros(len(ts), bool)
+            g = g.subset(np.flatnonzero(keep))
+            ts = ts[keep]
+            self.py.extend({"thread": g.interned("thread", self.threads), "ts": ts, "dur": dur[keep],
+                            "name": g.interned("name", self.names)})
+            return ts
+        names = g.interned("name", self.names, _text)
+        if cat == "cpu_op":
+            self.ops.extend({"ext": g.ints("ext"), "thread": g.interned("thread", self.threads), "ts": ts,
+                             "dur": dur, "name": names, "shape": self._compiled_shapes(g)})
+        elif cat in GPU_KINDS:
+            self.gpu.extend({"kind": np.full(len(ts), GPU_KINDS[cat]), "name": names, "ts": ts, "dur": dur,
+                             **{f: g.ints(f) for f in ("device", "stream", "corr", "ext", "gx", "gy", "gz",
+                                                       "bx", "by", "bz", "regs", "smem", "nbytes")}})
+        elif cat == "user_annotation":
+            self.ann.extend({"thread": g.interned("thread", self.threads), "ts": ts, "dur": dur, "name": names,
+                             "ext": g.ints("ext")})
+        else:  # gpu_user_annotation: device and stream are the compiled pid and tid
+            self.gann.extend({"device": g.ints("device"), "stream": g.ints("stream"), "ts": ts, "dur": dur,
+                              "name": names, "ext": g.ints("ext")})
+        return ts
+
+    def _compiled_shapes(self, g: "_Batch") -> np.ndarray:
+        """The shape ids of compiled cpu_op rows (keys as `_columns` makes them: the three texts
+        joined by NUL), new keys numbered in order of first appearance."""
+        local = g.ids("shape")
+        keys = g.values("shape")
+        known = local >= 0
+        if not known.any():
+            return np.full(len(local), NULL, dtype=np.int64)
+        sid = np.full(len(keys), NULL, dtype=np.int64)
+        shapes = self.shapes
+        for k in _first_seen(local[known], len(keys), g.rows is None):
+            key = keys[k]
+            s = shapes.get(key)
+            if s is None:
+                s = shapes[key] = len(shapes)
+                self.shape_inputs.append(tuple(DECODER.decode(part.decode("utf-8", "replace")) if part else None
+                                               for part in key.split(_SHAPE_SEP)))
+            sid[k] = s
+        return np.where(known, sid[np.where(known, local, 0)], NULL)
+
     def wanted_frame(self, name: Any) -> bool:
         """A Python frame that can mark a step; decided once per distinct name."""
         if type(name) is not str:
@@ -431,6 +532,59 @@ class Collector:
             self.origin = other.origin
         self.events += other.events
         self.untimed += other.untimed
+
+
+_SHAPE_SEP = b"\0"  # (NUL never occurs raw in JSON text)
+
+
+def _text(v: Any) -> str:
+    return v or ""  # a name: None (absent, null) is no name, as in `_columns`
+
+
+def _first_seen(local: np.ndarray, n: int, in_order: bool) -> list:
+    """The distinct values of `local` (ids below `n`) in order of first appearance. `in_order`:
+    the compiled decoder numbered them so, and no row was dropped since (then it is 0..n-1)."""
+    if in_order:
+        return list(range(n))
+    uniq, first = np.unique(local, return_index=True)
+    return uniq[np.argsort(first, kind="stable")].tolist()
+
+
+class _Batch:
+    """One category's columns from the compiled decoder, optionally cut to some of its rows."""
+
+    _DTYPES = {"name": np.int32, "thread": np.int32, "shape": np.int32}
+    _VALUES = {"name": "names", "thread": "threads", "shape": "shapes"}
+
+    def __init__(self, cols: dict, rows: np.ndarray | None):
+        self.cols, self.rows = cols, rows
+
+    def subset(self, keep: np.ndarray) -> "_Batch":
+        return _Batch(self.cols, keep if self.rows is None else self.rows[keep])
+
+    def _column(self, f: str, dtype) -> np.ndarray:
+        a = np.frombuffer(self.cols[f], dtype)
+        return a if self.rows is None else a[self.rows]
+
+    def ints(self, f: str) -> np.ndarray:
+        return self._column(f, np.int64)
+
+    def ids(self, f: str) -> np.ndarray:
+        return self._column(f, self._DTYPES[f])
+
+    def values(self, f: str) -> list:
+        return self.cols[self._VALUES[f]]
+
+    def interned(self, f: str, table: Interner, key=None) -> np.ndarray:
+        """Column `f`'s values as ids of `table`, new ones numbered in order of first appearance
+        (as interning them one event at a time numbers them)."""
+        local, values = self.ids(f), self.values(f)
+        if not len(local):
+            return np.empty(0, dtype=np.int64)
+        ids = np.zeros(len(values), dtype=np.int64)
+        for k in _first_seen(local, len(values), self.rows is None):
+            ids[k] = table[values[k] if key is None else key(values[k])]
+        return ids[local]
 
 
 class _ExactBatch:
