@@ -516,3 +516,18 @@ def test_an_import_names_its_stages_after_the_read(tmp_path, monkeypatch):
     heard = []  # a plain callable: bytes only, as before
     read_kineto(src, progress=lambda d, t: heard.append((d, t)))
     assert heard and all(len(h) == 2 for h in heard)
+
+
+def test_untimed_counted_once_when_a_batch_falls_to_the_exact_path(monkeypatch):
+    """A typed batch with untimed events in some categories and a timestamp a double cannot hold in
+    the last one it converts is read again on the exact path: its untimed events count once."""
+    monkeypatch.setattr(events, "_kineto_fast", None)
+    cats = list(events.WANTED)  # (the order the typed path converts them in)
+    evs = [{"ph": "X", "cat": c, "name": "n", "pid": 0, "tid": 0, "ts": None, "dur": 1,
+            "args": {"correlation": 1}} for c in cats[:-1]]
+    evs.append({"ph": "X", "cat": cats[-1], "name": "n", "pid": 0, "tid": 0, "ts": 1712195495505772.8, "dur": 1,
+                "args": {"correlation": 1}})
+    c = events.Collector()
+    assert c.typed
+    c.add_text(json.dumps(evs))
+    assert c.untimed == len(cats) - 1
