@@ -325,9 +325,14 @@ class Collector:
                 ts, dur = ts[keep], dur[keep]
             if evs:
                 out.append((cat, evs, ts, dur))
+        self._append(out, untimed, self._columns)
+
+    def _append(self, converted: list, untimed: int, columns) -> None:
+        """Append a batch's converted categories (`columns(cat, events, ts, dur)` appends one and
+        gives the start times it kept), once none of them can fail any more."""
         self.untimed += untimed
-        for cat, evs, ts, dur in out:
-            ts = self._columns(cat, evs, ts, dur)
+        for cat, evs, ts, dur in converted:
+            ts = columns(cat, evs, ts, dur)
             self.events += len(ts)
             if not len(ts):
                 continue
@@ -408,15 +413,7 @@ class Collector:
                 ts, dur = ts[rows], dur[rows]
             if len(ts):
                 out.append((cat, _Batch(g, rows), ts, dur))
-        self.untimed += untimed
-        for cat, g, ts, dur in out:
-            ts = self._compiled_columns(cat, g, ts, dur)
-            self.events += len(ts)
-            if not len(ts):
-                continue
-            lo = int(ts.min())
-            if self.origin is None or lo < self.origin:
-                self.origin = lo
+        self._append(out, untimed, self._compiled_columns)
 
     def _compiled_columns(self, cat: str, g: "_Batch", ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
         """`_columns` of one category's compiled columns: the start times of the events kept."""

@@ -307,38 +307,66 @@ static int literal(Scan *s, const char *lit) {
     return OK;
 }
 
-static int skip_value(Scan *s, int depth);
+/* A member's key in an object (no escapes: an escaped key could spell a known one) and its ':'. */
+static int read_key(Scan *s, Span *k) {
+    int esc;
+    ws(s);
+    if (s->p >= s->end || *s->p != '"') return BAIL;
+    const char *k0 = s->p;
+    if (skip_string(s, &esc) != OK || esc) return BAIL;
+    k->p = k0 + 1;
+    k->n = s->p - k0 - 2;
+    ws(s);
+    if (s->p >= s->end || *s->p != ':') return BAIL;
+    s->p++;
+    return OK;
+}
 
-static int skip_container(Scan *s, int depth, char close, int keyed) {
-    if (depth > MAX_DEPTH) return BAIL;
+/* After a member or element: past a ',' (CONTINUE) or the closing `close` (OK); else BAIL. */
+#define CONTINUE 2
+static int after_item(Scan *s, char close) {
+    ws(s);
+    if (s->p >= s->end) return BAIL;
+    if (*s->p == ',') {
+        s->p++;
+        return CONTINUE;
+    }
+    if (*s->p == close) {
+        s->p++;
+        return OK;
+    }
+    return BAIL;
+}
+
+/* At an opening bracket: past it, and past `close` too when the container is empty (OK); else
+ * CONTINUE, at the first item. */
+static int opened(Scan *s, char close) {
     s->p++;
     ws(s);
     if (s->p < s->end && *s->p == close) {
         s->p++;
         return OK;
     }
+    return CONTINUE;
+}
+
+static int skip_value(Scan *s, int depth);
+
+static int skip_container(Scan *s, int depth, char close, int keyed) {
+    if (depth > MAX_DEPTH) return BAIL;
+    if (opened(s, close) == OK) return OK;
     for (;;) {
-        int esc;
+        int esc, r;
         ws(s);
-        if (keyed) {
+        if (keyed) { /* (any key: these members are skipped) */
             if (s->p >= s->end || *s->p != '"' || skip_string(s, &esc) != OK) return BAIL;
             ws(s);
             if (s->p >= s->end || *s->p != ':') return BAIL;
             s->p++;
             ws(s);
         }
-        if (skip_value(s, depth + 1) != OK) return BAIL;
-        ws(s);
-        if (s->p >= s->end) return BAIL;
-        if (*s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (*s->p == close) {
-            s->p++;
-            return OK;
-        }
-        return BAIL;
+        if (skip_value(s, depth + 1) != OK || (r = after_item(s, close)) == BAIL) return BAIL;
+        if (r == OK) return OK;
     }
 }
 
@@ -569,27 +597,15 @@ static int launch_dims(Scan *s, int64_t out[3], int depth, int *seen) {
     /* count the elements: three numbers, each an int64, else not a launch size (or not plain) */
     Span items[4];
     int n = 0;
-    s->p++;
-    ws(s);
-    if (s->p < s->end && *s->p == ']') {
-        s->p++;
-        return OK;
-    }
+    if (opened(s, ']') == OK) return OK;
     for (;;) {
         Span v;
         if (value_span(s, &v, depth + 1) != OK) return BAIL;
         if (n < 4) items[n] = v;
         n++;
-        ws(s);
-        if (s->p < s->end && *s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (s->p < s->end && *s->p == ']') {
-            s->p++;
-            break;
-        }
-        return BAIL;
+        int r = after_item(s, ']');
+        if (r == BAIL) return BAIL;
+        if (r == OK) break;
     }
     if (n != 3) return OK;
     for (int i = 0; i < 3; i++)
@@ -599,23 +615,11 @@ static int launch_dims(Scan *s, int64_t out[3], int depth, int *seen) {
 
 static int parse_args(Scan *s, Event *e, int depth) {
     int grid_seen = 0, block_seen = 0;
-    s->p++;
-    ws(s);
-    if (s->p < s->end && *s->p == '}') {
-        s->p++;
-        return OK;
-    }
+    if (opened(s, '}') == OK) return OK;
     for (;;) {
-        int esc;
-        ws(s);
-        if (s->p >= s->end || *s->p != '"') return BAIL;
-        const char *k0 = s->p;
-        if (skip_string(s, &esc) != OK || esc) return BAIL;
-        Span k = {k0 + 1, s->p - k0 - 2};
-        ws(s);
-        if (s->p >= s->end || *s->p != ':') return BAIL;
-        s->p++;
+        Span k;
         int r;
+        if (read_key(s, &k) != OK) return BAIL;
         if (KEY_IS(k, "External id")) r = take(&e->ext, s, depth);
         else if (KEY_IS(k, "correlation")) r = take(&e->corr, s, depth);
         else if (KEY_IS(k, "device")) r = take(&e->device, s, depth);
@@ -632,23 +636,12 @@ static int parse_args(Scan *s, Event *e, int depth) {
             ws(s);
             r = skip_value(s, depth);
         }
-        if (r != OK) return BAIL;
-        ws(s);
-        if (s->p >= s->end) return BAIL;
-        if (*s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (*s->p == '}') {
-            s->p++;
-            return OK;
-        }
-        return BAIL;
+        if (r != OK || (r = after_item(s, '}')) == BAIL) return BAIL;
+        if (r == OK) return OK;
     }
 }
 
 static int parse_event(Scan *s, Event *e) {
-    int esc;
     Span none = ABSENT;
     e->ph = e->cat = e->name = e->pid = e->tid = e->ts = e->dur = none;
     e->ext = e->corr = e->device = e->stream = e->regs = e->smem = e->nbytes = none;
@@ -656,22 +649,11 @@ static int parse_event(Scan *s, Event *e) {
     e->has_args = 0;
     for (int i = 0; i < 3; i++) e->grid[i] = e->block[i] = NULLV;
     if (s->p >= s->end || *s->p != '{') return BAIL;
-    s->p++;
-    ws(s);
-    if (s->p < s->end && *s->p == '}') {
-        s->p++;
-        return OK;
-    }
+    if (opened(s, '}') == OK) return OK;
     for (;;) {
-        ws(s);
-        if (s->p >= s->end || *s->p != '"') return BAIL;
-        const char *k0 = s->p;
-        if (skip_string(s, &esc) != OK || esc) return BAIL;
-        Span k = {k0 + 1, s->p - k0 - 2};
-        ws(s);
-        if (s->p >= s->end || *s->p != ':') return BAIL;
-        s->p++;
+        Span k;
         int r;
+        if (read_key(s, &k) != OK) return BAIL;
         if (KEY_IS(k, "ph")) r = take(&e->ph, s, 1);
         else if (KEY_IS(k, "cat")) r = take(&e->cat, s, 1);
         else if (KEY_IS(k, "name")) r = take(&e->name, s, 1);
@@ -690,18 +672,8 @@ static int parse_event(Scan *s, Event *e) {
             ws(s);
             r = skip_value(s, 1);
         }
-        if (r != OK) return BAIL;
-        ws(s);
-        if (s->p >= s->end) return BAIL;
-        if (*s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (*s->p == '}') {
-            s->p++;
-            return OK;
-        }
-        return BAIL;
+        if (r != OK || (r = after_item(s, '}')) == BAIL) return BAIL;
+        if (r == OK) return OK;
     }
 }
 
@@ -863,28 +835,15 @@ fail:
 static int read_batch(Scan *s, Batch *b) {
     ws(s);
     if (s->p >= s->end || *s->p != '[') return BAIL;
-    s->p++;
-    ws(s);
-    if (s->p < s->end && *s->p == ']') {
-        s->p++;
-    } else {
+    if (opened(s, ']') != OK) {
         for (;;) {
             Event e;
             int r;
             ws(s);
             if (parse_event(s, &e) != OK) return BAIL;
             if ((r = add_event(b, &e)) != OK) return r;
-            ws(s);
-            if (s->p >= s->end) return BAIL;
-            if (*s->p == ',') {
-                s->p++;
-                continue;
-            }
-            if (*s->p == ']') {
-                s->p++;
-                break;
-            }
-            return BAIL;
+            if ((r = after_item(s, ']')) == BAIL) return BAIL;
+            if (r == OK) break;
         }
     }
     ws(s);
