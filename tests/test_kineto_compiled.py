@@ -266,3 +266,14 @@ def test_non_text_is_refused():
     with pytest.raises(TypeError):
         fast.decode(b"[]")
     assert fast.decode("[]") == {} and fast.decode(" [ ] ") == {}
+
+
+def test_turned_off_by_the_environment():
+    import subprocess
+    import sys
+
+    code = "from collectors.readers import _kineto_events as ke; print(ke._kineto_fast is None, ke.Collector().compiled)"
+    for value, off in (("0", True), ("1", fast is None)):
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "ROOFTOP_COMPILED": value})
+        assert p.stdout.split() == [str(off), str(not off)], p.stderr

@@ -12,6 +12,7 @@ kept as text and one event at a time, as before. Both paths give the same column
 """
 from __future__ import annotations
 
+import os
 from decimal import Decimal, InvalidOperation
 from itertools import chain
 from typing import Any, Union
@@ -28,6 +29,8 @@ except ImportError:  # the exact path alone still reads every file, only slower
 try:
     from . import _kineto_fast
 except ImportError:  # not built (no C compiler at install): msgspec's typed path reads every batch
+    _kineto_fast = None
+if os.environ.get("ROOFTOP_COMPILED") == "0":  # off by choice (to compare, or to rule it out)
     _kineto_fast = None
 
 NULL = -(1 << 62)  # "unknown" in the integer columns, turned into null when the frame is built
