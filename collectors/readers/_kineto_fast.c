@@ -270,10 +270,9 @@ static int skip_string(Scan *s, int *escaped) {
     return BAIL;
 }
 
-/* A number by JSON's grammar; *is_int: no fraction, no exponent. */
-static int skip_number(Scan *s, int *is_int) {
+/* A number by JSON's grammar. */
+static int skip_number(Scan *s) {
     const char *p = s->p, *end = s->end;
-    *is_int = 1;
     if (p < end && *p == '-') p++;
     if (p >= end) return BAIL;
     if (*p == '0') {
@@ -284,13 +283,11 @@ static int skip_number(Scan *s, int *is_int) {
         return BAIL;
     }
     if (p < end && *p == '.') {
-        *is_int = 0;
         p++;
         if (p >= end || *p < '0' || *p > '9') return BAIL;
         while (p < end && *p >= '0' && *p <= '9') p++;
     }
     if (p < end && (*p == 'e' || *p == 'E')) {
-        *is_int = 0;
         p++;
         if (p < end && (*p == '+' || *p == '-')) p++;
         if (p >= end || *p < '0' || *p > '9') return BAIL;
@@ -307,13 +304,14 @@ static int literal(Scan *s, const char *lit) {
     return OK;
 }
 
-/* A member's key in an object (no escapes: an escaped key could spell a known one) and its ':'. */
-static int read_key(Scan *s, Span *k) {
+/* A member's key in an object and its ':'. `plain`: no escapes (the members read, where an
+ * escaped key could spell a known one; skipped members may have any key). */
+static int read_key(Scan *s, Span *k, int plain) {
     int esc;
     ws(s);
     if (s->p >= s->end || *s->p != '"') return BAIL;
     const char *k0 = s->p;
-    if (skip_string(s, &esc) != OK || esc) return BAIL;
+    if (skip_string(s, &esc) != OK || (plain && esc)) return BAIL;
     k->p = k0 + 1;
     k->n = s->p - k0 - 2;
     ws(s);
@@ -356,15 +354,10 @@ static int skip_container(Scan *s, int depth, char close, int keyed) {
     if (depth > MAX_DEPTH) return BAIL;
     if (opened(s, close) == OK) return OK;
     for (;;) {
-        int esc, r;
+        Span k;
+        int r;
+        if (keyed && read_key(s, &k, 0) != OK) return BAIL;
         ws(s);
-        if (keyed) { /* (any key: these members are skipped) */
-            if (s->p >= s->end || *s->p != '"' || skip_string(s, &esc) != OK) return BAIL;
-            ws(s);
-            if (s->p >= s->end || *s->p != ':') return BAIL;
-            s->p++;
-            ws(s);
-        }
         if (skip_value(s, depth + 1) != OK || (r = after_item(s, close)) == BAIL) return BAIL;
         if (r == OK) return OK;
     }
@@ -381,7 +374,7 @@ static int skip_value(Scan *s, int depth) {
     case 't': return literal(s, "true");
     case 'f': return literal(s, "false");
     case 'n': return literal(s, "null");
-    default: return skip_number(s, &flag);
+    default: return skip_number(s);
     }
 }
 
@@ -619,7 +612,7 @@ static int parse_args(Scan *s, Event *e, int depth) {
     for (;;) {
         Span k;
         int r;
-        if (read_key(s, &k) != OK) return BAIL;
+        if (read_key(s, &k, 1) != OK) return BAIL;
         if (KEY_IS(k, "External id")) r = take(&e->ext, s, depth);
         else if (KEY_IS(k, "correlation")) r = take(&e->corr, s, depth);
         else if (KEY_IS(k, "device")) r = take(&e->device, s, depth);
@@ -653,7 +646,7 @@ static int parse_event(Scan *s, Event *e) {
     for (;;) {
         Span k;
         int r;
-        if (read_key(s, &k) != OK) return BAIL;
+        if (read_key(s, &k, 1) != OK) return BAIL;
         if (KEY_IS(k, "ph")) r = take(&e->ph, s, 1);
         else if (KEY_IS(k, "cat")) r = take(&e->cat, s, 1);
         else if (KEY_IS(k, "name")) r = take(&e->name, s, 1);
@@ -755,12 +748,13 @@ static int add_event(Batch *b, const Event *e) {
     double ts, dur;
     if (double_of(e->ts, NAN, &ts) != OK || double_of(e->dur, 0.0, &dur) != OK) return BAIL;
     int64_t ints[NINTS];
-    const Span *id_spans[] = {&e->ext, &e->corr, &e->device, &e->stream};
-    for (int i = 0; i < 4; i++)
-        if (id_of(*id_spans[i], &ints[i]) != OK) return BAIL;
-    if (id_of(e->regs, &ints[C_REGS]) != OK || id_of(e->smem, &ints[C_SMEM]) != OK ||
-        id_of(e->nbytes, &ints[C_BYTES]) != OK)
-        return BAIL;
+    const struct {
+        const Span *v;
+        int field;
+    } ids[] = {{&e->ext, C_EXT},   {&e->corr, C_CORR}, {&e->device, C_DEV}, {&e->stream, C_STREAM},
+               {&e->regs, C_REGS}, {&e->smem, C_SMEM}, {&e->nbytes, C_BYTES}};
+    for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+        if (id_of(*ids[i].v, &ints[ids[i].field]) != OK) return BAIL;
     for (int i = 0; i < 3; i++) {
         ints[C_GX + i] = e->grid[i];
         ints[C_BX + i] = e->block[i];
