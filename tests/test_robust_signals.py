@@ -101,9 +101,7 @@ def test_ctrl_c_in_a_terminal_stops_a_parallel_import_at_once(tmp_path, gz):
     out_dir = tmp_path / "out"
     p = subprocess.Popen([sys.executable, "-m", "rooftop", "import", str(src), "-o", str(out_dir / "t.parquet")],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         # the typed decoder: the compiled one decodes this file in a fraction of a second, and
-                         # the signal would often come after the workers (and on a loaded machine the import) ended
-                         env={**os.environ, "ROOFTOP_WORKERS": "2", "ROOFTOP_COMPILED": "0"}, start_new_session=True)
+                         env={**os.environ, "ROOFTOP_WORKERS": "2"}, start_new_session=True)
     deadline = time.monotonic() + 60
     while not _workers_started(p.pid) and p.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
