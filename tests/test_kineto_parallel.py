@@ -257,22 +257,67 @@ def _forks(monkeypatch) -> list:
 
 def test_workers_forked_before_the_libraries_load_are_adopted_by_the_read(tmp_path, monkeypatch):
     """`rooftop import` forks the range workers before it imports pandas (`start_early`): the read
-    takes them over (no second fork) and gives the one-process rows; this process's own range is
-    the shorter for it."""
+    takes them over (no second fork, the same pieces) and gives the one-process rows."""
     p = _write(tmp_path / "t.json", _replicated(200))
     monkeypatch.setattr(kineto, "CHUNK", 8_000)
+    monkeypatch.setattr(_kineto_parallel, "PIECES_MIN", 20_000)
     monkeypatch.setenv("ROOFTOP_WORKERS", "2")
     one, meta1 = read_kineto(p, workers=1)
     forks = _forks(monkeypatch)
     _kineto_parallel.start_early(str(p), 8_000)
     early = _kineto_parallel._early
-    assert early is not None and len(forks) == 1 and len(early.cuts) == 1
-    ordinary = _kineto_parallel.boundaries(p, early.first, p.stat().st_size, 2)
-    assert early.cuts[0] > ordinary[0]  # the worker's range is longer than on an ordinary start
+    assert early is not None and len(forks) == 1 and len(early.cuts) > 4
+    size = p.stat().st_size
+    assert early.cuts == _kineto_parallel.boundaries(p, early.first, size,
+                                                     _kineto_parallel.pieces_for(size - early.first, 2))
     two, meta2 = read_kineto(p)
     assert len(forks) == 1 and _kineto_parallel._early is None  # adopted, not forked again
     assert one.equals(two)
     assert {k: v for k, v in meta1.items() if k != "source"} == {k: v for k, v in meta2.items() if k != "source"}
+
+
+@pytest.mark.parametrize("slow", ["worker", "reader"])
+def test_pieces_go_to_whichever_process_is_free(tmp_path, monkeypatch, slow):
+    """Workers take pieces from the front, this process from the back once its own piece is read:
+    a slow worker leaves most pieces to this process, a slow reader (pandas still loading) leaves
+    them all to the worker. The one-process rows either way."""
+    import os
+    import time
+
+    p = _write(tmp_path / "t.json", _replicated(200))
+    monkeypatch.setattr(kineto, "CHUNK", 8_000)
+    monkeypatch.setattr(_kineto_parallel, "PIECES_MIN", 20_000)
+    one, meta1 = read_kineto(p, workers=1)
+    reader, mine = os.getpid(), []
+    decode = _kineto_parallel._decode_into
+
+    def timed(c, path, start, end, chunk):  # (forked into the worker with the rest)
+        if os.getpid() == reader:
+            mine.append(start)
+        elif slow == "worker":
+            time.sleep(0.05)
+        return decode(c, path, start, end, chunk)
+    monkeypatch.setattr(_kineto_parallel, "_decode_into", timed)
+    if slow == "reader":
+        finish = _kineto_parallel.RangeSplit.finish
+
+        def late(self, own):
+            time.sleep(1.0)  # the worker has taken every piece by now
+            return finish(self, own)
+        monkeypatch.setattr(_kineto_parallel.RangeSplit, "finish", late)
+    splits = []
+    real = _kineto_parallel.pieces_for
+    monkeypatch.setattr(_kineto_parallel, "pieces_for", lambda *a: splits.append(real(*a)) or splits[-1])
+    two, meta2 = read_kineto(p, workers=2)
+    assert one.equals(two)
+    assert {k: v for k, v in meta1.items() if k != "source"} == {k: v for k, v in meta2.items() if k != "source"}
+    shared = splits[0] - 1  # the last piece is this process's own, read with the keys after the array
+    assert shared > 4
+    if slow == "worker":
+        assert len(mine) > shared // 2  # most pieces taken here, from the back
+        assert mine == sorted(mine, reverse=True)
+    else:
+        assert mine == []
 
 
 def test_gzip_inflated_and_forked_before_the_libraries_load_is_taken_over(tmp_path, monkeypatch):

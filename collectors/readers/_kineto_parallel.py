@@ -1,11 +1,12 @@
 """Decoding a Kineto trace's events on every core.
 
 A plain file (`RangeSplit`), or a gzip file inflated whole into a nameless temporary file first
-(`inflated`): the event array is cut into byte ranges at element boundaries; a
-worker process reads and decodes each range but the last from the file itself, as the
-one-process reader would (`_jsonstream.array`), while this process decodes the last range and the
-keys after the array. Nothing but the workers' columns crosses to this process, and those through
-a file, not the pool's pipe (`SPILLED`). Where a gzip file cannot be inflated to a file (no room,
+(`inflated`): the event array is cut into pieces (byte ranges) at element boundaries. The worker
+processes take pieces from the front and read and decode them from the file itself, as the
+one-process reader would (`_jsonstream.array`); this process decodes the last piece and the keys
+after the array, then takes the pieces no worker has begun from the back, so that neither waits
+for the other (`PIECES_PER_PROCESS`). Nothing but the workers' columns crosses to this process,
+and those through a file, not the pool's pipe (`SPILLED`). Where a gzip file cannot be inflated to a file (no room,
 not Linux: the workers reopen it through /proc), this process inflates it as it reads and cuts the
 array into batches of whole elements, which workers decode (`ParallelSink`: every batch and its
 columns cross a pipe, which costs most of what the second core gains). Either way the workers'
@@ -15,7 +16,7 @@ would give them.
 A cut is only a guess at an element boundary (a `},` inside a string or a nested object fools
 it; a newline between the two elements, which no JSON string holds, makes it a safe guess); the
 one-process reader tries an earlier cut when a batch does not parse, which a worker cannot do, so
-a range or batch that does not parse here makes the whole read start again in one process
+a piece or batch that does not parse here makes the whole read start again in one process
 (`Recut`), and so does any error, so that the one-process reader reports it. Real Kineto files
 never need it.
 
@@ -173,23 +174,11 @@ _BOUNDARIES = (re.compile(rb"\}[ \t\r]*,[ \t\r]*\n\s*\{"), re.compile(rb"\}\s*,\
 _WINDOW = 1 << 20  # bytes searched for a boundary after each even split point
 
 
-# This process's share of an even split. The workers' columns cost it ~0.5 s at 1M kernels after
-# they arrive (read back from their files, appended), and a worker spends ~0.2 s writing them:
-# even ranges let this process finish its own just as they arrive, once the libraries' lead below
-# is taken off. (Through the pool's pipe the columns took ~1 s more, and this was 0.94.)
-OWN_SHARE = 1.0
-
-
-# What a core decodes while this process imports pandas and pyarrow (~0.6 s at ~55 MB/s): the
-# range this process keeps is that much shorter when the workers were forked before (`start_early`).
-LIBRARY_LEAD_BYTES = 32 << 20
-
-
-def boundaries(path, start: int, end: int, parts: int, own_share: float = OWN_SHARE) -> list[int]:
-    """Offsets of element starts that cut the bytes [start, end) into `parts` ranges, even but
-    for the last (`own_share` of an even one); fewer where no boundary is found near a split point."""
+def boundaries(path, start: int, end: int, parts: int) -> list[int]:
+    """Offsets of element starts that cut the bytes [start, end) into `parts` even ranges; fewer
+    where no boundary is found near a split point."""
     out: list[int] = []
-    step = (end - start) * (1 - own_share / parts) / max(1, parts - 1)
+    step = (end - start) / max(1, parts)
     with open(path, "rb") as f:
         for k in range(1, parts):
             at = max(start + int(step * k), out[-1] if out else start)
@@ -205,11 +194,61 @@ def boundaries(path, start: int, end: int, parts: int, own_share: float = OWN_SH
     return out
 
 
-def _decode_range(path, start: int, end: int, chunk: int, spill: int | None = None) -> Collector | str:
-    """The elements in the bytes [start, end) of the event array (none of its ends); `spill`: the
-    descriptor of this range's file, where they go instead (`SPILLED` is returned, see there)."""
-    s = _jsonstream.Stream(path, None, chunk, start, end)
+# The array is cut into pieces of about this many bytes (a few per process: at most `PIECES_MAX`
+# bytes, at least `PIECES_MIN`). Workers take pieces from the front, this process from the back
+# once its own work is done (its last piece, and before it the import of pandas and pyarrow, which
+# takes 0.4-0.75 s on this machine, more or less as it is loaded): whoever is free decodes the
+# next piece, so the two ends meet wherever the processes' speeds put them. (A fixed share cannot:
+# with this process's range shortened by a fixed lead, it still finished 0.1-0.3 s after its
+# worker at 100k kernels.) A smaller piece balances finer; each costs a range read and a collector.
+PIECES_PER_PROCESS = 8
+PIECES_MIN, PIECES_MAX = 4 << 20, 32 << 20
+
+
+def pieces_for(size: int, processes: int) -> int:
+    """How many pieces to cut `size` bytes of events into, for `processes` processes."""
+    piece = min(PIECES_MAX, max(PIECES_MIN, size // max(1, PIECES_PER_PROCESS * processes)))
+    return max(processes, -(-size // piece))
+
+
+class _Ends:
+    """The pieces not yet taken, shared by the processes: workers take from the front, this
+    process from the back (`take`). Two integers and a lock, made before the workers start."""
+
+    def __init__(self, ctx, pieces: int):
+        self.lock = ctx.Lock()
+        self.at = ctx.RawArray("q", [0, pieces])  # [next from the front, one past the next from the back]
+
+    def take(self, front: bool) -> int | None:
+        with self.lock:
+            lo, hi = self.at
+            if lo >= hi:
+                return None
+            if front:
+                self.at[0] = lo + 1
+                return lo
+            self.at[1] = hi - 1
+            return hi - 1
+
+
+_ends: _Ends | None = None  # a worker's (`_init_worker`)
+
+
+def _init_range_worker(ends: _Ends) -> None:
+    global _ends
+    _init_worker()
+    _ends = ends
+
+
+def _decode_range(path, start: int, end: int, chunk: int) -> Collector:
+    """The elements in the bytes [start, end) of the event array (none of its ends)."""
     c = Collector()
+    _decode_into(c, path, start, end, chunk)
+    return c
+
+
+def _decode_into(c: Collector, path, start: int, end: int, chunk: int) -> None:
+    s = _jsonstream.Stream(path, None, chunk, start, end)
     try:
         _jsonstream.array(s, c)
         if s.skip_ws() is not None:  # the array ended inside the range: the cut was no boundary
@@ -218,16 +257,30 @@ def _decode_range(path, start: int, end: int, chunk: int, spill: int | None = No
         raise Recut() from None
     finally:
         s.close()
+
+
+def _decode_pieces(path, pieces: list[tuple[int, int]], chunk: int, spill: int | None = None):
+    """A worker's task: pieces taken from the front until none is left, each run of consecutive
+    pieces decoded into one collector -> {first piece of the run: collector}; `spill`: the
+    descriptor of this worker's file, where they go instead (`SPILLED` is returned, see there)."""
+    runs: dict[int, Collector] = {}
+    first = last = None
+    while (i := _ends.take(front=True)) is not None:
+        if last is None or i != last + 1:
+            first = i
+            runs[first] = Collector()
+        _decode_into(runs[first], path, *pieces[i], chunk)
+        last = i
     if spill is not None:
         try:
             with open(spill, "wb", closefd=False) as f:
                 f.seek(0)
                 f.truncate()
-                pickle.dump(c, f, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump(runs, f, protocol=pickle.HIGHEST_PROTOCOL)
             return SPILLED
         except OSError:  # a full disk: through the pipe after all
             pass
-    return c
+    return runs
 
 
 # A worker's columns go back through a file, not through the pool's pipe: multiprocessing reads a
@@ -245,8 +298,8 @@ def _spill_file():
         return None
 
 
-def _unspill(result: Collector | str, spill) -> Collector:
-    """A worker's collector: the one it returned, or the one it wrote to its range's file."""
+def _unspill(result, spill):
+    """A worker's result: the one it returned, or the one it wrote to its file."""
     if not isinstance(result, str):
         return result
     spill.seek(0)
@@ -296,19 +349,21 @@ def inflated(s: _jsonstream.Stream, size: int | None = None):
 
 
 class RangeSplit:
-    """The event array of a plain file decoded in byte ranges, one per process (module docstring).
+    """The event array of a plain file decoded in pieces by every process (module docstring).
 
-    `start` (the `at_array` hook of `_jsonstream.document`) sends every range but the last to the
-    workers and moves this process's cursor to the last; `finish` merges the workers' collectors
-    and this process's in file order."""
+    `start` (the `at_array` hook of `_jsonstream.document`) cuts the array into pieces, starts the
+    workers on them, and moves this process's cursor to the last piece, which it reads itself with
+    the keys after the array; `finish` then takes the pieces no worker has begun, from the back,
+    and merges every piece's collector in file order."""
 
-    def __init__(self, path, workers: int, chunk: int, own_share: float = OWN_SHARE):
-        self.path, self.workers, self.chunk, self.own_share = path, workers, chunk, own_share
+    def __init__(self, path, workers: int, chunk: int):
+        self.path, self.workers, self.chunk = path, workers, chunk
         self.pool: ProcessPoolExecutor | None = None
         self.futures: list[Future] = []
         self.first: int | None = None
-        self.cuts: list[int] = []
-        self.spills: list = []  # each range's file for its columns (`_spill_file`), or None
+        self.cuts: list[int] = []  # where each piece after the first starts: the last is this process's
+        self.ends: _Ends | None = None
+        self.spills: list = []  # each worker's file for its columns (`_spill_file`), or None
         self.file_id: tuple | None = None  # (device, inode, size, mtime) of an early start's file
 
     def start(self, s: _jsonstream.Stream) -> None:
@@ -317,45 +372,59 @@ class RangeSplit:
             return  # this process reads it all
         early = _adopt(self, first)
         if early is not None:
-            self.pool, self.futures, self.cuts, self.spills = early.pool, early.futures, early.cuts, early.spills
+            self.__dict__.update({k: getattr(early, k) for k in ("pool", "futures", "cuts", "ends", "spills")})
         else:
             self._fork(first, s.end)
         if not self.cuts:
             return
         own, total, report = self.cuts[-1], s.end, s.progress
         s.seek_byte(own)
-        if report is not None:  # this range's progress drawn over the whole file
+        if report is not None:  # this piece's progress drawn over the whole file
             s.progress = lambda done, _t: report(min(total, (done - own) * total // max(1, total - own)), total)
 
     def _fork(self, first: int, end: int) -> None:
-        """Cut the array's bytes [first, end) and hand every range but the last to a worker."""
+        """Cut the array's bytes [first, end) into pieces and start the workers on all but the last."""
         self.first = first
-        self.cuts = boundaries(self.path, first, end, self.workers, self.own_share)
+        self.cuts = boundaries(self.path, first, end, pieces_for(end - first, self.workers))
         if not self.cuts:
             return
         fork = sys.platform == "linux"
         ctx = get_context("fork" if fork else "spawn")
+        self.ends = _Ends(ctx, len(self.cuts))  # (the last piece is this process's alone)
+        n = min(self.workers - 1, len(self.cuts))
         # (made before the pool forks its workers, which inherit them; spawned ones would not)
-        self.spills = [_spill_file() if fork else None for _ in self.cuts]
-        self.pool = ProcessPoolExecutor(len(self.cuts), mp_context=ctx, initializer=_init_worker)
-        for a, b, spill in zip([first] + self.cuts[:-1], self.cuts, self.spills):
-            self.futures.append(self.pool.submit(_decode_range, self.path, a, b, self.chunk,
+        self.spills = [_spill_file() if fork else None for _ in range(n)]
+        self.pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_range_worker, initargs=(self.ends,))
+        pieces = self.pieces()
+        for spill in self.spills:
+            self.futures.append(self.pool.submit(_decode_pieces, self.path, pieces, self.chunk,
                                                  spill.fileno() if spill is not None else None))
 
+    def pieces(self) -> list[tuple[int, int]]:
+        """The byte ranges of the pieces the workers share (this process's last piece not among them)."""
+        return list(zip([self.first] + self.cuts[:-1], self.cuts))
+
     def finish(self, own: Collector) -> Collector:
-        """Every range's collector merged, in file order; raises `Recut` when a range did not parse."""
+        """Every piece's collector merged, in file order; raises `Recut` when a piece did not parse."""
         try:
-            merged: Collector | None = None
+            if self.ends is None:
+                return own
+            runs: dict[int, Collector] = {}
+            pieces = self.pieces()
+            while (i := self.ends.take(front=False)) is not None:  # what no worker has begun
+                runs[i] = _decode_range(self.path, *pieces[i], self.chunk)
             for f, spill in zip(self.futures, self.spills):
-                c = _unspill(f.result(), spill)
-                if merged is None:
-                    merged = c
-                else:
-                    merged.merge(c)
-        except BaseException:  # a range that did not parse, or Ctrl-C: the rest is not waited for
+                runs.update(_unspill(f.result(), spill))
+        except BaseException:  # a piece that did not parse, or Ctrl-C: the rest is not waited for
             self.abort()
             raise
         self.close()
+        merged: Collector | None = None
+        for i in sorted(runs):
+            if merged is None:
+                merged = runs.pop(i)
+            else:
+                merged.merge(runs.pop(i))
         if merged is None:
             return own
         merged.merge(own)
@@ -411,7 +480,7 @@ def _file_id(path) -> tuple | None:
 def start_early(path, chunk: int, progress: _jsonstream.Progress | None = None) -> None:
     """For `rooftop import` of a large Kineto file: find the event array and fork the range
     workers now, before this process imports pandas and pyarrow (~0.6 s), which it then does while
-    they decode (its own range is shorter by `LIBRARY_LEAD_BYTES`); a gzip file is inflated into
+    they decode (the pieces it would have decoded meanwhile are theirs); a gzip file is inflated into
     its temporary file first (`inflated`, `progress` drawn), which the read then takes over
     (`adopt_inflated`). `RangeSplit.start` adopts the workers when the read finds the array at the
     same offset of the same file; `discard_early` stops them when nothing did. Anything unexpected
@@ -435,8 +504,7 @@ def start_early(path, chunk: int, progress: _jsonstream.Progress | None = None) 
         try:
             if s.gz:
                 return
-            lead = (n - 1) * LIBRARY_LEAD_BYTES / max(1, s.end)
-            split = RangeSplit(name, n, chunk, own_share=max(0.2, OWN_SHARE - lead))
+            split = RangeSplit(name, n, chunk)
 
             def at_array(st: _jsonstream.Stream) -> None:
                 first = st.cursor_byte()
@@ -505,7 +573,7 @@ def adopt_inflated(path):
 
 
 def _adopt(split: RangeSplit, first: int) -> RangeSplit | None:
-    """The early workers, if they decode this very read's ranges (same file, same array offset,
+    """The early workers, if they decode this very read's pieces (same file, same array offset,
     as many processes); any others are stopped."""
     global _early
     early, _early = _early, None
@@ -516,6 +584,11 @@ def _adopt(split: RangeSplit, first: int) -> RangeSplit | None:
         return early
     early.abort()
     return None
+
+
+def early_workers() -> bool:
+    """Whether workers started by `start_early` wait for a read to adopt them."""
+    return _early is not None
 
 
 def discard_early() -> None:
