@@ -1,4 +1,5 @@
-"""Kineto import, in one run: rooftop (1 and 2 processes) vs the decoder's floor, `json.load`, HTA.
+"""Kineto import, in one run: rooftop (1 and 2 processes, and 2 without its compiled decoder) vs the
+decoder's floor, `json.load`, HTA.
 
 For each size, one generated trace (bench/make_kineto.py) is read by each tool in a fresh process
 (wall time, CPU time, peak RSS summed over the process and its workers), under the same time limit
@@ -99,6 +100,7 @@ def trace_for(kernels: int, synthetic: bool, gz: bool) -> tuple[Path, int, int]:
 
 ROOFTOP_1 = "rooftop import, 1 process"
 ROOFTOP_2 = "rooftop import, 2 processes"
+ROOFTOP_PY = "rooftop import, 2 processes, no compiled decoder"  # ROOFTOP_COMPILED=0: msgspec's typed path
 FLOOR = "msgspec typed decode (floor, 1 core)"
 JSON = "json.load"
 HTA = "HTA"
@@ -118,16 +120,18 @@ def bench_size(kernels: int, args) -> dict:
         print(f"  {name:40s} {res.cell(args.timeout, args.mem_gb)}{' s' if res.ok else ''}, "
               f"{res.tree_mb:.0f} MB", file=sys.stderr)
 
-    def rooftop(workers: str):
+    def rooftop(workers: str, compiled: bool = True):
         # `ROOFTOP_WORKERS` pins the process count (by default 1 below 48 MB of JSON, every core above)
-        return run([sys.executable, "-m", "rooftop", "import", str(path), "-o", str(pq)],
-                   env={"ROOFTOP_WORKERS": workers}, **lim)
+        env = {"ROOFTOP_WORKERS": workers, **({} if compiled else {"ROOFTOP_COMPILED": "0"})}
+        return run([sys.executable, "-m", "rooftop", "import", str(path), "-o", str(pq)], env=env, **lim)
 
     def floor():
         return run([sys.executable, "-c", MSGSPEC_FLOOR, str(path)], **lim)
 
     for name, workers in ((ROOFTOP_1, "1"), (ROOFTOP_2, "2")):
         note(name, rooftop(workers))
+    if not args.no_python_decoder:  # what the compiled decoder is worth, in the same run
+        note(ROOFTOP_PY, rooftop("2", compiled=False))
     row["parquet_mb"] = pq.stat().st_size / 1e6 if pq.exists() else None
     note(FLOOR, floor())
     if not args.no_json and (not args.json_max or k <= args.json_max):
@@ -200,11 +204,11 @@ def table(rows: list[dict], args) -> str:
     for r in rows:
         t = r["tools"]
         floor, js, hta = t.get(FLOOR), t.get(JSON), t.get(HTA)
-        for name in (ROOFTOP_1, ROOFTOP_2):
+        for name in (ROOFTOP_1, ROOFTOP_2, ROOFTOP_PY):
             me = t.get(name)
             if me is None:
                 continue
-            lines.append(f"| {r['kernels']:,} | {name.split(', ')[1]} | {me.cell(args.timeout, args.mem_gb)} | "
+            lines.append(f"| {r['kernels']:,} | {name.removeprefix('rooftop import, ')} | {me.cell(args.timeout, args.mem_gb)} | "
                          f"{_ratio(me, floor)} | {_mem_ratio(floor, me)} | {_ratio(js, me, '{:.1f}x')} | "
                          f"{_mem_ratio(js, me)} | "
                          f"{_ratio(hta, me, '{:.1f}x') if hta else 'not run' + (f' (> {args.hta_max:,} kernels)' if args.hta_max else '')} | "
@@ -231,6 +235,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hta-python", default="/tmp/hta-venv/bin/python", help="python of a venv with traceinsight")
     p.add_argument("--hta-max", type=int, default=0, help="skip HTA above this many kernels (0: never skip)")
     p.add_argument("--no-json", action="store_true", help="skip the plain json.load baseline")
+    p.add_argument("--no-python-decoder", action="store_true",
+                   help="skip rooftop on 2 processes without its compiled decoder (ROOFTOP_COMPILED=0)")
     p.add_argument("--json-max", type=int, default=0, help="skip json.load above this many kernels (0: never skip)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per tool and size")
     p.add_argument("--mem-gb", type=float, default=16, help="address-space cap per tool (keep it under the RAM)")

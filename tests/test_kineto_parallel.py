@@ -320,6 +320,39 @@ def test_pieces_go_to_whichever_process_is_free(tmp_path, monkeypatch, slow):
         assert mine == []
 
 
+def test_a_lock_given_up_on_reads_again_in_one_process(tmp_path, monkeypatch):
+    """The pieces' lock held past `LOCK_WAIT_S` (a worker killed inside it) makes a taker give up:
+    the pieces nobody took are missed, which the count of pieces sees, and the read starts again
+    in one process (never a gap in the rows)."""
+    import time
+
+    p = _write(tmp_path / "t.json", _replicated(200))
+    monkeypatch.setattr(kineto, "CHUNK", 8_000)
+    monkeypatch.setattr(_kineto_parallel, "PIECES_MIN", 20_000)
+    monkeypatch.setattr(_kineto_parallel, "LOCK_WAIT_S", 0.2)  # (forked into the worker too)
+    one, _ = read_kineto(p, workers=1)
+    decode = _kineto_parallel._decode_into
+
+    def slow(*a):
+        time.sleep(0.05)
+        return decode(*a)
+    monkeypatch.setattr(_kineto_parallel, "_decode_into", slow)
+    finish, seen = _kineto_parallel.RangeSplit.finish, []
+
+    def held(self, own):
+        self.ends.lock.acquire()  # neither this process nor the worker can take a piece now
+        try:
+            return finish(self, own)
+        except BaseException as exc:
+            seen.append(type(exc))
+            raise
+        finally:
+            self.ends.lock.release()
+    monkeypatch.setattr(_kineto_parallel.RangeSplit, "finish", held)
+    two, _ = read_kineto(p, workers=2)
+    assert seen == [_kineto_parallel.Recut] and one.equals(two)
+
+
 def test_gzip_inflated_and_forked_before_the_libraries_load_is_taken_over(tmp_path, monkeypatch):
     """For a gzip file the early start inflates it into a temporary file and forks the workers on
     that: the read takes over both (no second inflation, no second fork) and gives the one-process

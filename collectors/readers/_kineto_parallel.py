@@ -220,7 +220,11 @@ class _Ends:
         self.at = ctx.RawArray("q", [0, pieces])  # [next from the front, one past the next from the back]
 
     def take(self, front: bool) -> int | None:
-        with self.lock:
+        """The next piece from the front or the back; None when none is left, or when the lock
+        stays held (a worker killed inside it: the read then meets the broken pool)."""
+        if not self.lock.acquire(timeout=LOCK_WAIT_S):
+            return None
+        try:
             lo, hi = self.at
             if lo >= hi:
                 return None
@@ -229,6 +233,11 @@ class _Ends:
                 return lo
             self.at[1] = hi - 1
             return hi - 1
+        finally:
+            self.lock.release()
+
+
+LOCK_WAIT_S = 5.0  # the lock is held for two reads and a write: anything longer is a dead holder
 
 
 _ends: _Ends | None = None  # a worker's (`_init_worker`)
@@ -261,15 +270,17 @@ def _decode_into(c: Collector, path, start: int, end: int, chunk: int) -> None:
 
 def _decode_pieces(path, pieces: list[tuple[int, int]], chunk: int, spill: int | None = None):
     """A worker's task: pieces taken from the front until none is left, each run of consecutive
-    pieces decoded into one collector -> {first piece of the run: collector}; `spill`: the
-    descriptor of this worker's file, where they go instead (`SPILLED` is returned, see there)."""
-    runs: dict[int, Collector] = {}
+    pieces decoded into one collector -> {first piece of the run: [pieces in it, collector]};
+    `spill`: the descriptor of this worker's file, where they go instead (`SPILLED` is returned,
+    see there)."""
+    runs: dict[int, list] = {}
     first = last = None
     while (i := _ends.take(front=True)) is not None:
         if last is None or i != last + 1:
             first = i
-            runs[first] = Collector()
-        _decode_into(runs[first], path, *pieces[i], chunk)
+            runs[first] = [0, Collector()]
+        _decode_into(runs[first][1], path, *pieces[i], chunk)
+        runs[first][0] += 1
         last = i
     if spill is not None:
         try:
@@ -390,11 +401,15 @@ class RangeSplit:
             return
         fork = sys.platform == "linux"
         ctx = get_context("fork" if fork else "spawn")
-        self.ends = _Ends(ctx, len(self.cuts))  # (the last piece is this process's alone)
         n = min(self.workers - 1, len(self.cuts))
-        # (made before the pool forks its workers, which inherit them; spawned ones would not)
-        self.spills = [_spill_file() if fork else None for _ in range(n)]
-        self.pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_range_worker, initargs=(self.ends,))
+        try:
+            self.ends = _Ends(ctx, len(self.cuts))  # (the last piece is this process's alone)
+            # (made before the pool forks its workers, which inherit them; spawned ones would not)
+            self.spills = [_spill_file() if fork else None for _ in range(n)]
+            self.pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_range_worker, initargs=(self.ends,))
+        except (ImportError, NotImplementedError) as exc:  # no working sem_open: one process reads
+            self._drop_spills()
+            raise OSError(str(exc)) from None
         pieces = self.pieces()
         for spill in self.spills:
             self.futures.append(self.pool.submit(_decode_pieces, self.path, pieces, self.chunk,
@@ -409,22 +424,25 @@ class RangeSplit:
         try:
             if self.ends is None:
                 return own
-            runs: dict[int, Collector] = {}
+            runs: dict[int, list] = {}
             pieces = self.pieces()
             while (i := self.ends.take(front=False)) is not None:  # what no worker has begun
-                runs[i] = _decode_range(self.path, *pieces[i], self.chunk)
+                runs[i] = [1, _decode_range(self.path, *pieces[i], self.chunk)]
             for f, spill in zip(self.futures, self.spills):
                 runs.update(_unspill(f.result(), spill))
+            if sum(n for n, _ in runs.values()) != len(pieces):  # (a lock given up on: never a gap)
+                raise Recut()
         except BaseException:  # a piece that did not parse, or Ctrl-C: the rest is not waited for
             self.abort()
             raise
         self.close()
         merged: Collector | None = None
         for i in sorted(runs):
+            c = runs.pop(i)[1]
             if merged is None:
-                merged = runs.pop(i)
+                merged = c
             else:
-                merged.merge(runs.pop(i))
+                merged.merge(c)
         if merged is None:
             return own
         merged.merge(own)
