@@ -451,6 +451,27 @@ def test_import_command_forks_early_and_writes_what_one_process_writes(tmp_path,
     assert one.equals(two)
 
 
+def test_import_command_keeps_the_libraries_objects_out_of_the_collectors_sight(tmp_path, monkeypatch):
+    """A fresh `rooftop import` loads pandas and pyarrow with the cyclic collector off, then freezes
+    what they made (`gc.freeze`: ~65k objects no collection scans again) and turns it back on; a
+    process that had the libraries already (this one) has nothing of its own frozen."""
+    import gc
+    import subprocess
+    import sys
+
+    from rooftop.cli import main
+
+    p = _write(tmp_path / "t.json", _replicated(20))
+    code = ("import gc, sys; from rooftop.cli import main; rc = main(['import', sys.argv[1], '-o', sys.argv[2]]); "
+            "print(rc, gc.isenabled(), gc.get_freeze_count())")
+    out = subprocess.run([sys.executable, "-c", code, str(p), str(tmp_path / "a.parquet")], capture_output=True,
+                         text=True, timeout=120).stdout.split()[-3:]  # (after the written file's name)
+    assert out[:2] == ["0", "True"] and int(out[2]) > 10_000
+    frozen = gc.get_freeze_count()
+    assert main(["import", str(p), "-o", str(tmp_path / "b.parquet")]) == 0
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+
+
 def test_gzip_not_inflated_to_a_file_without_room_for_it(tmp_path):
     from collectors.readers import _jsonstream
 
