@@ -183,9 +183,13 @@ def boundaries(path, start: int, end: int, parts: int) -> list[int]:
         for k in range(1, parts):
             at = max(start + int(step * k), out[-1] if out else start)
             f.seek(at)
-            window = f.read(_WINDOW)
+            # (a boundary is usually a few hundred bytes on: 64 KB first, where a newline one found
+            # is the one the whole window gives, the leftmost)
+            near = f.read(_WINDOW >> 4)
+            m = _BOUNDARIES[0].search(near)
+            window = near if m else near + f.read(_WINDOW - len(near))
             for pattern in _BOUNDARIES:
-                m = pattern.search(window)
+                m = m or pattern.search(window)
                 if m:
                     cut = at + m.end() - 1  # the next element's `{`
                     if cut < end and (not out or cut > out[-1]):
