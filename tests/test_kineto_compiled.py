@@ -53,12 +53,40 @@ def _feed(c: Collector, texts: list[str]):
     return None
 
 
+def _feed_spans(c: Collector, texts: list[str]):
+    """`_feed`, each batch "[" + body + "]" handed over as its body inside a larger buffer
+    (`add_span`, what the stream does), with text around it that must not be read."""
+    try:
+        for t in texts:
+            if t.startswith("[") and t.endswith("]"):
+                buf = PAD + t[1:-1] + PAD
+                c.add_span(buf, len(PAD), len(buf) - len(PAD))
+            else:
+                c.add_text(t)
+    except (ValueError, RecursionError) as exc:
+        return type(exc), str(exc)
+    return None
+
+
+PAD = '},\n {"ph": "X", "cat": "kernel", "ts": 1'  # (a partial event either side of the body)
+
+
 def _same(*texts: str) -> None:
-    """Both collectors, fed the same batches, end equal (or fail with the same error)."""
-    compiled, typed = Collector(), Collector()
+    """Both collectors, fed the same batches, end equal (or fail with the same error); and so does
+    one fed them as spans of a larger buffer."""
+    compiled, typed, spans = Collector(), Collector(), Collector()
     typed.compiled = False
-    assert _feed(compiled, list(texts)) == _feed(typed, list(texts))
-    assert _state(compiled) == _state(typed)
+    fed = _feed(typed, list(texts))
+    assert _feed(compiled, list(texts)) == fed == _feed_spans(spans, list(texts))
+    assert _state(compiled) == _state(typed) == _state(spans)
+
+
+def _same_body(body: str) -> None:
+    """The compiled decoder reads a body in a buffer as it reads "[" + body + "]" (ASCII: else it
+    leaves the span to the caller)."""
+    buf = PAD + body + PAD
+    got = fast.decode(buf, len(PAD), len(PAD) + len(body))
+    assert got == (fast.decode("[" + body + "]") if buf.isascii() else None)
 
 
 def _batches(path) -> list[str]:
@@ -258,6 +286,9 @@ def test_every_cut_and_random_corruption():
         mutated = "".join(chars)
         if fast.decode(mutated) is not None:  # taken: then it must be what the typed path reads
             _same(mutated)
+        _same_body(mutated[1:-1])
+    for cut in range(1, len(text) - 1):
+        _same_body(text[1:cut])
 
 
 def test_non_text_is_refused():
@@ -266,6 +297,12 @@ def test_non_text_is_refused():
     with pytest.raises(TypeError):
         fast.decode(b"[]")
     assert fast.decode("[]") == {} and fast.decode(" [ ] ") == {}
+    assert fast.decode("x  y", 1, 3) == {} and fast.decode("[\u00e9]", 1, 1) is None  # (not ASCII)
+    for start, stop in ((-1, 2), (3, 2), (0, 5)):
+        with pytest.raises(ValueError):
+            fast.decode("[  ]", start, stop)
+    with pytest.raises(TypeError):
+        fast.decode("[]", 1)
 
 
 def test_turned_off_by_the_environment():

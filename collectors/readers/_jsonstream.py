@@ -34,6 +34,9 @@ class Sink(Protocol):
     def add_objects(self, objs: list) -> None:
         """Take elements already decoded by `DECODER`."""
 
+    # and optionally add_span(buf, start, stop): `add_text("[" + buf[start:stop] + "]")` without
+    # the text made first (`_kineto_events.Collector`)
+
 
 class Stream:
     """Text of a (possibly gzipped) file, refilled chunk by chunk, with the raw position for progress.
@@ -187,6 +190,7 @@ def array(s: Stream, sink: Sink) -> None:
     """Stream the elements of the array at the cursor (after its `[`) into `sink`. A slice that
     parses as `[...]` necessarily ends at an element boundary, so each full buffer is cut at its
     last `},` and handed over whole (a cut inside a string fails to parse: try an earlier one)."""
+    add_span = getattr(sink, "add_span", None)
     while True:
         c = s.skip_ws()
         if c is None:
@@ -201,7 +205,10 @@ def array(s: Stream, sink: Sink) -> None:
             if cut < 0:
                 break
             try:
-                sink.add_text("[" + buf[start:cut + 1] + "]")
+                if add_span is not None:
+                    add_span(buf, start, cut + 1)
+                else:
+                    sink.add_text("[" + buf[start:cut + 1] + "]")
             except ValueError:
                 _stop_at_syntax_error(s, sink, buf, start, cut)
                 continue

@@ -287,6 +287,22 @@ class Collector:
                     return self._add_compiled(cols)
                 except _Inexact:
                     return self.add_objects(DECODER.decode(text))
+        self._add_uncompiled(text)
+
+    def add_span(self, buf: str, start: int, stop: int) -> None:
+        """`add_text("[" + buf[start:stop] + "]")`, without making that text where the compiled
+        decoder takes the batch from `buf` itself (ASCII text, where characters are its bytes):
+        building a 4 MB batch's text costs ~2 ms, ~0.6 s of CPU at 1M kernels."""
+        if self.compiled and buf.isascii():
+            cols = _kineto_fast.decode(buf, start, stop)
+            if cols is not None:
+                try:
+                    return self._add_compiled(cols)
+                except _Inexact:
+                    return self.add_objects(DECODER.decode("[" + buf[start:stop] + "]"))
+        self._add_uncompiled("[" + buf[start:stop] + "]")
+
+    def _add_uncompiled(self, text: str) -> None:
         if self.typed:
             try:
                 batch = _TYPED.decode(text)

@@ -844,13 +844,45 @@ static int read_batch(Scan *s, Batch *b) {
     return s->p == s->end ? OK : BAIL;
 }
 
-static PyObject *decode(PyObject *self, PyObject *arg) {
+/* The elements of an array's body, [s->p, s->end): exactly what read_batch reads of
+   "[" + body + "]" (the body's end stands for the closing bracket). */
+static int read_body(Scan *s, Batch *b) {
+    ws(s);
+    if (s->p >= s->end) return OK;
+    for (;;) {
+        Event e;
+        int r;
+        ws(s);
+        if (parse_event(s, &e) != OK) return BAIL;
+        if ((r = add_event(b, &e)) != OK) return r;
+        ws(s);
+        if (s->p >= s->end) return OK;
+        if (*s->p != ',') return BAIL;
+        s->p++;
+    }
+}
+
+static PyObject *decode(PyObject *self, PyObject *args) {
     (void)self;
+    PyObject *arg;
     const char *text;
-    Py_ssize_t n;
+    Py_ssize_t n, start = -1, stop = -1;
+    if (!PyArg_ParseTuple(args, "O|nn:decode", &arg, &start, &stop)) return NULL;
     if (!PyUnicode_Check(arg)) {
         PyErr_SetString(PyExc_TypeError, "decode() takes the batch's text (str)");
         return NULL;
+    }
+    int body = PyTuple_GET_SIZE(args) > 1;
+    if (body) { /* text[start:stop], an array's body: ASCII only, where characters are bytes */
+        if (PyTuple_GET_SIZE(args) != 3) {
+            PyErr_SetString(PyExc_TypeError, "decode(text, start, stop) takes both start and stop");
+            return NULL;
+        }
+        if (start < 0 || start > stop || stop > PyUnicode_GET_LENGTH(arg)) {
+            PyErr_SetString(PyExc_ValueError, "decode(text, start, stop) takes 0 <= start <= stop <= len(text)");
+            return NULL;
+        }
+        if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NONE;
     }
     text = PyUnicode_AsUTF8AndSize(arg, &n); /* (no copy for ASCII text; UTF-8, so names decode) */
     if (!text) { /* lone surrogates in the text: not the plain subset */
@@ -868,8 +900,8 @@ static PyObject *decode(PyObject *self, PyObject *arg) {
         if (!(b.names[c] = PyList_New(0)) || !(b.threads[c] = PyList_New(0)) || !(b.shapes[c] = PyList_New(0)))
             goto done;
     }
-    Scan s = {text, text + n};
-    r = read_batch(&s, &b);
+    Scan s = {body ? text + start : text, body ? text + stop : text + n};
+    r = body ? read_body(&s, &b) : read_batch(&s, &b);
     if (r != OK) goto done;
     if (!(out = PyDict_New())) {
         r = ERR;
@@ -906,8 +938,10 @@ done:
 }
 
 static PyMethodDef METHODS[] = {
-    {"decode", decode, METH_O,
-     "decode(text) -> {category: columns} for a batch of Kineto events in the plain subset, else None."},
+    {"decode", decode, METH_VARARGS,
+     "decode(text[, start, stop]) -> {category: columns} for a batch of Kineto events in the plain subset, "
+     "else None; with start and stop, the batch is \"[\" + text[start:stop] + \"]\" (ASCII text only: None "
+     "for any other)."},
     {NULL, NULL, 0, NULL},
 };
 
