@@ -320,6 +320,40 @@ def test_pieces_go_to_whichever_process_is_free(tmp_path, monkeypatch, slow):
         assert mine == []
 
 
+@pytest.mark.parametrize("early", [False, True])
+def test_a_worker_that_starts_late_leaves_every_piece_to_this_process(tmp_path, monkeypatch, early):
+    """A worker not yet started when this process has read its own piece: this process takes
+    every piece, the first included, from the back (workers forked early or by the read alike)."""
+    import time
+
+    p = _write(tmp_path / "t.json", _replicated(200))
+    monkeypatch.setattr(kineto, "CHUNK", 8_000)
+    monkeypatch.setattr(_kineto_parallel, "PIECES_MIN", 20_000)
+    monkeypatch.setenv("ROOFTOP_WORKERS", "2")
+    one, meta1 = read_kineto(p, workers=1)
+    start = _kineto_parallel._init_range_worker
+
+    def late(ends):  # (forked into the worker)
+        time.sleep(1.5)
+        start(ends)
+    monkeypatch.setattr(_kineto_parallel, "_init_range_worker", late)
+    taken, splits = [], []
+    decode = _kineto_parallel._decode_range
+    monkeypatch.setattr(_kineto_parallel, "_decode_range", lambda *a: taken.append(a[1]) or decode(*a))
+    real, cut = _kineto_parallel.pieces_for, _kineto_parallel.boundaries
+    monkeypatch.setattr(_kineto_parallel, "pieces_for", lambda *a: splits.append(real(*a)) or splits[-1])
+    monkeypatch.setattr(_kineto_parallel, "boundaries", lambda path, start, *a: splits.append(start) or cut(path, start, *a))
+    if early:
+        _kineto_parallel.start_early(str(p), 8_000)
+        assert _kineto_parallel._early is not None
+    two, meta2 = read_kineto(p)
+    assert one.equals(two) and _kineto_parallel._early is None
+    assert {k: v for k, v in meta1.items() if k != "source"} == {k: v for k, v in meta2.items() if k != "source"}
+    pieces, first = splits  # (one split: the early workers adopted)
+    assert len(taken) == pieces - 1 > 4  # every piece the workers share, from the back
+    assert taken == sorted(taken, reverse=True) and taken[-1] == first  # the array's first piece last
+
+
 def test_a_lock_given_up_on_reads_again_in_one_process(tmp_path, monkeypatch):
     """The pieces' lock held past `LOCK_WAIT_S` (a worker killed inside it) makes a taker give up:
     the pieces nobody took are missed, which the count of pieces sees, and the read starts again

@@ -6,12 +6,12 @@ processes take pieces from the front and read and decode them from the file itse
 one-process reader would (`_jsonstream.array`); this process decodes the last piece and the keys
 after the array, then takes the pieces no worker has begun from the back, so that neither waits
 for the other (`PIECES_PER_PROCESS`). Nothing but the workers' columns crosses to this process,
-and those through a file, not the pool's pipe (`SPILLED`). Where a gzip file cannot be inflated to a file (no room,
-not Linux: the workers reopen it through /proc), this process inflates it as it reads and cuts the
-array into batches of whole elements, which workers decode (`ParallelSink`: every batch and its
-columns cross a pipe, which costs most of what the second core gains). Either way the workers'
-`Collector`s are merged in file order, so the columns come out exactly as a one-process read
-would give them.
+and those through a file, not the pool's pipe (`SPILLED`). Where a gzip file cannot be inflated
+to a file (no room, not Linux: the workers reopen it through /proc), this process inflates it as
+it reads and cuts the array into batches of whole elements, which workers decode (`ParallelSink`:
+every batch and its columns cross a pipe, which costs most of what the second core gains). Either
+way the `Collector`s are merged in file order, so the columns come out exactly as a one-process
+read would give them.
 
 A cut is only a guess at an element boundary (a `},` inside a string or a nested object fools
 it; a newline between the two elements, which no JSON string holds, makes it a safe guess); the
@@ -244,7 +244,7 @@ class _Ends:
 LOCK_WAIT_S = 5.0  # the lock is held for two reads and a write: anything longer is a dead holder
 
 
-_ends: _Ends | None = None  # a worker's (`_init_worker`)
+_ends: _Ends | None = None  # a worker's (`_init_range_worker`)
 
 
 def _init_range_worker(ends: _Ends) -> None:
@@ -386,6 +386,7 @@ class RangeSplit:
         if first is None:
             return  # this process reads it all
         early = _adopt(self, first)
+        self.first = first  # (the early workers' too: `_adopt` checks)
         if early is not None:
             self.__dict__.update({k: getattr(early, k) for k in ("pool", "futures", "cuts", "ends", "spills")})
         else:
