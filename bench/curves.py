@@ -38,6 +38,7 @@ STAGES = ("import", "report", "first paint")
 STYLE = {
     ("import", import_bench.ROOFTOP_1): ("#1f77b4", False),
     ("import", import_bench.ROOFTOP_2): ("#2ca02c", False),
+    ("import", import_bench.ROOFTOP_PY): ("#98df8a", False),
     ("import", import_bench.FLOOR): ("#7f7f7f", True),
     ("import", import_bench.JSON): ("#ff7f0e", True),
     ("import", import_bench.HTA): ("#d62728", True),
@@ -223,7 +224,7 @@ def svg(records: list[dict], meta: dict) -> str:
         out.append(f'<text x="{x0 + pw / 2}" y="{y0 + ph + 28}" text-anchor="middle" fill="#555">kernels</text>')
         for tool, pts in lines.items():
             colour, dashed = STYLE.get((stage, tool), ("#9467bd", True))
-            legend[f"{stage}: {tool}"] = (colour, dashed)
+            legend[f"{stage}: {tool}".replace("import: rooftop import, ", "import: rooftop, ")] = (colour, dashed)
             path = " ".join(f"{sx(k):.1f},{sy(v):.1f}" for k, v in pts)
             dash = ' stroke-dasharray="5,3"' if dashed else ""
             out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>')
