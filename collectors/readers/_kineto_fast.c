@@ -320,11 +320,14 @@ static int read_key(Scan *s, Span *k, int plain) {
     return OK;
 }
 
-/* After a member or element: past a ',' (CONTINUE) or the closing `close` (OK); else BAIL. */
+/* After a member or element: past a ',' (CONTINUE) or the closing `close` (OK); else BAIL.
+   `close` AT_END: the end of the text closes (an array's body read alone, `read_body`). */
 #define CONTINUE 2
+#define AT_END '\0'
 static int after_item(Scan *s, char close) {
     ws(s);
-    if (s->p >= s->end) return BAIL;
+    if (s->p >= s->end) return close == AT_END ? OK : BAIL;
+    if (close == AT_END && *s->p != ',') return BAIL; /* (a NUL byte is no closing bracket) */
     if (*s->p == ',') {
         s->p++;
         return CONTINUE;
@@ -826,19 +829,24 @@ fail:
     return NULL;
 }
 
+/* Events up to and past `close` (OK), at the first one. */
+static int read_events(Scan *s, Batch *b, char close) {
+    for (;;) {
+        Event e;
+        int r;
+        ws(s);
+        if (parse_event(s, &e) != OK) return BAIL;
+        if ((r = add_event(b, &e)) != OK) return r;
+        if ((r = after_item(s, close)) != CONTINUE) return r;
+    }
+}
+
 static int read_batch(Scan *s, Batch *b) {
     ws(s);
     if (s->p >= s->end || *s->p != '[') return BAIL;
     if (opened(s, ']') != OK) {
-        for (;;) {
-            Event e;
-            int r;
-            ws(s);
-            if (parse_event(s, &e) != OK) return BAIL;
-            if ((r = add_event(b, &e)) != OK) return r;
-            if ((r = after_item(s, ']')) == BAIL) return BAIL;
-            if (r == OK) break;
-        }
+        int r = read_events(s, b, ']');
+        if (r != OK) return r;
     }
     ws(s);
     return s->p == s->end ? OK : BAIL;
@@ -848,18 +856,7 @@ static int read_batch(Scan *s, Batch *b) {
    "[" + body + "]" (the body's end stands for the closing bracket). */
 static int read_body(Scan *s, Batch *b) {
     ws(s);
-    if (s->p >= s->end) return OK;
-    for (;;) {
-        Event e;
-        int r;
-        ws(s);
-        if (parse_event(s, &e) != OK) return BAIL;
-        if ((r = add_event(b, &e)) != OK) return r;
-        ws(s);
-        if (s->p >= s->end) return OK;
-        if (*s->p != ',') return BAIL;
-        s->p++;
-    }
+    return s->p >= s->end ? OK : read_events(s, b, AT_END);
 }
 
 static PyObject *decode(PyObject *self, PyObject *args) {
