@@ -99,18 +99,25 @@ def test_ctrl_c_in_a_terminal_stops_a_parallel_import_at_once(tmp_path, gz):
         src = tmp_path / "big.json.gz"
         src.write_bytes(gzip.compress((tmp_path / "big.json").read_bytes(), compresslevel=1))
     out_dir = tmp_path / "out"
-    p = subprocess.Popen([sys.executable, "-m", "rooftop", "import", str(src), "-o", str(out_dir / "t.parquet")],
-                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env={**os.environ, "ROOFTOP_WORKERS": "2"}, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while not _workers_started(p.pid) and p.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert p.poll() is None, "the import ended before its workers started"
-    time.sleep(0.2)
-    sent = time.monotonic()
-    os.killpg(p.pid, signal.SIGINT)  # what a terminal does
-    _, err = p.communicate(timeout=60)
-    took = time.monotonic() - sent
+    # A run the signal came too late for (the import done: this process stalled for seconds on a
+    # loaded machine, the import takes ~2 s) is run again; a run it reached must stop at once.
+    for _ in range(3):
+        p = subprocess.Popen([sys.executable, "-m", "rooftop", "import", str(src), "-o", str(out_dir / "t.parquet")],
+                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "ROOFTOP_WORKERS": "2"}, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while not _workers_started(p.pid) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert p.poll() is None, "the import ended before its workers started"
+        time.sleep(0.2)
+        sent = time.monotonic()
+        done_first = p.poll() is not None
+        os.killpg(p.pid, signal.SIGINT)  # what a terminal does
+        _, err = p.communicate(timeout=60)
+        took = time.monotonic() - sent
+        if not (done_first or (p.returncode == 0 and (out_dir / "t.parquet").exists())):
+            break
+        (out_dir / "t.parquet").unlink(missing_ok=True)
     said = [line for line in err.splitlines() if line.strip() and not line.startswith("importing ")]
     assert p.returncode == 130 and said == ["rooftop: interrupted"], err
     assert took < 3, took
