@@ -280,29 +280,24 @@ class Collector:
     # --- the sink protocol of _jsonstream ---
 
     def add_text(self, text: str) -> None:
-        if self.compiled:
-            cols = _kineto_fast.decode(text)  # None: not its plain subset
-            if cols is not None:
-                try:
-                    return self._add_compiled(cols)
-                except _Inexact:
-                    return self.add_objects(DECODER.decode(text))
-        self._add_uncompiled(text)
+        self._add_batch(_kineto_fast.decode(text) if self.compiled else None, lambda: text)
 
     def add_span(self, buf: str, start: int, stop: int) -> None:
         """`add_text("[" + buf[start:stop] + "]")`, without making that text where the compiled
         decoder takes the batch from `buf` itself (ASCII text, where characters are its bytes):
         building a 4 MB batch's text costs ~2 ms, ~0.6 s of CPU at 1M kernels."""
-        if self.compiled and buf.isascii():
-            cols = _kineto_fast.decode(buf, start, stop)
-            if cols is not None:
-                try:
-                    return self._add_compiled(cols)
-                except _Inexact:
-                    return self.add_objects(DECODER.decode("[" + buf[start:stop] + "]"))
-        self._add_uncompiled("[" + buf[start:stop] + "]")
+        cols = _kineto_fast.decode(buf, start, stop) if self.compiled and buf.isascii() else None
+        self._add_batch(cols, lambda: "[" + buf[start:stop] + "]")
 
-    def _add_uncompiled(self, text: str) -> None:
+    def _add_batch(self, cols: dict | None, text_of) -> None:
+        """A batch: the compiled decoder's columns of it, or (None: not its plain subset, or no
+        decoder) its text, `text_of()`, read by the typed and exact paths."""
+        if cols is not None:
+            try:
+                return self._add_compiled(cols)
+            except _Inexact:
+                return self.add_objects(DECODER.decode(text_of()))
+        text = text_of()
         if self.typed:
             try:
                 batch = _TYPED.decode(text)
@@ -569,8 +564,7 @@ def _first_seen(local: np.ndarray, n: int, in_order: bool) -> list:
 class _Batch:
     """One category's columns from the compiled decoder, optionally cut to some of its rows."""
 
-    _DTYPES = {"name": np.int32, "thread": np.int32, "shape": np.int32}
-    _VALUES = {"name": "names", "thread": "threads", "shape": "shapes"}
+    _VALUES = {"name": "names", "thread": "threads", "shape": "shapes"}  # (ids are int32)
 
     def __init__(self, cols: dict, rows: np.ndarray | None):
         self.cols, self.rows = cols, rows
@@ -586,7 +580,7 @@ class _Batch:
         return self._column(f, np.int64)
 
     def ids(self, f: str) -> np.ndarray:
-        return self._column(f, self._DTYPES[f])
+        return self._column(f, np.int32)
 
     def values(self, f: str) -> list:
         return self.cols[self._VALUES[f]]
