@@ -44,26 +44,18 @@ def _state(c: Collector) -> dict:
     return out
 
 
-def _feed(c: Collector, texts: list[str]):
+def _feed(c: Collector, texts: list[str], spans: bool = False):
+    """The batches added in order -> the error they end in, if any. `spans`: each batch
+    "[" + body + "]" handed over as its body inside a larger buffer (`add_span`, what the stream
+    does), with text around it that must not be read."""
     try:
         for t in texts:
-            c.add_text(t)
-    except (ValueError, RecursionError) as exc:  # (what the reader turns into a one-line error)
-        return type(exc), str(exc)
-    return None
-
-
-def _feed_spans(c: Collector, texts: list[str]):
-    """`_feed`, each batch "[" + body + "]" handed over as its body inside a larger buffer
-    (`add_span`, what the stream does), with text around it that must not be read."""
-    try:
-        for t in texts:
-            if t.startswith("[") and t.endswith("]"):
+            if spans and t.startswith("[") and t.endswith("]"):
                 buf = PAD + t[1:-1] + PAD
                 c.add_span(buf, len(PAD), len(buf) - len(PAD))
             else:
                 c.add_text(t)
-    except (ValueError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # (what the reader turns into a one-line error)
         return type(exc), str(exc)
     return None
 
@@ -77,7 +69,7 @@ def _same(*texts: str) -> None:
     compiled, typed, spans = Collector(), Collector(), Collector()
     typed.compiled = False
     fed = _feed(typed, list(texts))
-    assert _feed(compiled, list(texts)) == fed == _feed_spans(spans, list(texts))
+    assert _feed(compiled, list(texts)) == fed == _feed(spans, list(texts), spans=True)
     assert _state(compiled) == _state(typed) == _state(spans)
 
 

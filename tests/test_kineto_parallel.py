@@ -30,6 +30,20 @@ def _replicated(n: int, name_of=lambda i, name: name) -> dict:
     return doc
 
 
+def _but_source(meta: dict) -> dict:
+    """A read's metadata but its `source`, which names the file read (an inflated gzip's is a
+    temporary file)."""
+    return {k: v for k, v in meta.items() if k != "source"}
+
+
+def _in_pieces(tmp_path, monkeypatch):
+    """A ~440 KB trace, read in batches of 8 KB and cut into pieces of ~20 KB (about 20)."""
+    p = _write(tmp_path / "t.json", _replicated(200))
+    monkeypatch.setattr(kineto, "CHUNK", 8_000)
+    monkeypatch.setattr(_kineto_parallel, "PIECES_MIN", 20_000)
+    return p
+
+
 @pytest.mark.parametrize("gz", [False, True])
 def test_two_workers_equal_one_process(tmp_path, monkeypatch, gz):
     p = _write(tmp_path / ("t.json.gz" if gz else "t.json"), _replicated(200), gz=gz)
@@ -38,7 +52,7 @@ def test_two_workers_equal_one_process(tmp_path, monkeypatch, gz):
     two, meta2 = read_kineto(p, workers=2)
     assert one.equals(two)
     assert to_table(one).equals(to_table(two))  # and so the stored tables
-    assert {k: v for k, v in meta1.items() if k != "source"} == {k: v for k, v in meta2.items() if k != "source"}
+    assert _but_source(meta1) == _but_source(meta2)
     assert int((two["kind"] == "kernel").sum()) == 400
 
 
@@ -121,7 +135,7 @@ def test_real_fixture_on_two_workers(fixtures_dir, monkeypatch, tmp_path, plain)
     one, m1 = read_kineto(path, workers=1)
     two, m2 = read_kineto(path, workers=3)
     assert one.equals(two) and len(one)
-    assert {k: v for k, v in m1.items() if k != "source"} == {k: v for k, v in m2.items() if k != "source"}
+    assert _but_source(m1) == _but_source(m2)
 
 
 @pytest.mark.parametrize("gz", [False, True])
@@ -258,9 +272,7 @@ def _forks(monkeypatch) -> list:
 def test_workers_forked_before_the_libraries_load_are_adopted_by_the_read(tmp_path, monkeypatch):
     """`rooftop import` forks the range workers before it imports pandas (`start_early`): the read
     takes them over (no second fork, the same pieces) and gives the one-process rows."""
-    p = _write(tmp_path / "t.json", _replicated(200))
-    monkeypatch.setattr(kineto, "CHUNK", 8_000)
-    monkeypatch.setattr(_kineto_parallel, "PIECES_MIN", 20_000)
+    p = _in_pieces(tmp_path, monkeypatch)
     monkeypatch.setenv("ROOFTOP_WORKERS", "2")
     one, meta1 = read_kineto(p, workers=1)
     forks = _forks(monkeypatch)
@@ -273,7 +285,7 @@ def test_workers_forked_before_the_libraries_load_are_adopted_by_the_read(tmp_pa
     two, meta2 = read_kineto(p)
     assert len(forks) == 1 and _kineto_parallel._early is None  # adopted, not forked again
     assert one.equals(two)
-    assert {k: v for k, v in meta1.items() if k != "source"} == {k: v for k, v in meta2.items() if k != "source"}
+    assert _but_source(meta1) == _but_source(meta2)
 
 
 @pytest.mark.parametrize("slow", ["worker", "reader"])
@@ -284,9 +296,7 @@ def test_pieces_go_to_whichever_process_is_free(tmp_path, monkeypatch, slow):
     import os
     import time
 
-    p = _write(tmp_path / "t.json", _replicated(200))
-    monkeypatch.setattr(kineto, "CHUNK", 8_000)
-    monkeypatch.setattr(_kineto_parallel, "PIECES_MIN", 20_000)
+    p = _in_pieces(tmp_path, monkeypatch)
     one, meta1 = read_kineto(p, workers=1)
     reader, mine = os.getpid(), []
     decode = _kineto_parallel._decode_into
@@ -310,7 +320,7 @@ def test_pieces_go_to_whichever_process_is_free(tmp_path, monkeypatch, slow):
     monkeypatch.setattr(_kineto_parallel, "pieces_for", lambda *a: splits.append(real(*a)) or splits[-1])
     two, meta2 = read_kineto(p, workers=2)
     assert one.equals(two)
-    assert {k: v for k, v in meta1.items() if k != "source"} == {k: v for k, v in meta2.items() if k != "source"}
+    assert _but_source(meta1) == _but_source(meta2)
     shared = splits[0] - 1  # the last piece is this process's own, read with the keys after the array
     assert shared > 4
     if slow == "worker":
@@ -326,9 +336,7 @@ def test_a_worker_that_starts_late_leaves_every_piece_to_this_process(tmp_path, 
     every piece, the first included, from the back (workers forked early or by the read alike)."""
     import time
 
-    p = _write(tmp_path / "t.json", _replicated(200))
-    monkeypatch.setattr(kineto, "CHUNK", 8_000)
-    monkeypatch.setattr(_kineto_parallel, "PIECES_MIN", 20_000)
+    p = _in_pieces(tmp_path, monkeypatch)
     monkeypatch.setenv("ROOFTOP_WORKERS", "2")
     one, meta1 = read_kineto(p, workers=1)
     start = _kineto_parallel._init_range_worker
@@ -348,7 +356,7 @@ def test_a_worker_that_starts_late_leaves_every_piece_to_this_process(tmp_path, 
         assert _kineto_parallel._early is not None
     two, meta2 = read_kineto(p)
     assert one.equals(two) and _kineto_parallel._early is None
-    assert {k: v for k, v in meta1.items() if k != "source"} == {k: v for k, v in meta2.items() if k != "source"}
+    assert _but_source(meta1) == _but_source(meta2)
     pieces, first = splits  # (one split: the early workers adopted)
     assert len(taken) == pieces - 1 > 4  # every piece the workers share, from the back
     assert taken == sorted(taken, reverse=True) and taken[-1] == first  # the array's first piece last
@@ -360,9 +368,7 @@ def test_a_lock_given_up_on_reads_again_in_one_process(tmp_path, monkeypatch):
     in one process (never a gap in the rows)."""
     import time
 
-    p = _write(tmp_path / "t.json", _replicated(200))
-    monkeypatch.setattr(kineto, "CHUNK", 8_000)
-    monkeypatch.setattr(_kineto_parallel, "PIECES_MIN", 20_000)
+    p = _in_pieces(tmp_path, monkeypatch)
     monkeypatch.setattr(_kineto_parallel, "LOCK_WAIT_S", 0.2)  # (forked into the worker too)
     one, _ = read_kineto(p, workers=1)
     decode = _kineto_parallel._decode_into
@@ -410,7 +416,7 @@ def test_gzip_inflated_and_forked_before_the_libraries_load_is_taken_over(tmp_pa
     assert len(made) == 1 and len(forks) == 1 and made[0].closed  # taken over, then closed
     assert _kineto_parallel._early is None and _kineto_parallel._early_inflated is None
     assert one.equals(two)
-    assert {k: v for k, v in meta1.items() if k != "source"} == {k: v for k, v in meta2.items() if k != "source"}
+    assert _but_source(meta1) == _but_source(meta2)
     _kineto_parallel.start_early(str(other), 8_000)
     three, _ = read_kineto(p)
     assert len(made) == 3 and made[1].closed and one.equals(three)  # the other file's dropped
