@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rooftop.analysis.groups import LATENCY_NS, LATENCY_ROOF_FRAC, add_rates
-from rooftop.analysis.metrics import VERDICT_COVERAGE, add_coverage
+from rooftop.analysis.groups import LATENCY_NS, LATENCY_ROOF_FRAC, rate_columns
+from rooftop.analysis.metrics import VERDICT_COVERAGE, coverages
 from rooftop.devices import ridge_point
 
 
@@ -79,7 +79,13 @@ def test_coverage_and_rates_are_the_pandas_expressions_numbers(seed, peaks):
     peak = {"one": 989e12, "none": None, "zero": 0.0,
             "per group": np.where(np.random.default_rng(seed).random(len(g)) < 0.2, np.nan, 989e12)}[peaks]
     want = reference(g.copy(), peak, bw)
-    got = add_rates(add_coverage(g.copy()), peak, bw)
+    got = g.copy()
+    columns = {c: g[c].to_numpy(dtype="float64") for c in g.columns}
+    added = coverages(columns)
+    columns.update(added)
+    added.update({c: columns[c] for c in ("time_ns", "flops", "bytes", "mean_ns")}, **rate_columns(columns, peak, bw))
+    for c, v in added.items():
+        got[c] = pd.Series(v, index=got.index, dtype=object) if c == "bound" else v
     pd.testing.assert_frame_equal(got, want, check_exact=True)
     if peaks in ("one", "per group"):  # the test reaches every verdict
         assert {"memory", "compute", "latency"} <= set(want["bound"].dropna())

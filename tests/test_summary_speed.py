@@ -23,13 +23,28 @@ def _frame(n=400, seed=0):
     rank = pd.array(rng.choice([0, 1, None], n), dtype="Int32")
     step = rng.choice([0.0, 1.0, 2.0, -1.0, np.nan], n)
     name = rng.choice(np.array(["a", "b", "c", None], dtype=object), n)
-    return pd.DataFrame({"phase": phase, "rank": rank, "step": step, "name": name})
+    text = pd.Series(rng.choice(["x", "y", "z"], n), dtype="str")  # pandas 3's text, none missing
+    count = rng.choice([3, 1, 2], n)
+    return pd.DataFrame({"phase": phase, "rank": rank, "step": step, "name": name, "text": text, "count": count})
 
 
-@pytest.mark.parametrize("keys", [["phase"], ["name"], ["step"], ["rank", "phase", "step"], ["phase", "name"]])
+def _same_index(got, want):
+    """The same values, dtypes and names, as pandas' own groupby would index them."""
+    pd.testing.assert_index_equal(got, want, exact=True, check_exact=True, check_categorical=True)
+    if isinstance(got, pd.MultiIndex):
+        assert got.dtypes.equals(want.dtypes)
+        for a, b in zip(range(got.nlevels), range(want.nlevels)):
+            pd.testing.assert_index_equal(got.get_level_values(a), want.get_level_values(b), exact=True)
+
+
+@pytest.mark.parametrize("keys", [["phase"], ["name"], ["step"], ["rank", "phase", "step"], ["phase", "name"],
+                                  ["text"], ["count"], ["phase", "text", "count"], ["step", "count"]])
 @pytest.mark.parametrize("dropna", [False, True])
-def test_grouped_numbers_and_indexes_groups_as_pandas_does(keys, dropna):
+@pytest.mark.parametrize("complete", [False, True])
+def test_grouped_numbers_and_indexes_groups_as_pandas_does(keys, dropna, complete):
     frame = _frame()
+    if complete:  # no missing key: the index is made from the first rows, not by a groupby
+        frame = frame.dropna().astype({"rank": "int64"})
     gid, sizes = grouped(frame, keys, dropna=dropna)
     g = frame.groupby(keys, sort=False, dropna=dropna)
     want = g.ngroup().to_numpy()
@@ -38,8 +53,7 @@ def test_grouped_numbers_and_indexes_groups_as_pandas_does(keys, dropna):
     else:
         assert gid.tolist() == want.tolist()
     pd.testing.assert_series_equal(sizes, g.size(), check_names=False)
-    assert sizes.index.equals(g.size().index) and sizes.index.dtypes.equals(g.size().index.dtypes) \
-        if isinstance(sizes.index, pd.MultiIndex) else sizes.index.dtype == g.size().index.dtype
+    _same_index(sizes.index, g.size().index)
 
 
 def test_grouped_without_missing_keys_takes_its_own_path_and_agrees():

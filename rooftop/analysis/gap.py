@@ -77,36 +77,42 @@ def _split(timed: pd.DataFrame, peak_flops, peak_bw, steps: pd.DataFrame | None)
     gid, combos = pd.factorize(pcode.astype(np.int64) * (len(steps_u) + 1) + scode)
     n = len(combos)
     per = _per_kernel(rows, peak_flops, peak_bw)
-    out = pd.DataFrame({c: np.bincount(gid, weights=v, minlength=n) for c, v in per.items()})
+    # the columns as arrays, made into one frame at the end (each pandas operation on a few hundred
+    # steps cost more than its arithmetic)
+    out = {c: np.bincount(gid, weights=v, minlength=n) for c, v in per.items()}
     out["phase"] = np.asarray(phases_u, dtype=object)[combos // (len(steps_u) + 1)]
     out["_step"] = np.asarray(steps_u, dtype="float64")[combos % (len(steps_u) + 1)]
-    out["kernel_coverage"] = out["modeled_ns"] / out["kernel_ns"].where(out["kernel_ns"] > 0)
+    out["kernel_coverage"] = out["modeled_ns"] / np.where(out["kernel_ns"] > 0, out["kernel_ns"], np.nan)
     for col in ("span_ns", "busy_ns", "model_ideal_ns"):
-        out[col] = np.nan
+        out[col] = np.full(n, np.nan)
     if steps is not None and not steps.empty:
         st = steps
         if "rank" in st.columns and st["rank"].notna().any():
             st = st[st["rank"] == st["rank"].min()]
-        cols = [c for c in ("span_ns", "busy_ns", "model_ideal_ns") if c in st.columns]
-        of = st.set_index([st["phase"].astype(object), st["step"].astype("float64")])[cols]
-        of = of[~of.index.duplicated()]
-        got = of.reindex(pd.MultiIndex.from_arrays([out["phase"], out["_step"]]))
-        for col in cols:
-            out[col] = got[col].to_numpy(dtype="float64")
+        # each (phase, step)'s row of the step table (its first, if any repeats)
+        row_of: dict = {}
+        for i, key in enumerate(zip(st["phase"].astype(object).tolist(), st["step"].astype("float64").tolist())):
+            row_of.setdefault(key, i)
+        at = np.array([row_of.get(key, -1) for key in zip(out["phase"].tolist(), out["_step"].tolist())], dtype=np.int64)
+        for col in ("span_ns", "busy_ns", "model_ideal_ns"):
+            if col in st.columns and len(at):
+                values = st[col].to_numpy(dtype="float64", na_value=np.nan)
+                out[col] = np.where(at >= 0, values[at.clip(0)] if len(values) else np.nan, np.nan)
     busy = out["busy_ns"]
-    by_model = out["model_ideal_ns"].notna() & busy.notna() & ~(out["kernel_coverage"] >= MIN_KERNEL_COVERAGE)
+    by_model = ~np.isnan(out["model_ideal_ns"]) & ~np.isnan(busy) & ~(out["kernel_coverage"] >= MIN_KERNEL_COVERAGE)
     ideal_m = np.minimum(out["model_ideal_ns"], busy)
-    out["ideal_ns"] = out["ideal_ns"].where(~by_model, ideal_m)
-    out["slow_kernels_ns"] = out["slow_kernels_ns"].where(~by_model, busy - ideal_m)
+    out["ideal_ns"] = np.where(by_model, ideal_m, out["ideal_ns"])
+    out["slow_kernels_ns"] = np.where(by_model, busy - ideal_m, out["slow_kernels_ns"])
     for col in ("extra_bytes_ns", "unmodeled_ns"):
-        out[col] = out[col].where(~by_model, 0.0)
+        out[col] = np.where(by_model, 0.0, out[col])
     out["basis"] = np.where(by_model, "model", np.where(out["kernel_coverage"] > 0, "kernels", None))
-    out["measured_ns"] = out["span_ns"]
-    out["launch_gaps_ns"] = (out["span_ns"] - busy).clip(lower=0)
-    out["ideal_frac"] = out["ideal_ns"] / out["measured_ns"].where(out["measured_ns"] > 0)
-    if not out["basis"].notna().any():
+    if not (out["basis"] != None).any():  # noqa: E711 (object array)
         return None
-    return out
+    out["measured_ns"] = out["span_ns"]
+    gaps = out["span_ns"] - busy
+    out["launch_gaps_ns"] = np.where((gaps >= 0) | np.isnan(gaps), gaps, 0.0)  # (pandas' clip(lower=0))
+    out["ideal_frac"] = out["ideal_ns"] / np.where(out["measured_ns"] > 0, out["measured_ns"], np.nan)
+    return pd.DataFrame(out)
 
 
 def split(timed: pd.DataFrame, peak_flops, peak_bw, steps: pd.DataFrame | None = None) -> pd.DataFrame | None:

@@ -19,7 +19,7 @@ import pandas as pd
 from ..devices import ridge_point
 from .ceilings import group_peak
 from ..columns import GROUPS, ROOFLINE
-from .metrics import (VERDICT_COVERAGE, add_coverage, floats, grouped, known_sums, prepare, source_labels,
+from .metrics import (VERDICT_COVERAGE, coverages, grouped, known_sums, prepare, source_labels,
                       where_positive)
 
 LATENCY_NS = 5_000
@@ -35,39 +35,43 @@ def kernel_groups(timed: pd.DataFrame, by: str = "short_name", peak_flops=None, 
         return pd.DataFrame(columns=cols)
     timed = prepare(timed)
     key = timed[by]
-    rows = pd.DataFrame({"key": key.astype(object).where(key.notna(), "(unnamed)") if key.isna().any() else key,
-                         "category": timed["category"], "phase": timed["phase"], "dur_ns": timed["dur_ns"]})
-    gid, sizes = grouped(rows, ["key"])
+    key = key.astype(object).where(key.notna(), "(unnamed)") if key.isna().any() else key
+    gid, sizes = grouped(key.to_frame("key"), ["key"])
     n = len(sizes)
-    columns = {"count": sizes.to_numpy(), "time_ns": np.bincount(gid, weights=timed["dur_ns"].to_numpy(), minlength=n),
-               **known_sums(timed, gid, n)}
+    dur = timed["dur_ns"].to_numpy()
+    time_ns = np.bincount(gid, weights=dur, minlength=n)
+    columns = {"count": sizes.to_numpy(), "time_ns": time_ns, **known_sums(timed, gid, n)}
     # Dominant category and phase of each group, by time.
     for col in ("category", "phase"):
-        val, distinct = top_by_weight(gid, rows[col], rows["dur_ns"].to_numpy(), n)
+        val, distinct = top_by_weight(gid, timed[col], dur, n)
         if col == "phase":  # "decode+": mostly decode, also in another phase
             val = np.where(distinct > 1, np.array([f"{v}+" for v in val], dtype=object), val)
         columns[col] = val
     columns["bytes_source"] = source_labels(timed["bytes_src"].to_numpy(), gid, n)
     columns["flops_source"] = source_labels(timed["flops_src"].to_numpy(), gid, n)
-    # the columns made at once (a column added to a frame costs ~1 ms of pandas, whatever its length)
-    out = pd.DataFrame(columns, index=sizes.index)
-    add_coverage(out)
-    total = out["time_ns"].sum()
-    out["time_share"] = out["time_ns"] / total if total else np.nan
-    out["mean_ns"] = out["time_ns"] / out["count"]
+    columns.update(coverages(columns))
+    # the columns computed as arrays and made into one frame (a few hundred groups: each pandas
+    # operation on them cost more than its arithmetic, ~12 ms a call in all)
+    total = time_ns.sum()
+    columns["time_share"] = time_ns / total if total else np.full(n, np.nan)
+    columns["mean_ns"] = time_ns / columns["count"]
     if isinstance(peak_flops, pd.Series):
         # Per-row peaks (each kernel's compute dtype, see ceilings.py): each group is judged
         # against the peak of its own dtype, not the trace's.
         row_peak = peak_flops.reindex(timed.index).to_numpy(dtype="float64", na_value=np.nan)
         peak_flops = group_peak(timed["work_flops"].to_numpy(dtype="float64"), row_peak, gid, n,
                                 timed["dur_ns"].to_numpy(dtype="float64"))
-        out["peak_flops"] = peak_flops
+        columns["peak_flops"] = peak_flops
         if "dtype" in timed.columns:
-            out["dtype"] = _dominant(gid, timed["dtype"], timed["dur_ns"].to_numpy(), n)
-    add_rates(out, peak_flops, peak_bw)
-    out = out.reset_index().rename(columns={"index": "key"})
-    cols = [k for k in GROUPS.keys if k in out.columns]
-    return out.sort_values("time_ns", ascending=False, kind="stable").reset_index(drop=True)[cols]
+            columns["dtype"] = _dominant(gid, timed["dtype"], dur, n)
+    columns.update(rate_columns(columns, peak_flops, peak_bw))
+    order = np.argsort(-time_ns, kind="stable")  # the most time first (ties: as met)
+    out = {"key": sizes.index.take(order)}
+    for c in GROUPS.keys:
+        if c in columns:
+            v = columns[c][order]
+            out[c] = pd.Series(v, dtype=object) if c == "bound" else v  # (bound: None, not NaN)
+    return pd.DataFrame(out)
 
 
 def top_by_weight(gid: np.ndarray, values, weight: np.ndarray, n: int,
@@ -105,19 +109,19 @@ def _dominant(gid: np.ndarray, values: np.ndarray, weight: np.ndarray, n: int) -
     return top_by_weight(gid, values, weight, n, dropna=True)[0]
 
 
-def add_rates(out: pd.DataFrame, peak_flops=None, peak_bw=None) -> pd.DataFrame:
-    """Add tflops, tbps, pct_of_roof and bound to a frame with the `known_sums` columns, mean_ns and
-    the coverage/ai columns of `add_coverage`: each rate over the time of the launches it rests on."""
-    # on the columns' arrays (a few rows: each pandas operation cost more than its arithmetic)
-    col = {c: floats(out[c]) for c in ("time_ns", "flops", "bytes", "mean_ns", "both_flops", "hbm_ns", "ai",
-                                       "ai_coverage", "flops_coverage", "bytes_coverage")}
-    for c in ("time_ns", "flops", "bytes", "mean_ns"):
-        out[c] = col[c]
+_RATE_INPUTS = ("time_ns", "flops", "bytes", "mean_ns", "both_flops", "hbm_ns", "ai", "ai_coverage", "flops_coverage",
+                "bytes_coverage", "flops_ns", "bytes_ns", "both_ns")
+
+
+def rate_columns(columns, peak_flops=None, peak_bw=None) -> dict[str, np.ndarray]:
+    """tflops, tbps, pct_of_roof and bound (None where unjudged) of groups, from the `known_sums`
+    columns, mean_ns and the `coverages` (arrays): each rate over the time of the launches it
+    rests on."""
+    col = {c: np.asarray(columns[c], dtype="float64") for c in _RATE_INPUTS}
 
     def per_s(x, ns):
-        return x / (where_positive(floats(out[ns])) / 1e9)
-    out["tflops"] = per_s(col["flops"], "flops_ns") / 1e12
-    out["tbps"] = per_s(col["bytes"], "bytes_ns") / 1e12
+        return x / (where_positive(col[ns]) / 1e9)
+    out = {"tflops": per_s(col["flops"], "flops_ns") / 1e12, "tbps": per_s(col["bytes"], "bytes_ns") / 1e12}
     # mostly host/peer copies: PCIe/NVLink-limited, not judged against the HBM roof
     link = col["hbm_ns"] < 0.5 * col["time_ns"]
     if peak_flops is not None and np.any(np.asarray(peak_flops, dtype="float64") > 0) and peak_bw:
@@ -141,12 +145,12 @@ def add_rates(out: pd.DataFrame, peak_flops=None, peak_bw=None) -> pd.DataFrame:
                          np.where(by_bytes, "memory", None))
         latency = (col["mean_ns"] < LATENCY_NS) & (pct < LATENCY_ROOF_FRAC) & (by_ai | by_bytes)
         bound = np.where(latency, "latency", bound)
-        bound = np.where(link, None, bound)
-        out["bound"] = pd.Series(bound, index=out.index, dtype=object).where(pd.notna(bound), None)
+        bound = np.where(link, None, bound).astype(object)
+        out["bound"] = np.where(pd.notna(bound), bound, None)
     else:
         # Without peaks no bound can be judged (latency-bound also means "far under the roofs").
-        out["pct_of_roof"] = np.nan
-        out["bound"] = pd.Series([None] * len(out), index=out.index, dtype=object)
+        out["pct_of_roof"] = np.full(len(link), np.nan)
+        out["bound"] = np.full(len(link), None, dtype=object)
     return out
 
 

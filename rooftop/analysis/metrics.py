@@ -139,9 +139,11 @@ def grouped(frame: pd.DataFrame, keys: list[str], dropna: bool = True) -> tuple[
     from the keys' codes: a categorical's own, else factorized, combined into one integer per row.
     pandas' grouper took ~0.07-0.35 s per call at 1M kernels, and the analysis groups the same rows
     six ways; the index is the one pandas makes of each group's first row. Rows with a missing key
-    under `dropna` (which pandas numbers apart) and key combinations past 2**62 are left to pandas."""
+    under `dropna` (which pandas numbers apart) and key combinations past 2**62 are left to pandas.
+    Keys that are categorical, text or numbers, none missing, give the index directly (the same
+    values, dtypes and names; a MultiIndex's levels may list its values in another order)."""
     n = len(frame)
-    combined, radix = None, 1
+    combined, radix, plain = None, 1, True
     for key in keys:
         col = frame[key]
         if isinstance(col.dtype, pd.CategoricalDtype):
@@ -149,7 +151,9 @@ def grouped(frame: pd.DataFrame, keys: list[str], dropna: bool = True) -> tuple[
         else:
             codes, uniques = pd.factorize(col, use_na_sentinel=True)
             codes, size = codes.astype(np.int64), len(uniques) + 1
+            plain = plain and (isinstance(col.dtype, pd.StringDtype) or col.dtype.kind in "iuf")
         codes += 1  # 0: missing
+        plain = plain and bool(codes.all())
         if (dropna and n and not codes.all()) or radix * size >= 1 << 62:
             g = frame.groupby(keys, sort=False, dropna=dropna)
             return g.ngroup().to_numpy(), g.size()
@@ -164,13 +168,12 @@ def grouped(frame: pd.DataFrame, keys: list[str], dropna: bool = True) -> tuple[
     else:
         gid, _ = pd.factorize(combined)  # numbered by first appearance
         first = first_rows(gid)
-    index = frame[keys].iloc[first].groupby(keys, sort=False, dropna=dropna).size().index
+    if plain:  # the first rows' keys are the index pandas makes of them (~3 ms a groupby saved)
+        firsts = [frame[k].iloc[first] for k in keys]
+        index = pd.Index(firsts[0], name=keys[0]) if len(keys) == 1 else pd.MultiIndex.from_arrays(firsts, names=keys)
+    else:  # (object keys become text in pandas' index; missing keys are kept in their own way)
+        index = frame[keys].iloc[first].groupby(keys, sort=False, dropna=dropna).size().index
     return gid, pd.Series(np.bincount(gid, minlength=len(first)), index=index)
-
-
-def _combine_sources(src: pd.Series, keys: list[str], frame: pd.DataFrame) -> pd.Series:
-    gid, sizes = grouped(frame, keys, dropna=False)
-    return pd.Series(source_labels(np.asarray(src), gid, len(sizes)), index=sizes.index)
 
 
 def _sorted_by(gid: np.ndarray, start: np.ndarray) -> bool:
@@ -198,7 +201,12 @@ def _busy(gid: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.nda
     return np.bincount(g, weights=contrib, minlength=n)
 
 
-def _group_stats(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+def _stat_arrays(rows: pd.DataFrame, keys: list[str]) -> tuple[dict, pd.Index, np.ndarray]:
+    """Per group of `keys`: kernels, first start, last end, kernel time, the known sums, busy time,
+    where bytes and FLOPs came from, coverages, span and idle time, as arrays; with the groups'
+    index and each row's group number (`grouped`'s). The step and phase tables add their rates to
+    these and make one frame at the end: a few hundred groups, and each pandas operation on them
+    cost more than its arithmetic."""
     rows = prepare(rows)
     gid, sizes = grouped(rows, keys, dropna=False)
     n = len(sizes)
@@ -212,17 +220,24 @@ def _group_stats(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     np.minimum.at(starts, gid, start)
     ends = np.full(n, np.iinfo(np.int64).min)
     np.maximum.at(ends, gid, end)
-    # the columns made at once (a column added to a frame costs ~1 ms of pandas, whatever its length)
-    out = pd.DataFrame({"kernels": kernels, "start_ns": starts, "end_ns": ends,
-                        "kernel_ns": np.bincount(gid, weights=dur, minlength=n), **known_sums(rows, gid, n),
-                        "busy_ns": _busy(gid, start, end, n),
-                        "bytes_source": source_labels(rows["bytes_src"].to_numpy(), gid, n),
-                        "flops_source": source_labels(rows["flops_src"].to_numpy(), gid, n)}, index=sizes.index)
-    add_coverage(out)
-    out["span_ns"] = out["end_ns"] - out["start_ns"]
-    out["idle_ns"] = (out["span_ns"] - out["busy_ns"]).clip(lower=0)
-    out["idle_frac"] = out["idle_ns"] / out["span_ns"].where(out["span_ns"] > 0)
-    return out
+    busy = _busy(gid, start, end, n)
+    out = {"kernels": kernels, "start_ns": starts, "end_ns": ends,
+           "kernel_ns": np.bincount(gid, weights=dur, minlength=n), **known_sums(rows, gid, n),
+           "busy_ns": busy,
+           "bytes_source": source_labels(rows["bytes_src"].to_numpy(), gid, n),
+           "flops_source": source_labels(rows["flops_src"].to_numpy(), gid, n)}
+    out.update(coverages(out))
+    span = ends - starts
+    out["span_ns"] = span
+    out.update(idle_columns(span, busy))
+    return out, sizes.index, gid
+
+
+def idle_columns(span: np.ndarray, busy: np.ndarray) -> dict[str, np.ndarray]:
+    """idle_ns = span - busy (never below 0) and idle_frac = idle / span (null where no span)."""
+    idle = span - busy
+    idle = np.where((idle >= 0) | np.isnan(idle), idle, 0.0)  # (pandas' clip(lower=0): -0.0 kept)
+    return {"idle_ns": idle, "idle_frac": idle / where_positive(span)}
 
 
 def known_sums(rows: pd.DataFrame, gid: np.ndarray, n: int) -> dict[str, np.ndarray]:
@@ -285,18 +300,13 @@ class _MaskedSums:
 SUM_COLUMNS = ("bytes_ns", "flops_ns", "both_ns", "hbm_known_ns", "hbm_ns", "compute_ns")
 
 
-def add_coverage(out: pd.DataFrame) -> pd.DataFrame:
-    """bytes_coverage, flops_coverage, ai_coverage (0..1, null where nothing could have the
-    quantity, e.g. FLOPs of a group of copies) and ai, from the known_sums columns."""
-    # on the columns' arrays: a group table has a few rows, and each pandas operation on them cost
-    # more than the arithmetic (the summary makes ~6 of these tables)
+def coverages(sums) -> dict[str, np.ndarray]:
+    """Per group, bytes_coverage, flops_coverage, ai_coverage (0..1, null where nothing could have
+    the quantity, e.g. FLOPs of a group of copies) and ai, from the known_sums columns (arrays)."""
     def share(num, den):
-        return floats(out[num]) / where_positive(floats(out[den]))
-    out["bytes_coverage"] = share("hbm_known_ns", "hbm_ns")
-    out["flops_coverage"] = share("flops_ns", "compute_ns")
-    out["ai_coverage"] = share("both_ns", "compute_ns")
-    out["ai"] = share("both_flops", "both_bytes")
-    return out
+        return np.asarray(sums[num], dtype="float64") / where_positive(np.asarray(sums[den], dtype="float64"))
+    return {"bytes_coverage": share("hbm_known_ns", "hbm_ns"), "flops_coverage": share("flops_ns", "compute_ns"),
+            "ai_coverage": share("both_ns", "compute_ns"), "ai": share("both_flops", "both_bytes")}
 
 
 def where_positive(a: np.ndarray) -> np.ndarray:
@@ -304,35 +314,49 @@ def where_positive(a: np.ndarray) -> np.ndarray:
     return np.where(a > 0, a, np.nan)
 
 
-def coverage_status(coverage: pd.Series) -> pd.Series:
-    """"verdict" (coverage >= VERDICT_COVERAGE), "lower bound" (>= MIN_COVERAGE) or "unknown"."""
-    c = coverage.astype("float64").to_numpy()
-    status = np.where(c >= VERDICT_COVERAGE, "verdict", np.where(c >= MIN_COVERAGE, "lower bound", "unknown"))
-    return pd.Series(status, index=coverage.index, dtype=object)
+_RATE_INPUTS = ("span_ns", "flops", "bytes", "flops_coverage", "bytes_coverage")
+_STATUS = ("mfu_status", "mbu_status")  # object columns of text
 
 
-def _rates(out: pd.DataFrame, peak_flops, peak_bw) -> pd.DataFrame:
-    """Span rates of a step or phase: known work / span, null where the work covers less than
-    MIN_COVERAGE of the kernel time; `*_status` says whether each is a verdict or a lower bound."""
-    span_s = out["span_ns"].where(out["span_ns"] > 0) / 1e9
-    kf = out["flops_coverage"] >= MIN_COVERAGE
-    kb = out["bytes_coverage"] >= MIN_COVERAGE
-    out["tflops"] = (out["flops"] / span_s / 1e12).where(kf)
-    out["tbps"] = (out["bytes"] / span_s / 1e12).where(kb)
-    out["mfu"] = (out["flops"] / span_s / peak_flops).where(kf) if peak_flops else np.nan
-    out["mbu"] = (out["bytes"] / span_s / peak_bw).where(kb) if peak_bw else np.nan
-    out["mfu_status"] = coverage_status(out["flops_coverage"])
-    out["mbu_status"] = coverage_status(out["bytes_coverage"])
-    return out
+def _frame(columns: dict, index: pd.Index) -> pd.DataFrame:
+    """One frame of the arrays, the statuses kept as object columns (as `_rates` adds them)."""
+    return pd.DataFrame({k: pd.Series(v, index=index, dtype=object) if k in _STATUS else v
+                         for k, v in columns.items()}, index=index)
+
+
+def rate_arrays(cols, peak_flops, peak_bw) -> dict[str, np.ndarray]:
+    """Span rates of steps or phases from the `_RATE_INPUTS` columns (float arrays): known work /
+    span, null where the work covers less than MIN_COVERAGE of the kernel time; `*_status` says
+    whether each is a verdict or a lower bound."""
+    span_s = where_positive(cols["span_ns"]) / 1e9
+    flops_cov, bytes_cov = cols["flops_coverage"], cols["bytes_coverage"]
+    kf, kb = flops_cov >= MIN_COVERAGE, bytes_cov >= MIN_COVERAGE
+    flops_s, bytes_s = cols["flops"] / span_s, cols["bytes"] / span_s
+    nan = np.full(len(span_s), np.nan)
+    return {"tflops": np.where(kf, flops_s / 1e12, np.nan), "tbps": np.where(kb, bytes_s / 1e12, np.nan),
+            "mfu": np.where(kf, flops_s / peak_flops, np.nan) if peak_flops else nan,
+            "mbu": np.where(kb, bytes_s / peak_bw, np.nan) if peak_bw else nan.copy(),
+            "mfu_status": _status(flops_cov), "mbu_status": _status(bytes_cov)}
+
+
+def _status(c: np.ndarray) -> np.ndarray:
+    return np.where(c >= VERDICT_COVERAGE, "verdict", np.where(c >= MIN_COVERAGE, "lower bound", "unknown")).astype(object)
 
 
 def _bound(ai: pd.Series, ridge: float | None, coverage: pd.Series | None = None) -> pd.Series:
     """memory/compute from the AI; None without a ridge, or where the AI covers less than
     VERDICT_COVERAGE of the kernel time (a verdict on a sliver of the time is no verdict)."""
+    values = _bound_values(ai.to_numpy(dtype="float64", na_value=np.nan), ridge,
+                           None if coverage is None else coverage.to_numpy(dtype="float64", na_value=np.nan))
+    return pd.Series(values, index=ai.index, dtype=object)
+
+
+def _bound_values(ai: np.ndarray, ridge: float | None, coverage: np.ndarray | None = None) -> np.ndarray:
+    """`_bound` of arrays, as an object array."""
     if not ridge:
-        return pd.Series([None] * len(ai), index=ai.index, dtype=object)
-    judged = ai.notna() if coverage is None else ai.notna() & (coverage >= VERDICT_COVERAGE)
-    return pd.Series(np.where(judged, np.where(ai < ridge, "memory", "compute"), None), index=ai.index, dtype=object)
+        return np.full(len(ai), None, dtype=object)
+    judged = ~np.isnan(ai) if coverage is None else ~np.isnan(ai) & (coverage >= VERDICT_COVERAGE)
+    return np.where(judged, np.where(ai < ridge, "memory", "compute"), None).astype(object)
 
 
 def step_meta(meta: dict) -> pd.DataFrame:
@@ -360,7 +384,7 @@ def labelled(timed: pd.DataFrame) -> pd.DataFrame:
     return timed.assign(phase=phase)
 
 
-# What `_group_stats` and the step and phase tables read of the prepared rows.
+# What `_stat_arrays` and the step and phase tables read of the prepared rows.
 _STAT_COLUMNS = ("rank", "phase", "step", "kind", "start_ns", "end_ns", "dur_ns", "bytes", "work_flops",
                  "copy_class", "bytes_src", "flops_src", "_prepared")
 
@@ -378,8 +402,9 @@ def step_table(timed: pd.DataFrame, meta: dict, peak_flops=None, peak_bw=None, r
     keys = (["rank"] if "rank" in rows.columns and rows["rank"].notna().any() else []) + ["phase", "step"]
     if rows.empty:
         return pd.DataFrame(columns=keys + ["kernels", "span_ns", "busy_ns", "idle_ns", "mbu", "mfu"])
-    out = _group_stats(rows, keys)
-    out = _rates(out, peak_flops, peak_bw).reset_index()
+    columns, index, _ = _stat_arrays(rows, keys)
+    columns.update(rate_arrays({c: np.asarray(columns[c], dtype="float64") for c in _RATE_INPUTS}, peak_flops, peak_bw))
+    out = _frame(columns, index).reset_index()
     out["step"] = out["step"].astype("int64")
     sm = step_meta(meta)
     out = out.merge(sm, on=["phase", "step"], how="left") if not sm.empty else out.assign(
@@ -400,53 +425,68 @@ def phase_table(timed: pd.DataFrame, steps: pd.DataFrame, meta: dict, peak_flops
     if "rank" in rows.columns and rows["rank"].notna().any():
         # Multi-rank: the phase table is rank 0's (or the lowest rank's); per-rank tables are separate.
         rows = rows[rows["rank"] == rows["rank"].min()]
-    per_step = _group_stats(rows, ["phase", "_step"]).reset_index()
-    g = per_step.groupby("phase", sort=False)
-    # two grouped sums over all the columns (each column summed as alone: the same numbers)
-    sums = g[["kernels", "span_ns", "busy_ns", "kernel_ns", *SUM_COLUMNS]].sum()
-    known = g[["flops", "bytes", "both_flops", "both_bytes"]].sum(min_count=1)
-    out = pd.DataFrame({
-        # rows outside any step (_step -1) are timed with the phase but are not a step
-        "steps": (per_step["_step"] >= 0).groupby(per_step["phase"], sort=False).sum(),
-        "kernels": sums["kernels"],
-        "span_ns": sums["span_ns"],
-        "busy_ns": sums["busy_ns"],
-        "kernel_ns": sums["kernel_ns"],
-        "flops": known["flops"],
-        "bytes": known["bytes"],
-        "first_ns": g["start_ns"].min(),
-        **{c: sums[c] for c in SUM_COLUMNS},
-        "both_flops": known["both_flops"],
-        "both_bytes": known["both_bytes"],
-    })
-    add_coverage(out)
+    per_step, index, gid = _stat_arrays(rows, ["phase", "_step"])
+    # each (phase, step) group's phase, numbered as `groupby("phase", sort=False)` numbers them
+    step_phase = index.get_level_values("phase")
+    pcode, _ = pd.factorize(step_phase)
+    phases = step_phase.take(first_rows(pcode))
+    k = len(phases)
+    # the float sums as pandas makes them (compensated: two grouped sums over all the columns, each
+    # summed as alone), the integer ones and the first start exactly, in NumPy
+    g = pd.DataFrame({c: per_step[c] for c in ("busy_ns", "kernel_ns", *SUM_COLUMNS, *_KNOWN)}).groupby(pcode, sort=False)
+    sums = g[["busy_ns", "kernel_ns", *SUM_COLUMNS]].sum()
+    known = g[list(_KNOWN)].sum(min_count=1)
+    # rows outside any step (_step -1) are timed with the phase but are not a step
+    out = {"steps": _int_sums(pcode, index.get_level_values("_step").to_numpy() >= 0, k),
+           "kernels": _int_sums(pcode, per_step["kernels"], k), "span_ns": _int_sums(pcode, per_step["span_ns"], k),
+           "busy_ns": sums["busy_ns"].to_numpy(), "kernel_ns": sums["kernel_ns"].to_numpy(),
+           "flops": known["flops"].to_numpy(), "bytes": known["bytes"].to_numpy(),
+           **{c: sums[c].to_numpy() for c in SUM_COLUMNS},
+           "both_flops": known["both_flops"].to_numpy(), "both_bytes": known["both_bytes"].to_numpy()}
+    first_ns = np.full(k, np.iinfo(np.int64).max)
+    np.minimum.at(first_ns, pcode, per_step["start_ns"])
+    out.update(coverages(out))
     # Work outside every step window (before the first, between, after the last: rooftop.steps) is no
     # step, and its pieces lie between steps: no step count, no span across the run, its GPU time only.
-    outside = out.index.isin(OUTSIDE_STEPS)
-    out.loc[outside, "steps"] = 0
-    out.loc[outside, "span_ns"] = out.loc[outside, "busy_ns"]
-    out["bytes_source"] = _combine_sources(rows["bytes_src"], ["phase"], rows).reindex(out.index)
-    out["flops_source"] = _combine_sources(rows["flops_src"], ["phase"], rows).reindex(out.index)
-    out["idle_ns"] = (out["span_ns"] - out["busy_ns"]).clip(lower=0)
-    out["idle_frac"] = out["idle_ns"] / out["span_ns"].where(out["span_ns"] > 0)
-    out = _rates(out, peak_flops, peak_bw)
+    outside = np.asarray(phases.isin(OUTSIDE_STEPS), dtype=bool)
+    if outside.any():
+        out["steps"] = np.where(outside, 0, out["steps"])
+        out["span_ns"] = np.where(outside, out["busy_ns"], out["span_ns"]).astype(out["span_ns"].dtype)
+    row_phase = pcode[gid]
+    out["bytes_source"] = source_labels(rows["bytes_src"].to_numpy(), row_phase, k)
+    out["flops_source"] = source_labels(rows["flops_src"].to_numpy(), row_phase, k)
+    span = out["span_ns"]
+    out.update(idle_columns(span, out["busy_ns"]))
+    out.update(rate_arrays({c: np.asarray(out[c], dtype="float64") for c in _RATE_INPUTS}, peak_flops, peak_bw))
     # Tokens: from step metadata where the steps carry it.
     if not steps.empty and "tokens" in steps:
         tok = steps.groupby("phase")["tokens"].sum(min_count=1)
-        out["tokens"] = tok.reindex(out.index)
+        out["tokens"] = tok.reindex(phases).to_numpy(dtype="float64", na_value=np.nan)
     else:
-        out["tokens"] = np.nan
-    out["tokens_per_s"] = out["tokens"] / (out["span_ns"].where(out["span_ns"] > 0) / 1e9)
+        out["tokens"] = np.full(k, np.nan)
+    out["tokens_per_s"] = out["tokens"] / (where_positive(span) / 1e9)
     if not steps.empty and "model_mbu" in steps:
         # Span-weighted mean of the per-step model MBU = total model bytes / total span / peak.
         w = steps.dropna(subset=["model_mbu"])
         mm = (w["model_mbu"] * w["span_ns"]).groupby(w["phase"]).sum() / w.groupby("phase")["span_ns"].sum()
-        out["model_mbu"] = mm.reindex(out.index)
+        out["model_mbu"] = mm.reindex(phases).to_numpy(dtype="float64", na_value=np.nan)
     else:
-        out["model_mbu"] = np.nan
-    out["bound"] = _bound(out["ai"], ridge, out["ai_coverage"])
-    out = out.sort_values("first_ns").drop(columns=["first_ns"])
-    return out.reset_index().rename(columns={"index": "phase"})
+        out["model_mbu"] = np.full(k, np.nan)
+    out["bound"] = _bound_values(out["ai"], ridge, out["ai_coverage"])
+    order = np.argsort(first_ns, kind="quicksort")  # (what `sort_values("first_ns")` does)
+    objects = _STATUS + ("bound",)
+    return pd.DataFrame({"phase": phases.take(order),
+                         **{c: pd.Series(v[order], dtype=object) if c in objects else v[order] for c, v in out.items()}})
+
+
+_KNOWN = ("flops", "bytes", "both_flops", "both_bytes")  # sums that are null where no row knows them
+
+
+def _int_sums(codes: np.ndarray, values, n: int) -> np.ndarray:
+    """Per code, the exact int64 sum of `values` (integers or booleans)."""
+    out = np.zeros(n, dtype=np.int64)
+    np.add.at(out, codes, np.asarray(values, dtype=np.int64))
+    return out
 
 
 def per_rank_steps(steps: pd.DataFrame) -> pd.DataFrame | None:
