@@ -11,7 +11,7 @@ import pytest
 
 from rooftop.analysis.attention import _attention_path, matches
 from rooftop.analysis.ceilings import group_peak
-from rooftop.analysis.metrics import COMPUTE, LINK_COPY, grouped, known_sums
+from rooftop.analysis.metrics import COMPUTE, LINK_COPY, grouped, known_sums, step_meta
 from rooftop.report import _clean, records
 from rooftop.summary import _json_text, _records_text
 
@@ -247,3 +247,34 @@ def test_split_runtime_cuts_slices_of_rows_stored_in_its_order():
     assert a.sort_values("id").reset_index(drop=True).equals(b.sort_values("id").reset_index(drop=True))
     assert list(a["name"].cat.categories) == ["gemm", "HtoD", "softmax", "step=1"]
     assert host["name"].astype(object).tolist() == other_host["name"].astype(object).tolist()
+
+
+def _step_meta_by_pandas(meta):
+    """What `step_meta` was: a frame of the entries, each number column through `pd.to_numeric`."""
+    rows = [{"phase": s.get("phase"), "step": s.get("index", s.get("step")), "batch": s.get("batch"),
+             "new_tokens": s.get("new_tokens"), "tokens": s.get("tokens", s.get("new_tokens")),
+             "context": s.get("context")} for s in meta.get("steps") or [] if isinstance(s, dict)]
+    frame = pd.DataFrame(rows, columns=["phase", "step", "batch", "new_tokens", "tokens", "context"])
+    for c in frame.columns[1:]:
+        frame[c] = pd.to_numeric(frame[c], errors="coerce")
+    return frame.drop_duplicates(["phase", "step"])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_step_meta_reads_the_entries_as_pandas_does(seed):
+    rng = np.random.default_rng(seed)
+    # mostly plain numbers (the arrays' path), sometimes what only pandas' conversion reads
+    odd = [None, "12", "x", True, 2 ** 70, 1.5, float("nan")] if seed % 3 else [None, 2.5]
+    phases = ["decode", "prefill"] + ([None, 7] if seed % 4 == 0 else [])
+
+    def value():
+        return int(rng.integers(0, 100)) if rng.random() < 0.8 else odd[int(rng.integers(len(odd)))]
+    steps = []
+    for i in range(int(rng.integers(0, 30))):
+        s = {"phase": phases[int(rng.integers(len(phases)))], "index" if rng.random() < 0.9 else "step": value()}
+        for k in ("batch", "new_tokens", "tokens", "context"):
+            if rng.random() < 0.7:
+                s[k] = value()
+        steps.append(s)
+    meta = {"steps": steps}
+    pd.testing.assert_frame_equal(step_meta(meta), _step_meta_by_pandas(meta), check_exact=True)

@@ -172,7 +172,7 @@ class Analysis:
     # --- stalls ---------------------------------------------------------------------------------
     @cached_property
     def has_counters(self) -> bool:
-        return not stalls.with_counters(self.timed).empty
+        return bool(stalls.counted(self.timed).any())
 
     def stalls(self, by: str = "phase") -> pd.DataFrame | None:
         return stalls.stall_shares(self.timed, by)

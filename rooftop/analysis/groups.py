@@ -80,7 +80,12 @@ def top_by_weight(gid: np.ndarray, values, weight: np.ndarray, n: int,
     distinct values the group holds. A missing value counts as one of them unless `dropna` (then a
     group of missing values only has NaN). Counted with bincounts over (group, value code) pairs,
     not a groupby on the values: a million object keys cost ~150 MB of hashing at 1M kernels."""
-    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype) and (len(values.cat.categories) + 1) * n <= 1 << 21:
+        # a categorical's own codes (no hashing of every row; an unused category is never present),
+        # where its categories are few enough for the (group, value) table
+        codes, uniques = values.cat.codes.to_numpy(), values.cat.categories
+    else:
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
     k = len(uniques) + 1  # the last code is "missing"
     codes = np.where(codes < 0, k - 1, codes).astype(np.int64)
     pair = gid.astype(np.int64) * k + codes

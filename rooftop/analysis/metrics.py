@@ -72,7 +72,7 @@ def copy_class(rows: pd.DataFrame) -> np.ndarray:
     out = np.zeros(len(rows), np.int8)
     if "kind" not in rows or not len(rows):
         return out
-    copies = np.flatnonzero(rows["kind"].isin(["memcpy", "memset"]).to_numpy(dtype=bool))
+    copies = np.flatnonzero(is_copy(rows))
     if len(copies):
         out[copies] = DEVICE_COPY
         codes, uniq = pd.factorize(rows["name"].iloc[copies].astype(object)) if "name" in rows else \
@@ -187,18 +187,41 @@ def _sorted_by(gid: np.ndarray, start: np.ndarray) -> bool:
 
 def _busy(gid: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
     """Union of [start, end) intervals per group: sort by (group, start), running max of ends."""
-    if _sorted_by(gid, start):  # (steps and phases follow each other in time: usually so already)
-        g, s, e = gid, start.astype("float64"), end.astype("float64")
-    else:
+    if not _sorted_by(gid, start):  # (steps and phases follow each other in time: usually so already)
         order = np.lexsort((start, gid))
-        g, s, e = gid[order], start[order].astype("float64"), end[order].astype("float64")
-    run_end = pd.Series(e).groupby(g).cummax().to_numpy()
+        gid, start, end = gid[order], start[order], end[order]
+    g, s, e = gid, start.astype("float64"), end.astype("float64")
+    run_end = _running_max(g, end, e)
     prev = np.empty_like(run_end)
     prev[0] = -np.inf
     prev[1:] = run_end[:-1]
     prev[np.r_[True, g[1:] != g[:-1]]] = -np.inf  # first interval of each group
     contrib = np.clip(e - np.maximum(s, prev), 0, None)
     return np.bincount(g, weights=contrib, minlength=n)
+
+
+def _running_max(g: np.ndarray, end: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """The running maximum of `e` (the float64 of integer `end`) within each run of equal, ascending
+    group numbers `g`: one accumulate over integers lifted by group (exact, and the same floats,
+    since the conversion keeps order), where they cannot overflow; else pandas' grouped cummax."""
+    if len(end) and end.dtype.kind == "i" and (len(g) < 2 or bool(np.all(g[1:] >= g[:-1]))):
+        lo, width = int(end.min()), int(end.max()) - int(end.min()) + 1
+        if (int(g[-1]) + 1) * width < 1 << 62:
+            lift = g.astype(np.int64) * width
+            return (np.maximum.accumulate(end - lo + lift) - lift + lo).astype("float64")
+    return pd.Series(e).groupby(g).cummax().to_numpy()
+
+
+def is_copy(rows: pd.DataFrame) -> np.ndarray:
+    """Per row: a memcpy or memset (from a categorical's codes: no object per row)."""
+    kind = rows["kind"]
+    if isinstance(kind.dtype, pd.CategoricalDtype):
+        hit = np.append(np.isin(np.asarray(kind.cat.categories, dtype=object), COPY_KINDS), False)
+        return hit[kind.cat.codes.to_numpy()]  # code -1 (missing) picks the trailing False
+    return kind.astype(object).isin(COPY_KINDS).to_numpy()
+
+
+COPY_KINDS = ("memcpy", "memset")
 
 
 def _stat_arrays(rows: pd.DataFrame, keys: list[str]) -> tuple[dict, pd.Index, np.ndarray]:
@@ -212,7 +235,7 @@ def _stat_arrays(rows: pd.DataFrame, keys: list[str]) -> tuple[dict, pd.Index, n
     n = len(sizes)
     kernels = sizes.to_numpy()
     # A kernel count never includes copies (on a CPU-only run the timed ops are what is counted).
-    copies = rows["kind"].astype(object).isin(("memcpy", "memset")).to_numpy() if "kind" in rows.columns else None
+    copies = is_copy(rows) if "kind" in rows.columns else None
     if copies is not None and copies.any():
         kernels = kernels - np.bincount(gid, weights=copies, minlength=n).astype(np.int64)
     start, end, dur = rows["start_ns"].to_numpy(), rows["end_ns"].to_numpy(), rows["dur_ns"].to_numpy()
@@ -361,19 +384,43 @@ def _bound_values(ai: np.ndarray, ridge: float | None, coverage: np.ndarray | No
 
 def step_meta(meta: dict) -> pd.DataFrame:
     """The `steps` metadata (batch, new tokens, context per step) as a frame keyed by phase/step."""
-    steps = meta.get("steps") or []
-    rows = []
-    for s in steps:
-        if not isinstance(s, dict):
-            continue
-        rows.append({"phase": s.get("phase"), "step": s.get("index", s.get("step")), "batch": s.get("batch"),
-                     "new_tokens": s.get("new_tokens"), "tokens": s.get("tokens", s.get("new_tokens")),
-                     "context": s.get("context")})
-    cols = ["phase", "step", "batch", "new_tokens", "tokens", "context"]
-    frame = pd.DataFrame(rows, columns=cols)
-    for c in cols[1:]:
-        frame[c] = pd.to_numeric(frame[c], errors="coerce")
+    steps = [s for s in meta.get("steps") or [] if isinstance(s, dict)]
+    frame = step_records(steps, {"phase": lambda s: s.get("phase"), "step": lambda s: s.get("index", s.get("step")),
+                                 "batch": lambda s: s.get("batch"), "new_tokens": lambda s: s.get("new_tokens"),
+                                 "tokens": lambda s: s.get("tokens", s.get("new_tokens")),
+                                 "context": lambda s: s.get("context")})
     return frame.drop_duplicates(["phase", "step"])
+
+
+def step_records(steps: list[dict], fields: dict) -> pd.DataFrame:
+    """One row per step entry, one column per field (`fields`: name -> how it is read from an
+    entry): "phase" as given, every other column `pd.to_numeric` (errors null) of what a frame of
+    the entries holds. Made from arrays where the phases are text and every number a plain int or
+    float (what writers store: a long run has thousands of steps); pandas' own way otherwise."""
+    values = {name: [get(s) for s in steps] for name, get in fields.items()}
+    numbers = _plain_numbers({k: v for k, v in values.items() if k != "phase"}) if steps else None
+    if numbers is not None and all(type(p) is str for p in values["phase"]):
+        return pd.DataFrame({"phase": pd.array(values["phase"], dtype="str"), **numbers})
+    frame = pd.DataFrame([dict(zip(values, row)) for row in zip(*values.values())], columns=list(fields))
+    for c in frame.columns[1:]:
+        frame[c] = pd.to_numeric(frame[c], errors="coerce")
+    return frame
+
+
+def _plain_numbers(columns: dict[str, list]) -> dict[str, np.ndarray] | None:
+    """Each list as `pd.to_numeric` makes a frame's column of it: int64 where every value is an int,
+    float64 (NaN for None) where each is an int, a float or None; None if any value is something
+    else (text, a bool) or an int past int64."""
+    out = {}
+    for name, vals in columns.items():
+        kinds = set(map(type, vals))
+        if not kinds <= {int, float, type(None)}:
+            return None
+        if int in kinds and any(type(v) is int and not -(1 << 63) <= v < 1 << 63 for v in vals):
+            return None
+        out[name] = np.array(vals, dtype=np.int64) if kinds == {int} else \
+            np.array([np.nan if v is None else v for v in vals], dtype="float64")
+    return out
 
 
 def labelled(timed: pd.DataFrame) -> pd.DataFrame:

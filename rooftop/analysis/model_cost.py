@@ -27,6 +27,7 @@ import pandas as pd
 
 from ..devices import trace_dtype
 from ..models import FORMATS, ModelConfig, ModelSpec, weight_format
+from .metrics import step_records
 
 STEP_COLUMNS = ("model_weight_bytes", "model_kv_read_bytes", "model_kv_write_bytes", "model_bytes", "model_flops",
                 "experts_touched", "model_mbu", "model_mbu_busy", "model_mfu", "model_mfu_busy", "model_ideal_ns",
@@ -178,11 +179,10 @@ def step_flops(spec: ModelSpec, tokens, groups: list[tuple]) -> np.ndarray:
 def _meta_workload(meta: dict) -> pd.DataFrame:
     """Every workload key the step metadata carries, keyed by (phase, step)."""
     keys = ("batch", "new_tokens", "context", "prefill_requests", "prefill_tokens", "decode_requests", "decode_tokens")
-    rows = [{"phase": s.get("phase"), "step": s.get("index", s.get("step")), **{k: s.get(k) for k in keys}}
-            for s in (meta.get("steps") or []) if isinstance(s, dict)]
-    frame = pd.DataFrame(rows, columns=["phase", "step", *keys])
-    for k in ("step", *keys):
-        frame[k] = pd.to_numeric(frame[k], errors="coerce").astype("float64")
+    steps = [s for s in meta.get("steps") or [] if isinstance(s, dict)]
+    frame = step_records(steps, {"phase": lambda s: s.get("phase"), "step": lambda s: s.get("index", s.get("step")),
+                                 **{k: (lambda s, k=k: s.get(k)) for k in keys}})
+    frame = frame.astype({k: "float64" for k in ("step", *keys)})
     return frame.dropna(subset=["step"]).drop_duplicates(["phase", "step"])
 
 

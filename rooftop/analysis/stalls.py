@@ -6,6 +6,7 @@ it is part of the partition of cycles per issued instruction, so it is kept, as 
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ..trace import STALL_COLUMNS, STALL_REASONS
@@ -36,10 +37,18 @@ STALL_MEANING = {
 
 def with_counters(rows: pd.DataFrame) -> pd.DataFrame:
     """Rows that carry at least one stall reason."""
-    present = [c for c in STALL_COLUMNS if c in rows.columns]
-    if not present:
+    if not any(c in rows.columns for c in STALL_COLUMNS):
         return rows.iloc[0:0]
-    return rows[rows[present].notna().any(axis=1)]
+    return rows[counted(rows)]
+
+
+def counted(rows: pd.DataFrame) -> np.ndarray:
+    """Per row: whether it carries at least one stall reason (column by column: no frame of them)."""
+    mask = np.zeros(len(rows), dtype=bool)
+    for c in STALL_COLUMNS:
+        if c in rows.columns:
+            mask |= rows[c].notna().to_numpy(dtype=bool)
+    return mask
 
 
 def kernel_shares(rows: pd.DataFrame) -> pd.DataFrame:
