@@ -75,7 +75,15 @@ def _clean_column(col: pd.Series) -> list:
             return out
         if col.dtype.kind in "iub":
             return col.to_numpy().tolist()
-    return [_clean(v) for v in col]
+    if isinstance(col.dtype, pd.CategoricalDtype):  # each category cleaned once
+        cleaned = [_clean(v) for v in col.cat.categories.to_numpy(dtype=object)] + [None]
+        return [cleaned[c] for c in col.cat.codes.to_numpy().tolist()]  # (code -1: the trailing None)
+    if isinstance(col.dtype, pd.StringDtype):  # text stays text; missing is None
+        return col.to_numpy(dtype=object, na_value=None).tolist()
+    values = col.to_numpy(dtype=object).tolist()
+    if all(v is None or type(v) is str for v in values):  # (what `_clean` leaves as it is)
+        return values
+    return [_clean(v) for v in values]
 
 
 def totals(timed: pd.DataFrame, span: int) -> dict:
@@ -111,8 +119,13 @@ def top_kernels(a: Analysis, top: int) -> list[dict]:
         # the display name of the first launch of each whole name (looked up for the top ones only:
         # pairing a million names with their short names cost more than the rest of the table)
         names, short = timed["name"], timed["short_name"]
-        for r in rows:
-            hit = (names == r["key"]).to_numpy(dtype=bool, na_value=False)
+        if isinstance(names.dtype, pd.CategoricalDtype):  # compared on the codes (no text per row)
+            codes = names.cat.codes.to_numpy()
+            wanted = names.cat.categories.get_indexer([r["key"] for r in rows])
+            hits = [codes == c if c >= 0 else np.zeros(len(codes), dtype=bool) for c in wanted.tolist()]
+        else:
+            hits = [(names == r["key"]).to_numpy(dtype=bool, na_value=False) for r in rows]
+        for r, hit in zip(rows, hits):
             first = int(hit.argmax())
             r["short_name"] = _clean(short.iloc[first]) if hit[first] else None
     return rows

@@ -154,6 +154,10 @@ def test_records_column_by_column_are_the_per_value_clean():
         "o": np.array(["x", None, np.nan, 3, 2.5], dtype=object),
         "c": pd.Categorical(["p", None, "q", "p", "q"]),
         "f32": np.array([0.1, np.nan, 2, 3, 4], dtype=np.float32),
+        "s": pd.array(["a", None, "b", "a", "c"], dtype="str"),  # pandas 3's text
+        "t": pd.Series(["x", None, "y", "x", "z"], dtype=object),  # text and None only
+        "ci": pd.Categorical([3, None, 4, 3, 4]),
+        "cn": pd.Categorical([np.float64(2.5), 3.0, None, 2.5, 3.0]),
     })
     keys = list(frame.columns) + ["absent"]
     want = [{k: _clean(v) for k, v in zip(frame.columns, row)} for row in frame.itertuples(index=False, name=None)]

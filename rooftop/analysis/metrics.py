@@ -392,18 +392,23 @@ def step_meta(meta: dict) -> pd.DataFrame:
     return frame.drop_duplicates(["phase", "step"])
 
 
-def step_records(steps: list[dict], fields: dict) -> pd.DataFrame:
+def step_records(steps: list[dict], fields: dict, floats: bool = False) -> pd.DataFrame:
     """One row per step entry, one column per field (`fields`: name -> how it is read from an
-    entry): "phase" as given, every other column `pd.to_numeric` (errors null) of what a frame of
-    the entries holds. Made from arrays where the phases are text and every number a plain int or
-    float (what writers store: a long run has thousands of steps); pandas' own way otherwise."""
+    entry): "phase" as given, every other column `pd.to_numeric` (errors null; then float64 if
+    `floats`) of what a frame of the entries holds. Made from arrays where the phases are text and
+    every number a plain int or float (what writers store: a long run has thousands of steps);
+    pandas' own way otherwise."""
     values = {name: [get(s) for s in steps] for name, get in fields.items()}
     numbers = _plain_numbers({k: v for k, v in values.items() if k != "phase"}) if steps else None
     if numbers is not None and all(type(p) is str for p in values["phase"]):
+        if floats:
+            numbers = {k: v.astype("float64") for k, v in numbers.items()}
         return pd.DataFrame({"phase": pd.array(values["phase"], dtype="str"), **numbers})
     frame = pd.DataFrame([dict(zip(values, row)) for row in zip(*values.values())], columns=list(fields))
     for c in frame.columns[1:]:
         frame[c] = pd.to_numeric(frame[c], errors="coerce")
+        if floats:
+            frame[c] = frame[c].astype("float64")
     return frame
 
 

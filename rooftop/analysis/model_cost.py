@@ -177,19 +177,29 @@ def step_flops(spec: ModelSpec, tokens, groups: list[tuple]) -> np.ndarray:
 
 # --- steps and phases -----------------------------------------------------------------------------
 def _meta_workload(meta: dict) -> pd.DataFrame:
-    """Every workload key the step metadata carries, keyed by (phase, step)."""
-    keys = ("batch", "new_tokens", "context", "prefill_requests", "prefill_tokens", "decode_requests", "decode_tokens")
+    """Every workload key the step metadata carries, one row per step entry (float64; phase as given)."""
     steps = [s for s in meta.get("steps") or [] if isinstance(s, dict)]
-    frame = step_records(steps, {"phase": lambda s: s.get("phase"), "step": lambda s: s.get("index", s.get("step")),
-                                 **{k: (lambda s, k=k: s.get(k)) for k in keys}})
-    frame = frame.astype({k: "float64" for k in ("step", *keys)})
-    return frame.dropna(subset=["step"]).drop_duplicates(["phase", "step"])
+    return step_records(steps, {"phase": lambda s: s.get("phase"), "step": lambda s: s.get("index", s.get("step")),
+                                **{k: (lambda s, k=k: s.get(k)) for k in WORKLOAD_FIELDS}}, floats=True)
 
 
-def _col(frame: pd.DataFrame, name: str) -> np.ndarray:
-    if name not in frame:
-        return np.full(len(frame), np.nan)
-    return np.array(frame[name].to_numpy(dtype="float64", na_value=np.nan), dtype="float64", copy=True)
+WORKLOAD_FIELDS = ("batch", "new_tokens", "context", "prefill_requests", "prefill_tokens", "decode_requests",
+                   "decode_tokens")
+
+
+def _workload_columns(steps: pd.DataFrame, meta: dict) -> dict[str, np.ndarray]:
+    """Per row of the step table, each workload field of its step's metadata entry (the first entry
+    with that phase and step number; NaN where none has one), as new arrays."""
+    wl = _meta_workload(meta)
+    row_of: dict = {}
+    for i, key in enumerate(zip(wl["phase"].astype(object).tolist(), wl["step"].tolist())):
+        if not np.isnan(key[1]):
+            row_of.setdefault(key, i)
+    at = np.array([row_of.get(key, -1) for key in zip(steps["phase"].astype(object).tolist(),
+                                                      steps["step"].astype("float64").tolist())], dtype=np.int64)
+    found = at >= 0
+    return {k: np.where(found, wl[k].to_numpy(dtype="float64")[at.clip(0)] if len(wl) else np.nan, np.nan)
+            for k in WORKLOAD_FIELDS}
 
 
 @dataclass
@@ -215,15 +225,10 @@ class _Resolved:
 
 def _resolve(steps: pd.DataFrame, meta: dict, workload: Workload, has_model: bool) -> _Resolved:
     n = len(steps)
-    wl = _meta_workload(meta)
-    if not wl.empty:
-        key = pd.MultiIndex.from_arrays([steps["phase"].astype(object), steps["step"].astype("float64")])
-        wl = wl.set_index(["phase", "step"]).reindex(key)
-    else:
-        wl = pd.DataFrame(index=range(n))
-    batch, new, ctx = _col(wl, "batch"), _col(wl, "new_tokens"), _col(wl, "context")
-    p_req, p_tok, d_req, d_tok = (_col(wl, k) for k in ("prefill_requests", "prefill_tokens", "decode_requests",
-                                                         "decode_tokens"))
+    wl = _workload_columns(steps, meta)
+    batch, new, ctx = wl["batch"], wl["new_tokens"], wl["context"]
+    p_req, p_tok, d_req, d_tok = (wl[k] for k in ("prefill_requests", "prefill_tokens", "decode_requests",
+                                                  "decode_tokens"))
     filled = np.zeros(n, bool)
     split = ~np.isnan(p_req) | ~np.isnan(d_req)  # engine markers: prefill and decode requests apart
     # Flags fill what the trace does not say (never override it).
