@@ -21,10 +21,9 @@ import numpy as np
 
 from ._jsonstream import DECODER
 
-try:
-    import msgspec
-except ImportError:  # the exact path alone still reads every file, only slower
-    msgspec = None
+# msgspec is imported, and the typed path's types made, on the first batch that needs them
+# (`_typed`): ~20 ms that a read by the compiled decoder never spends before its workers start.
+msgspec: Any = ...  # (...: not imported yet; None: not installed, the exact path alone reads every file)
 
 try:
     from . import _kineto_fast
@@ -207,51 +206,68 @@ class _Inexact(Exception):
     """A typed batch whose timestamps need the exact path."""
 
 
-if msgspec is not None:
-    from msgspec import Raw, Struct, field
+def _typed() -> Any:
+    """The typed path's decoder and types (`decoder`, `Event`, `noargs`, `null_raw`), made on first
+    use; None without msgspec."""
+    global msgspec, _TYPED
+    if msgspec is ...:
+        try:
+            import msgspec as module
+        except ImportError:  # the exact path alone still reads every file, only slower
+            module = None
+        msgspec = module
+    if msgspec is None:
+        return None
+    if _TYPED is None:
+        _TYPED = _typed_types()
+    return _TYPED
 
-    IntLike = int | str | None
-    _NONE = Raw(b"")
-    _NULL_RAW = Raw(b"null")
 
-    class Args(Struct, gc=False):
-        ext: IntLike = field(name="External id", default=NULL)
-        corr: IntLike = field(name="correlation", default=NULL)
-        device: IntLike = NULL
-        stream: IntLike = NULL
-        grid: Any = None  # Any: Triton's cpu_op kwargs carry a "grid" of their own (a string)
-        block: Any = None
-        regs: IntLike = field(name="registers per thread", default=NULL)
-        smem: IntLike = field(name="shared memory", default=NULL)
-        nbytes: IntLike = field(name="bytes", default=NULL)
-        # kept as their JSON text (msgspec takes no union with Raw: absent is the empty Raw)
-        dims: Raw = field(name="Input Dims", default=_NONE)
-        types: Raw = field(name="Input type", default=_NONE)
-        concrete: Raw = field(name="Concrete Inputs", default=_NONE)
+_TYPED: Any = None
 
-    _NOARGS = Args()
 
-    class Event(Struct, gc=False, tag_field="ph", tag="X"):
-        """A complete event ("ph": "X"), the only phase rooftop reads."""
-        cat: str | None = None
-        name: str | None = None
-        pid: int | str | None = None
-        tid: int | str | None = None
-        ts: float | None = None
-        dur: float | None = 0.0
-        args: Args | None = None
+def before_fork() -> None:
+    """Where the compiled decoder is off, make the typed path's types now: workers forked after
+    this inherit them (each would otherwise import and make its own)."""
+    if _kineto_fast is None:
+        _typed()
+# The Chrome trace format's other phases, decoded without their fields: a launch's two flow
+# events ("s", "f") are a third of a Kineto trace's events, and skipping their fields takes
+# ~14% off the typed decode. An event of another phase, or without one, fails its batch's typed
+# decode, which the exact path then reads (as it reads any event of unexpected types).
+OTHER_PHASES = ("B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "O", "N", "D", "M", "V", "v",
+                "R", "c", "(", ")")
 
-    # The Chrome trace format's other phases, decoded without their fields: a launch's two flow
-    # events ("s", "f") are a third of a Kineto trace's events, and skipping their fields takes
-    # ~14% off the typed decode. An event of another phase, or without one, fails its batch's typed
-    # decode, which the exact path then reads (as it reads any event of unexpected types).
-    OTHER_PHASES = ("B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "O", "N", "D", "M", "V", "v",
-                    "R", "c", "(", ")")
-    _OTHER = tuple(msgspec.defstruct(f"Phase{i}", [], tag_field="ph", tag=p, gc=False)
-                   for i, p in enumerate(OTHER_PHASES))
-    _TYPED = msgspec.json.Decoder(list[Union[(Event, *_OTHER)]])
-else:  # pragma: no cover - exercised only without msgspec
-    _TYPED = None
+
+def _typed_types() -> Any:
+    # (made by `defstruct` with the types themselves: this module's postponed annotations would be
+    # looked up among its globals, not this function's names)
+    from types import SimpleNamespace
+
+    from msgspec import Raw, defstruct, field
+
+    int_like = int | str | None
+    absent = Raw(b"")  # Raw takes no union: a missing field is the empty Raw
+    args = defstruct("Args", [
+        ("ext", int_like, field(name="External id", default=NULL)),
+        ("corr", int_like, field(name="correlation", default=NULL)),
+        ("device", int_like, NULL), ("stream", int_like, NULL),
+        ("grid", Any, None),  # Any: Triton's cpu_op kwargs carry a "grid" of their own (a string)
+        ("block", Any, None),
+        ("regs", int_like, field(name="registers per thread", default=NULL)),
+        ("smem", int_like, field(name="shared memory", default=NULL)),
+        ("nbytes", int_like, field(name="bytes", default=NULL)),
+        # kept as their JSON text
+        ("dims", Raw, field(name="Input Dims", default=absent)),
+        ("types", Raw, field(name="Input type", default=absent)),
+        ("concrete", Raw, field(name="Concrete Inputs", default=absent))], gc=False)
+    # A complete event ("ph": "X"), the only phase rooftop reads.
+    event = defstruct("Event", [("cat", str | None, None), ("name", str | None, None), ("pid", int | str | None, None),
+                                ("tid", int | str | None, None), ("ts", float | None, None), ("dur", float | None, 0.0),
+                                ("args", args | None, None)], tag_field="ph", tag="X", gc=False)
+    other = tuple(defstruct(f"Phase{i}", [], tag_field="ph", tag=p, gc=False) for i, p in enumerate(OTHER_PHASES))
+    return SimpleNamespace(decoder=msgspec.json.Decoder(list[Union[(event, *other)]]), Event=event,
+                           noargs=args(), null_raw=Raw(b"null"))
 
 
 class Collector:
@@ -298,16 +314,17 @@ class Collector:
             except _Inexact:
                 return self.add_objects(DECODER.decode(text_of()))
         text = text_of()
-        if self.typed:
+        typed = _typed() if self.typed else None
+        if typed is not None:
             try:
-                batch = _TYPED.decode(text)
+                batch = typed.decoder.decode(text)
             except msgspec.ValidationError:
                 pass  # valid JSON of unexpected types: the exact path below
             except msgspec.DecodeError as exc:
                 raise ValueError(str(exc)) from None
             else:
                 try:
-                    return self._add_typed(batch)
+                    return self._add_typed(batch, typed)
                 except _Inexact:
                     pass
         self.add_objects(DECODER.decode(text))
@@ -317,10 +334,11 @@ class Collector:
 
     # --- fast path ---
 
-    def _add_typed(self, batch: list) -> None:
+    def _add_typed(self, batch: list, typed: Any) -> None:
         groups: dict[str, list] = {c: [] for c in WANTED}
         other: list = []
         get = groups.get
+        Event = typed.Event
         for e in batch:  # the one per-event Python loop of the fast path
             (get(e.cat, other) if type(e) is Event else other).append(e)
         # convert everything first: an _Inexact raised below must leave the columns untouched
@@ -339,7 +357,7 @@ class Collector:
                 ts, dur = ts[keep], dur[keep]
             if evs:
                 out.append((cat, evs, ts, dur))
-        self._append(out, untimed, self._columns)
+        self._append(out, untimed, lambda cat, evs, ts, dur: self._columns(cat, evs, ts, dur, typed))
 
     def _append(self, converted: list, untimed: int, columns) -> None:
         """Append a batch's converted categories (`columns(cat, events, ts, dur)` appends one and
@@ -354,15 +372,17 @@ class Collector:
             if self.origin is None or lo < self.origin:
                 self.origin = lo
 
-    def _columns(self, cat: str, evs: list, ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
-        """Append one category's events; the start times of those kept."""
+    def _columns(self, cat: str, evs: list, ts: np.ndarray, dur: np.ndarray, typed: Any) -> np.ndarray:
+        """Append one category's events (the typed path's, `typed`: its types); the start times of
+        those kept."""
         names, threads = self.names, self.threads
-        args = [e.args or _NOARGS for e in evs]
+        noargs, null_raw = typed.noargs, typed.null_raw
+        args = [e.args or noargs for e in evs]
         if cat == "cpu_op":
             shapes, shape_ids, joined = self.shapes, [], _SHAPE_SEP.join
             for a in args:
                 dims = a.dims
-                if not dims or dims == _NULL_RAW:  # no shapes recorded
+                if not dims or dims == null_raw:  # no shapes recorded
                     shape_ids.append(NULL)
                     continue
                 # the three texts as one key, one allocation (NUL never occurs raw in JSON text)

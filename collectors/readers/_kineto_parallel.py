@@ -42,7 +42,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 
 from . import _jsonstream
-from ._kineto_events import Collector
+from ._kineto_events import Collector, before_fork
 
 # Below these sizes one process is faster than starting workers (a gzip inflates ~10x).
 MIN_BYTES = {"plain": 48 << 20, "gzip": 6 << 20}
@@ -125,6 +125,7 @@ class ParallelSink:
 
     def __init__(self, workers: int):
         ctx = get_context("fork" if sys.platform == "linux" else "spawn")
+        before_fork()
         self.pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker)
         self.inflight = 2 * workers + 1
         self.pending: deque[Future] = deque()
@@ -411,6 +412,7 @@ class RangeSplit:
             self.ends = _Ends(ctx, len(self.cuts))  # (the last piece is this process's alone)
             # (made before the pool forks its workers, which inherit them; spawned ones would not)
             self.spills = [_spill_file() if fork else None for _ in range(n)]
+            before_fork()
             self.pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_range_worker, initargs=(self.ends,))
         except (ImportError, NotImplementedError) as exc:  # no working sem_open: one process reads
             self._drop_spills()
