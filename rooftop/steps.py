@@ -282,17 +282,78 @@ def parse_paths(paths: pd.Series, full: np.ndarray | None = None) -> pd.DataFram
         wanted = np.flatnonzero(mask)
     phase = np.full(len(uniq), None, dtype=object)
     step = np.full(len(uniq) + 1, np.nan)  # the last entry: code -1, no path
-    for i, p in zip(wanted.tolist(), uniq[wanted].tolist()):
-        ph, st, _ = parse_path(p)
-        phase[i] = ph
-        if st is not None:
-            step[i] = st
+    texts = uniq[wanted]
+    found, steps_found = _phases_and_steps(texts)
+    phase[wanted] = found
+    step[wanted] = steps_found
     layers = np.append(parse_layers(uniq), np.nan)
     return pd.DataFrame({
         "phase": categorical(phase, codes),
         "step": pd.array(step[codes], dtype="Int32"),
         "layer": pd.array(layers[codes], dtype="Int32"),
     }, index=paths.index)
+
+
+def _phases_and_steps(paths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`parse_path`'s phase (object, None where none) and step (float64, NaN where none) of each
+    path (an object array of texts). Plain ASCII paths that name their phase take Arrow's regex
+    engine, all at once, as `parse_layers` does (a lookahead RE2 lacks is a consumed character
+    there: the same first match); any other path (one whose phase an engine marker names, say)
+    takes `parse_path`."""
+    phase = np.full(len(paths), None, dtype=object)
+    step = np.full(len(paths), np.nan)
+    arrow = _plain_texts(paths)
+    rest = np.arange(len(paths)) if arrow is None else np.flatnonzero(~arrow[1])
+    if arrow is not None and len(rest) < len(paths):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr, plain = arrow
+        where = np.flatnonzero(plain)
+        sub = arr.take(pa.array(where))
+        named = pc.extract_regex(sub, _PHASE_RE2)
+        ok = named.is_valid().to_numpy(zero_copy_only=False)
+        phase[where[ok]] = np.asarray(pc.utf8_lower(named.field("p").filter(pa.array(ok))).to_pylist(), dtype=object)
+        step[where] = _numbers(pc.extract_regex(sub, _STEP_RE2))
+        rest = np.sort(np.concatenate([rest, where[~ok]]))  # no phase named: the engine markers' turn
+    for i in rest.tolist():
+        ph, st, _ = parse_path(paths[i])
+        phase[i] = ph
+        step[i] = np.nan if st is None else st
+    return phase, step
+
+
+# `_PHASE_RE` and `_STEP_RE` for Arrow: a named group, and the lookahead consumed
+_PHASE_RE2 = r"(?i)(?:^|/)(?P<p>prefill|decode)(?:/|$|[=_ ])"
+_STEP_RE2 = _STEP_RE.pattern.replace(r"(\d+)", r"(?P<n>\d+)")
+
+
+def _plain_texts(paths: np.ndarray) -> tuple[Any, np.ndarray] | None:
+    """(the paths as an Arrow array, which of them are plain: ASCII without a newline, where RE2
+    and Python's `re` match alike), or None if they are not all texts."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        arr = pa.array(paths, type=pa.string(), from_pandas=True)
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+    plain = pc.and_(pc.string_is_ascii(arr), pc.invert(pc.match_substring(arr, "\n"))).fill_null(False)
+    return arr, plain.to_numpy(zero_copy_only=False)
+
+
+def _numbers(match: Any) -> np.ndarray:
+    """The `n` group of an Arrow regex match as `_int32` reads it (float64, NaN where none)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = np.full(len(match), np.nan)
+    found = match.field("n")  # (its entries under a null match are not nulls themselves)
+    ok = match.is_valid().to_numpy(zero_copy_only=False) & (pc.utf8_length(found).fill_null(99).to_numpy() <= 10)
+    if ok.any():
+        digits = found.filter(pa.array(ok)).cast(pa.int64()).to_numpy()
+        out[np.flatnonzero(ok)] = np.where(digits < 2**31, digits, np.nan)
+    return out
 
 
 def parse_layers(paths: np.ndarray) -> np.ndarray:
@@ -312,13 +373,7 @@ def parse_layers(paths: np.ndarray) -> np.ndarray:
     plain = plain.to_numpy(zero_copy_only=False)
     if plain.any():
         where = np.flatnonzero(plain)
-        match = pc.extract_regex(arr.take(pa.array(where)), _LAYER_RE2)  # null: no match
-        found = match.field("n")  # (its entries under a null match are not nulls themselves)
-        ok = match.is_valid().to_numpy(zero_copy_only=False) & (pc.utf8_length(found).fill_null(99).to_numpy() <= 10)
-        if ok.any():
-            digits = found.filter(pa.array(ok)).cast(pa.int64()).to_numpy()
-            vals = np.where(digits < 2**31, digits, np.nan)
-            out[where[ok]] = vals
+        out[where] = _numbers(pc.extract_regex(arr.take(pa.array(where)), _LAYER_RE2))
     for i in np.flatnonzero(~plain).tolist():
         v = parse_layer(paths[i])
         if v is not None:

@@ -180,3 +180,28 @@ def test_parse_layers_matches_parse_layer():
     got = parse_layers(np.array(cases + random, dtype=object))
     assert [None if np.isnan(v) else int(v) for v in got] == expected
     assert sum(e is not None for e in expected) > 50  # the random paths do name layers
+
+
+def test_phases_and_steps_match_parse_path():
+    """Arrow's regex for plain ASCII paths that name their phase, `parse_path` for the rest (engine
+    markers, other text): the same phase and step for hand-checked edge cases and random paths."""
+    from rooftop.steps import _phases_and_steps, parse_path
+
+    cases = ["decode/step=12/layer=3/attn", "a/PREFILL/step_4", "prefill=3", "decode_batch", "xdecode/step=1",
+             "decode", "/decode/", "decoder/step=2", "ProfilerStep#7/x", "step#12", "step 5/", "step=99999999999",
+             "step=2147483648", "step=0000000007", "decode\n/step=1", "d\u00e9code/decode/step=3",
+             "execute_context_1(100)_generation_3(3)/step=9", "DECODE bs=4", "prefill_extend", "x/decode=1/step_2",
+             "", "decode step=3", "a/decode/b/prefill", "step=3/step=4", "stepx=3"]
+    rng = np.random.default_rng(5)
+    tokens = ["decode", "prefill", "DeCoDe", "step", "/step=", "step_", "ProfilerStep#", "/", "=", "_", "#", " ", "3", "42",
+              "9999999999", "x", "\n", "\u00e9", "execute_context_1(4)_generation_2(2)"]
+    random = ["".join(rng.choice(tokens, rng.integers(0, 9))) for _ in range(5000)]
+    segments = ["decode", "prefill", "step=3", "step_12", "ProfilerStep#4", "layer=2", "attn", "DECODE", "step 7",
+                "step=99999999999", "d\u00e9code", "x\ny", "execute_context_1(4)_generation_2(2)", "decode_x"]
+    random += ["/".join(rng.choice(segments, rng.integers(1, 5))) for _ in range(3000)]  # paths of segments
+    paths = cases + random
+    phase, step = _phases_and_steps(np.array(paths, dtype=object))
+    want = [parse_path(p)[:2] for p in paths]
+    assert list(phase) == [w[0] for w in want]
+    assert [None if np.isnan(v) else int(v) for v in step] == [w[1] for w in want]
+    assert sum(w[0] is not None for w in want) > 500 and sum(w[1] is not None for w in want) > 200
