@@ -552,22 +552,34 @@ def category_of(name: str | None, op: str | None = None, kind: str | None = None
 
     The op never makes a kernel `attention`: it names the layer, not what each of its kernels does
     (vLLM's `gdn_attention_core` launches a causal conv1d; an attention op launches KV-cache copies)."""
+    return _category(name, op, kind, _first_rule)
+
+
+def _category(name: str | None, op: str | None, kind: str | None, rule) -> str:
+    """`category_of`, with `rule(text)` the first rule a text matches (None: none)."""
     if kind in ("memcpy", "memset"):
         return "memory"
-    for text, from_op in ((name, False), (op, True)):
-        if not text:
-            continue
-        text = text[:SCAN_CHARS]
-        own = _own_name(text)
-        rules = _CATEGORY_RE
-        if own.isascii():
-            own, rules = own.lower(), _CATEGORY_RE_LOWER
-        for cat, rx in rules:
-            if rx.search(own):
-                if cat == "attention" and from_op and name:
-                    break
-                return cat
+    if name:
+        cat = rule(name)
+        if cat is not None:
+            return cat
+    if op:
+        cat = rule(op)
+        if cat is not None and not (cat == "attention" and name):
+            return cat
     return "other"
+
+
+def _first_rule(text: str) -> str | None:
+    """The category of the first rule `text` (a kernel name or an op) matches, None if none does."""
+    own = _own_name(text[:SCAN_CHARS])
+    rules = _CATEGORY_RE
+    if own.isascii():
+        own, rules = own.lower(), _CATEGORY_RE_LOWER
+    for cat, rx in rules:
+        if rx.search(own):
+            return cat
+    return None
 
 
 def categorize(names: pd.Series, ops: pd.Series | None = None, kinds: pd.Series | None = None) -> pd.Series:
@@ -585,7 +597,13 @@ def categorize(names: pd.Series, ops: pd.Series | None = None, kinds: pd.Series 
         c = codes[i]
         return uniq[c] if c >= 0 and isinstance(uniq[c], str) else None
 
-    cats = [category_of(value(i, 0), value(i, 1), value(i, 2)) for i in first.tolist()]
+    rules: dict = {}  # each distinct name and op matched once, whatever it is paired with
+
+    def rule(text: str) -> str | None:
+        if text not in rules:
+            rules[text] = _first_rule(text)
+        return rules[text]
+    cats = [_category(value(i, 0), value(i, 1), value(i, 2), rule) for i in first.tolist()]
     return pd.Series(categorical(cats, inverse), index=names.index)
 
 

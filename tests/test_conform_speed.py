@@ -204,3 +204,16 @@ def test_out_of_range_on_nullable_integers_is_what_numbers_give():
     want |= ~missing & ((v < -(2 ** 31)) | (v >= 2 ** 31))  # device, step
     want |= ~missing & (cols["shared_mem"].to_numpy(dtype=np.int64, na_value=0) < 0)
     assert got.tolist() == want.tolist() and want.any() and not want.all()
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_category_of_a_name_and_its_op_is_the_two_pass_loop(seed):
+    """The name's first rule, else the op's (never attention from an op beside a name): what one loop
+    over (name, op) gave, for names paired with ops, and categorize's per-text memo agrees."""
+    names = _random_names(2000, seed + 20) + ["zzz_custom", "zzz_custom", ""]
+    ops = _random_names(2000, seed + 30) + ["aten::scaled_dot_product_attention", "aten::mm", "aten::mm"]
+    for n, op in zip(names, ops):
+        assert nm.category_of(n, op) == _case_insensitive_category(n, op), (n, op)
+    assert [nm.category_of(*p) for p in zip(names[-3:], ops[-3:])] == ["other", "gemm", "gemm"]
+    cats = nm.categorize(pd.Series(names, dtype="category"), pd.Series(ops, dtype=object))
+    assert cats.astype(object).tolist() == [_case_insensitive_category(n, op) for n, op in zip(names, ops)]
