@@ -342,7 +342,7 @@ _STATUS = ("mfu_status", "mbu_status")  # object columns of text
 
 
 def _frame(columns: dict, index: pd.Index) -> pd.DataFrame:
-    """One frame of the arrays, the statuses kept as object columns (as `_rates` adds them)."""
+    """One frame of the arrays, the statuses as object columns of text."""
     return pd.DataFrame({k: pd.Series(v, index=index, dtype=object) if k in _STATUS else v
                          for k, v in columns.items()}, index=index)
 
