@@ -205,3 +205,23 @@ def test_phases_and_steps_match_parse_path():
     assert list(phase) == [w[0] for w in want]
     assert [None if np.isnan(v) else int(v) for v in step] == [w[1] for w in want]
     assert sum(w[0] is not None for w in want) > 500 and sum(w[1] is not None for w in want) > 200
+
+
+@pytest.mark.parametrize("depth, label_len", [(63, 5), (64, 5), (65, 5), (70, 3), (3, 400), (2, 1100), (40, 20)])
+def test_nest_intervals_paths_by_level_and_at_the_bounds(depth, label_len):
+    """Paths built a level at a time where nothing is cut, and by the pass where the depth or the
+    length bound cuts them: the same paths and cut count as the one-pass loop, on chains around
+    MAX_PATH_DEPTH and labels around MAX_PATH_CHARS, beside a second thread of plain ranges."""
+    rng = np.random.default_rng(depth * 1000 + label_len)
+    ist = np.concatenate([np.arange(depth), rng.integers(0, 50, 30)])
+    ien = np.concatenate([10**6 - np.arange(depth), rng.integers(50, 100, 30)])
+    ithr = np.concatenate([np.zeros(depth, np.int64), np.ones(30, np.int64)])
+    labels = [("x" * label_len) + str(i) for i in range(depth)] + [f"r{i % 7}" for i in range(30)]
+    qthr, qt = np.array([0, 0, 1, 1]), np.array([depth - 1, 10**6 + 5, 60, 10])
+    s1, s2 = {}, {}
+    fast = nest_intervals(ithr, ist, ien, labels, qthr, qt, s1)
+    slow = _nest_by_loop(ithr, ist, ien, labels, qthr, qt, s2)
+    assert fast[0].tolist() == slow[0].tolist() and fast[1] == slow[1] and fast[2] == slow[2] and s1 == s2
+    deepest = max(fast[2][:depth], key=lambda p: p.count("/"))
+    cut = depth > 64 or (depth * (label_len + 3) > 1024)
+    assert deepest.endswith("/…") == cut and bool(s1.get("cut")) == cut

@@ -90,7 +90,10 @@ def nest_intervals(ithr, ist, ien, ilabel, qthr, qt, stats: dict | None = None, 
     # labels every path is None
     ipath: list = [None] * ni
     cut = 0
-    if ilabel is not None:
+    by_level = _paths_by_level(parent, ilabel) if ilabel is not None else None
+    if by_level is not None:
+        ipath = by_level
+    elif ilabel is not None:
         depth_l = [0] * ni
         shared: dict = {}
         for k, p in zip(order.tolist(), parent[order].tolist()):
@@ -139,6 +142,37 @@ def nest_intervals(ithr, ist, ien, ilabel, qthr, qt, stats: dict | None = None, 
 
 
 MAX_CLIMB = 256  # vectorised steps up the parents before the one-pass fallback (hostile nesting)
+
+
+def _paths_by_level(parent: np.ndarray, labels: list) -> list | None:
+    """Each interval's path (its parent's, "/", its label), built a nesting level at a time, NumPy
+    joining the texts of a whole level at once: what `nest_intervals`' pass builds one interval at
+    a time (~1 µs each: ~0.3 s for the 343k ranges of a 1M-kernel trace). None where any label is
+    no text or the bounds would cut a path (deeper than MAX_PATH_DEPTH, longer than
+    MAX_PATH_CHARS): the pass then handles the cuts."""
+    n = len(parent)
+    if not all(type(x) is str for x in labels):
+        return None
+    length = np.fromiter(map(len, labels), dtype=np.int64, count=n)
+    level = np.where(parent < 0, 0, -1)
+    todo = np.flatnonzero(level < 0)
+    for depth in range(1, MAX_PATH_DEPTH):  # (a path of MAX_PATH_DEPTH levels would be cut)
+        if not len(todo):
+            break
+        up = parent[todo]
+        ready = level[up] >= 0
+        level[todo[ready]] = depth
+        length[todo[ready]] += length[up[ready]] + 1  # (parents are done: they are one level up)
+        todo = todo[~ready]
+    if len(todo) or (n and int(length.max()) > MAX_PATH_CHARS):
+        return None
+    paths = np.array(labels + [None], dtype=object)[:-1]  # (the None keeps it one-dimensional)
+    by_level = np.argsort(level, kind="stable")
+    bounds = np.searchsorted(level[by_level], np.arange(int(level.max(initial=0)) + 2))
+    for lv in range(1, len(bounds) - 1):
+        ks = by_level[bounds[lv]:bounds[lv + 1]]
+        paths[ks] = paths[parent[ks]] + "/" + paths[ks]
+    return paths.tolist()
 
 
 def _pass_parents(thr: np.ndarray, st: np.ndarray, en: np.ndarray) -> np.ndarray:
