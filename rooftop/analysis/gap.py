@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..ideal import kernel_ideal_ns
 from ..columns import GAP_STEPS
-from .metrics import labelled
+from .metrics import first_positions, labelled, taken
 
 MIN_KERNEL_COVERAGE = 0.5  # below this share of kernel time with costs, per-kernel ideals say too little
 PARTS = ("ideal_ns", "slow_kernels_ns", "extra_bytes_ns", "launch_gaps_ns", "unmodeled_ns")
@@ -90,14 +90,11 @@ def _split(timed: pd.DataFrame, peak_flops, peak_bw, steps: pd.DataFrame | None)
         if "rank" in st.columns and st["rank"].notna().any():
             st = st[st["rank"] == st["rank"].min()]
         # each (phase, step)'s row of the step table (its first, if any repeats)
-        row_of: dict = {}
-        for i, key in enumerate(zip(st["phase"].astype(object).tolist(), st["step"].astype("float64").tolist())):
-            row_of.setdefault(key, i)
-        at = np.array([row_of.get(key, -1) for key in zip(out["phase"].tolist(), out["_step"].tolist())], dtype=np.int64)
+        at = first_positions(zip(st["phase"].astype(object).tolist(), st["step"].astype("float64").tolist()),
+                             zip(out["phase"].tolist(), out["_step"].tolist()))
         for col in ("span_ns", "busy_ns", "model_ideal_ns"):
-            if col in st.columns and len(at):
-                values = st[col].to_numpy(dtype="float64", na_value=np.nan)
-                out[col] = np.where(at >= 0, values[at.clip(0)] if len(values) else np.nan, np.nan)
+            if col in st.columns:
+                out[col] = taken(st[col].to_numpy(dtype="float64", na_value=np.nan), at)
     busy = out["busy_ns"]
     by_model = ~np.isnan(out["model_ideal_ns"]) & ~np.isnan(busy) & ~(out["kernel_coverage"] >= MIN_KERNEL_COVERAGE)
     ideal_m = np.minimum(out["model_ideal_ns"], busy)

@@ -412,6 +412,23 @@ def step_records(steps: list[dict], fields: dict, floats: bool = False) -> pd.Da
     return frame
 
 
+def first_positions(keys, wanted) -> np.ndarray:
+    """For each key of `wanted`, the position of its first occurrence among `keys` (-1: none; a key
+    given as None is no key): a step table's row of each (phase, step), through a dict rather than
+    a MultiIndex `reindex`."""
+    at: dict = {}
+    for i, key in enumerate(keys):
+        if key is not None:
+            at.setdefault(key, i)
+    return np.fromiter((at.get(key, -1) for key in wanted), dtype=np.int64)
+
+
+def taken(values: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """`values[at]` as float64, NaN where `at` is -1 (a new array)."""
+    values = np.asarray(values, dtype="float64")
+    return np.where(at >= 0, values[at.clip(0)], np.nan) if len(values) else np.full(len(at), np.nan)
+
+
 def _plain_numbers(columns: dict[str, list]) -> dict[str, np.ndarray] | None:
     """Each list as `pd.to_numeric` makes a frame's column of it: int64 where every value is an int,
     float64 (NaN for None) where each is an int, a float or None; None if any value is something

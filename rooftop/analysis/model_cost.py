@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..devices import trace_dtype
 from ..models import FORMATS, ModelConfig, ModelSpec, weight_format
-from .metrics import step_records
+from .metrics import first_positions, step_records, taken
 
 STEP_COLUMNS = ("model_weight_bytes", "model_kv_read_bytes", "model_kv_write_bytes", "model_bytes", "model_flops",
                 "experts_touched", "model_mbu", "model_mbu_busy", "model_mfu", "model_mfu_busy", "model_ideal_ns",
@@ -191,15 +191,10 @@ def _workload_columns(steps: pd.DataFrame, meta: dict) -> dict[str, np.ndarray]:
     """Per row of the step table, each workload field of its step's metadata entry (the first entry
     with that phase and step number; NaN where none has one), as new arrays."""
     wl = _meta_workload(meta)
-    row_of: dict = {}
-    for i, key in enumerate(zip(wl["phase"].astype(object).tolist(), wl["step"].tolist())):
-        if not np.isnan(key[1]):
-            row_of.setdefault(key, i)
-    at = np.array([row_of.get(key, -1) for key in zip(steps["phase"].astype(object).tolist(),
-                                                      steps["step"].astype("float64").tolist())], dtype=np.int64)
-    found = at >= 0
-    return {k: np.where(found, wl[k].to_numpy(dtype="float64")[at.clip(0)] if len(wl) else np.nan, np.nan)
-            for k in WORKLOAD_FIELDS}
+    at = first_positions(((p, s) if not np.isnan(s) else None
+                          for p, s in zip(wl["phase"].astype(object).tolist(), wl["step"].tolist())),
+                         zip(steps["phase"].astype(object).tolist(), steps["step"].astype("float64").tolist()))
+    return {k: taken(wl[k].to_numpy(dtype="float64"), at) for k in WORKLOAD_FIELDS}
 
 
 @dataclass
