@@ -282,11 +282,12 @@ def parse_paths(paths: pd.Series, full: np.ndarray | None = None) -> pd.DataFram
         wanted = np.flatnonzero(mask)
     phase = np.full(len(uniq), None, dtype=object)
     step = np.full(len(uniq) + 1, np.nan)  # the last entry: code -1, no path
-    texts = uniq[wanted]
-    found, steps_found = _phases_and_steps(texts)
+    arrow = _plain_texts(uniq)  # (converted to Arrow once, for the phases, steps and layers)
+    found, steps_found = _phases_and_steps(uniq[wanted], None if arrow is None else (arrow[0].take(wanted),
+                                                                                    arrow[1][wanted]))
     phase[wanted] = found
     step[wanted] = steps_found
-    layers = np.append(parse_layers(uniq), np.nan)
+    layers = np.append(parse_layers(uniq, arrow), np.nan)
     return pd.DataFrame({
         "phase": categorical(phase, codes),
         "step": pd.array(step[codes], dtype="Int32"),
@@ -294,15 +295,15 @@ def parse_paths(paths: pd.Series, full: np.ndarray | None = None) -> pd.DataFram
     }, index=paths.index)
 
 
-def _phases_and_steps(paths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _phases_and_steps(paths: np.ndarray, arrow: tuple | None = ...) -> tuple[np.ndarray, np.ndarray]:
     """`parse_path`'s phase (object, None where none) and step (float64, NaN where none) of each
     path (an object array of texts). Plain ASCII paths that name their phase take Arrow's regex
     engine, all at once, as `parse_layers` does (a lookahead RE2 lacks is a consumed character
     there: the same first match); any other path (one whose phase an engine marker names, say)
-    takes `parse_path`."""
+    takes `parse_path`. `arrow`: `_plain_texts(paths)`, where the caller has it."""
     phase = np.full(len(paths), None, dtype=object)
     step = np.full(len(paths), np.nan)
-    arrow = _plain_texts(paths)
+    arrow = _plain_texts(paths) if arrow is ... else arrow
     rest = np.arange(len(paths)) if arrow is None else np.flatnonzero(~arrow[1])
     if arrow is not None and len(rest) < len(paths):
         import pyarrow as pa
@@ -356,21 +357,22 @@ def _numbers(match: Any) -> np.ndarray:
     return out
 
 
-def parse_layers(paths: np.ndarray) -> np.ndarray:
+def parse_layers(paths: np.ndarray, arrow: tuple | None = ...) -> np.ndarray:
     """`parse_layer` of each path (object array of texts or None) -> float64, NaN where none.
 
     Plain ASCII paths take Arrow's regex engine (RE2), all at once: a million-kernel trace holds
     ~350k distinct paths, ~2 s one at a time. The pattern means the same there for ASCII text
-    without newlines (RE2's `\\d` is ASCII, its `$` is the very end); other paths take `parse_layer`."""
+    without newlines (RE2's `\\d` is ASCII, its `$` is the very end); other paths take `parse_layer`.
+    `arrow`: `_plain_texts(paths)`, where the caller has it."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     out = np.full(len(paths), np.nan)
     if not len(paths):
         return out
-    arr = pa.array(paths, type=pa.string(), from_pandas=True)
-    plain = pc.and_(pc.string_is_ascii(arr), pc.invert(pc.match_substring(arr, "\n"))).fill_null(False)
-    plain = plain.to_numpy(zero_copy_only=False)
+    if arrow is ...:
+        arrow = _plain_texts(paths)
+    arr, plain = arrow if arrow is not None else (None, np.zeros(len(paths), dtype=bool))
     if plain.any():
         where = np.flatnonzero(plain)
         out[where] = _numbers(pc.extract_regex(arr.take(pa.array(where)), _LAYER_RE2))
