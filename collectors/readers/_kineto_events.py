@@ -206,6 +206,9 @@ class _Inexact(Exception):
     """A typed batch whose timestamps need the exact path."""
 
 
+_TYPED: Any = None  # the typed path's decoder and types, once made (`_typed`)
+
+
 def _typed() -> Any:
     """The typed path's decoder and types (`decoder`, `Event`, `noargs`, `null_raw`), made on first
     use; None without msgspec."""
@@ -223,14 +226,13 @@ def _typed() -> Any:
     return _TYPED
 
 
-_TYPED: Any = None
-
-
 def before_fork() -> None:
     """Where the compiled decoder is off, make the typed path's types now: workers forked after
     this inherit them (each would otherwise import and make its own)."""
     if _kineto_fast is None:
         _typed()
+
+
 # The Chrome trace format's other phases, decoded without their fields: a launch's two flow
 # events ("s", "f") are a third of a Kineto trace's events, and skipping their fields takes
 # ~14% off the typed decode. An event of another phase, or without one, fails its batch's typed
