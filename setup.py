@@ -4,5 +4,5 @@ only slower. Everything else is in pyproject.toml."""
 from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("collectors.readers._kineto_fast", ["collectors/readers/_kineto_fast.c"],
-                             extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-missing-field-initializers"],
+                             extra_compile_args=["-O3", "-Wall", "-Wextra", "-Wno-missing-field-initializers"],
                              optional=True)])

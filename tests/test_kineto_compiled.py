@@ -79,6 +79,8 @@ def _same_body(body: str) -> None:
     buf = PAD + body + PAD
     got = fast.decode(buf, len(PAD), len(PAD) + len(body))
     assert got == (fast.decode("[" + body + "]") if buf.isascii() else None)
+    raw = buf.encode("utf-8", "surrogatepass")  # the bytes as read from a file: the same (None beyond ASCII)
+    assert fast.decode(raw, len(PAD), len(raw) - len(PAD)) == got
 
 
 def _batches(path) -> list[str]:
@@ -254,6 +256,37 @@ def test_taken_cases_by_hand():
 
 
 @needs_compiled
+def test_names_and_ids_at_every_word_boundary():
+    """The decoder scans strings and hashes names eight bytes at a time, and reads ids of up to 18
+    digits without overflow checks: names of every length up to 40 with an escape, a character
+    beyond ASCII or a control character at every position, names differing only in their last
+    byte, and ids either side of int64's limits read as the typed path reads them."""
+    def event(name: str, corr: str = "5") -> str:
+        return BASE.replace('"name": "k"', f'"name": "{name}"').replace('"correlation": 5', f'"correlation": {corr}')
+
+    for ins in ('\\"', "\\\\", "\\n", "\\u00e9", "\u00e9", "\x01"):
+        batch = []
+        for n in range(41):
+            for i in range(n + 1):
+                batch.append(event("k" * i + ins + "k" * (n - i)))
+        text = "[" + ",".join(batch) + "]"
+        assert (fast.decode(text) is None) == (ins == "\x01")  # (a control character: the typed path says what)
+        _same(text)
+    # long names alike but for their last bytes: distinct names, however the hash spreads them
+    similar = [event("n" * n + tail) for n in (7, 8, 9, 15, 16, 17, 64) for tail in ("a", "b", "ab", "ba", "")]
+    text = "[" + ",".join(similar + similar[::-1]) + "]"
+    assert len(fast.decode(text)["kernel"]["names"]) == len(similar)
+    _same(text)
+    for corr in ("0", "-0", "-5", "99999999999999999", "999999999999999999", "-999999999999999999",
+                 "9223372036854775807", "-9223372036854775808", "9223372036854775808", "-9223372036854775809",
+                 "12345678901234567890", "-1e3", "1.0"):
+        text = "[" + event("k", corr) + "]"
+        taken = fast.decode(text) is not None
+        assert taken == (corr.lstrip("-").isdigit() and -(2 ** 63) <= int(corr) < 2 ** 63), corr
+        _same(text)
+
+
+@needs_compiled
 def test_every_cut_and_random_corruption():
     rnd = random.Random(5)
     events = [BASE, BASE.replace('"kernel"', '"cpu_op"').replace('"device": 0', '"Input Dims": [[2, 3], []]'),
@@ -287,7 +320,9 @@ def test_non_text_is_refused():
     if fast is None:
         pytest.skip("the compiled decoder is not built")
     with pytest.raises(TypeError):
-        fast.decode(b"[]")
+        fast.decode(b"[]")  # (bytes: an array's body only, with its start and stop)
+    assert fast.decode(b" [] ", 1, 3) is None and fast.decode(b"x  y", 1, 3) == {}
+    assert fast.decode(b"[\xc3\xa9]", 1, 3) is None  # (not ASCII)
     assert fast.decode("[]") == {} and fast.decode(" [ ] ") == {}
     assert fast.decode("x  y", 1, 3) == {} and fast.decode("[\u00e9]", 1, 1) is None  # (not ASCII)
     for start, stop in ((-1, 2), (3, 2), (0, 5)):

@@ -28,9 +28,10 @@
 /* ---- categories, in the order of the `cats` table (kinds of handling below) ---- */
 
 enum { K_OP, K_RT, K_GPU, K_ANN, K_PY, K_GANN };
-static const struct {
+static struct {
     const char *name;
     int kind;
+    Py_ssize_t len; /* strlen(name), set at import (`init_tables`) */
 } CATS[] = {
     {"cpu_op", K_OP},       {"cuda_runtime", K_RT},       {"cuda_driver", K_RT}, {"Runtime", K_RT},
     {"kernel", K_GPU},      {"gpu_memcpy", K_GPU},        {"gpu_memset", K_GPU}, {"Kernel", K_GPU},
@@ -51,9 +52,14 @@ typedef struct {
 
 static const Span ABSENT = {NULL, -1};
 
-static int span_is(Span s, const char *lit) {
+static inline int span_is(Span s, const char *lit) {
     size_t n = strlen(lit);
     return s.n == (Py_ssize_t)n && memcmp(s.p, lit, n) == 0;
+}
+
+/* `span_is` against a table's entry, whose length is known (no strlen per event) */
+static inline int span_is_n(Span s, const char *lit, Py_ssize_t n) {
+    return s.n == n && memcmp(s.p, lit, (size_t)n) == 0;
 }
 
 /* ---- tables of distinct keys (up to 3 spans each), numbered in order of first appearance ---- */
@@ -71,12 +77,32 @@ typedef struct {
     Py_ssize_t keys_cap;
 } Table;
 
+/* Only spreads keys over the slots (equal keys are found by `same_key`): eight bytes a step, a
+ * kernel's name of a few hundred bytes being hashed for every launch. */
 static uint64_t hash_spans(const Span *k, int nspans) {
+    const uint64_t M = 0x9e3779b97f4a7c15ULL;
     uint64_t h = 1469598103934665603ULL;
     for (int i = 0; i < nspans; i++) {
-        const unsigned char *p = (const unsigned char *)k[i].p;
-        for (Py_ssize_t j = 0; j < k[i].n; j++) h = (h ^ p[j]) * 1099511628211ULL;
-        h = (h ^ (uint64_t)(k[i].n + 2)) * 1099511628211ULL; /* absent (-1) differs from empty (0) */
+        const char *p = k[i].p;
+        Py_ssize_t n = k[i].n, j = 0;
+        for (; j + 8 <= n; j += 8) {
+            uint64_t w;
+            memcpy(&w, p + j, 8);
+            h = (h ^ w) * M;
+            h ^= h >> 29;
+        }
+        if (j < n) { /* the last bytes: the final eight again where the key has eight (one load) */
+            uint64_t w = 0;
+            if (n >= 8) {
+                memcpy(&w, p + n - 8, 8);
+            } else {
+                for (Py_ssize_t b = 0; b < n; b++) w |= (uint64_t)(unsigned char)p[b] << (8 * b);
+            }
+            h = (h ^ w) * M;
+            h ^= h >> 29;
+        }
+        h = (h ^ (uint64_t)(n + 2)) * M; /* absent (-1) differs from empty (0) */
+        h ^= h >> 32;
     }
     return h;
 }
@@ -201,6 +227,7 @@ typedef struct {
 static unsigned char STOP[256], SPACE[256];
 
 static void init_tables(void) {
+    for (int c = 0; c < NCATS; c++) CATS[c].len = (Py_ssize_t)strlen(CATS[c].name);
     for (int c = 0; c < 0x20; c++) STOP[c] = 1;
     STOP['"'] = STOP['\\'] = 1;
     SPACE[' '] = SPACE['\n'] = SPACE['\r'] = SPACE['\t'] = 1;
@@ -229,12 +256,40 @@ static int is_hex4(const char *p, const char *end) {
     return 1;
 }
 
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define WORDWISE 1
+/* The bytes of eight text bytes loaded as one word (the first byte lowest) that end a string's plain
+ * run, each marked by its high bit: a byte equal to '"' or '\\', or below 0x20. Each test (is a
+ * byte zero, is it below n) can wrongly mark a byte only above one it rightly marks, so the lowest
+ * mark is always the first stop. */
+static inline uint64_t stops_in(uint64_t w) {
+    const uint64_t ONES = 0x0101010101010101ULL, HIGH = 0x8080808080808080ULL;
+    uint64_t q = w ^ (ONES * '"'), b = w ^ (ONES * '\\');
+    return (((q - ONES) & ~q) | ((b - ONES) & ~b) | ((w - ONES * 0x20) & ~w)) & HIGH;
+}
+#endif
+
+/* Past the plain run at p: at its stop byte, or at `end`. */
+static inline const char *plain_run(const char *p, const char *end) {
+#ifdef WORDWISE
+    while (end - p >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        uint64_t m = stops_in(w);
+        if (m) return p + (__builtin_ctzll(m) >> 3);
+        p += 8;
+    }
+#endif
+    while (p < end && !STOP[(unsigned char)*p]) p++;
+    return p;
+}
+
 /* At a '"': past the closing quote. *escaped: whether a backslash occurs. */
 static int skip_string(Scan *s, int *escaped) {
     const char *p = s->p + 1, *end = s->end;
     *escaped = 0;
     while (p < end) {
-        while (p < end && !STOP[(unsigned char)*p]) p++;
+        p = plain_run(p, end);
         if (p >= end) break;
         unsigned char c = (unsigned char)*p;
         if (c == '"') {
@@ -397,27 +452,30 @@ static int is_string(Span v) { return v.n >= 2 && v.p[0] == '"'; }
 static int is_null(Span v) { return span_is(v, "null"); }
 static int is_number(Span v) { return v.n > 0 && (v.p[0] == '-' || (v.p[0] >= '0' && v.p[0] <= '9')); }
 
-static int is_integer(Span v) {
-    if (!is_number(v)) return 0;
-    for (Py_ssize_t i = 0; i < v.n; i++)
-        if (v.p[i] == '.' || v.p[i] == 'e' || v.p[i] == 'E') return 0;
-    return 1;
-}
-
 /* A JSON integer's text -> int64; BAIL when it does not fit. */
 static int int64_of(Span v, int64_t *out) {
-    if (!is_integer(v)) return BAIL;
     const char *p = v.p, *end = v.p + v.n;
+    if (v.n <= 0) return BAIL;
     int neg = 0;
     if (*p == '-') {
         neg = 1;
         p++;
     }
-    uint64_t acc = 0, limit = neg ? (uint64_t)1 << 63 : ((uint64_t)1 << 63) - 1;
-    for (; p < end; p++) {
-        uint64_t d = (uint64_t)(*p - '0');
-        if (acc > (limit - d) / 10) return BAIL;
-        acc = acc * 10 + d;
+    if (p >= end) return BAIL;
+    uint64_t acc = 0;
+    if (end - p <= 18) { /* (18 digits never overflow: no check per digit) */
+        for (; p < end; p++) {
+            uint64_t d = (uint64_t)(unsigned char)*p - '0';
+            if (d > 9) return BAIL; /* a fraction, an exponent, text, a literal */
+            acc = acc * 10 + d;
+        }
+    } else {
+        uint64_t limit = neg ? (uint64_t)1 << 63 : ((uint64_t)1 << 63) - 1;
+        for (; p < end; p++) {
+            uint64_t d = (uint64_t)(unsigned char)*p - '0';
+            if (d > 9 || acc > (limit - d) / 10) return BAIL;
+            acc = acc * 10 + d;
+        }
     }
     *out = neg ? (int64_t)(0 - acc) : (int64_t)acc;
     return OK;
@@ -765,7 +823,7 @@ static int add_event(Batch *b, const Event *e) {
     if (!is_string(e->cat) || memchr(e->cat.p, '\\', (size_t)e->cat.n)) return OK; /* not wanted */
     Span cat = {e->cat.p + 1, e->cat.n - 2};
     for (c = 0; c < NCATS; c++)
-        if (span_is(cat, CATS[c].name)) break;
+        if (span_is_n(cat, CATS[c].name, CATS[c].len)) break;
     if (c == NCATS) return OK;
     int kind = CATS[c].kind;
     if (kind == K_GPU || kind == K_GANN) { /* device and stream as numbers, from pid and tid where needed */
@@ -865,25 +923,32 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     const char *text;
     Py_ssize_t n, start = -1, stop = -1;
     if (!PyArg_ParseTuple(args, "O|nn:decode", &arg, &start, &stop)) return NULL;
-    if (!PyUnicode_Check(arg)) {
-        PyErr_SetString(PyExc_TypeError, "decode() takes the batch's text (str)");
+    int body = PyTuple_GET_SIZE(args) > 1, raw = PyBytes_Check(arg);
+    if (!PyUnicode_Check(arg) && !(raw && body)) {
+        PyErr_SetString(PyExc_TypeError, "decode() takes the batch's text (str), or a body's bytes with start and stop");
         return NULL;
     }
-    int body = PyTuple_GET_SIZE(args) > 1;
     if (body) { /* text[start:stop], an array's body: ASCII only, where characters are bytes */
         if (PyTuple_GET_SIZE(args) != 3) {
             PyErr_SetString(PyExc_TypeError, "decode(text, start, stop) takes both start and stop");
             return NULL;
         }
-        if (start < 0 || start > stop || stop > PyUnicode_GET_LENGTH(arg)) {
+        if (start < 0 || start > stop || stop > (raw ? PyBytes_GET_SIZE(arg) : PyUnicode_GET_LENGTH(arg))) {
             PyErr_SetString(PyExc_ValueError, "decode(text, start, stop) takes 0 <= start <= stop <= len(text)");
             return NULL;
         }
-        if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NONE;
+        if (raw) { /* bytes as read from the file: read as they are only where all are ASCII */
+            text = PyBytes_AS_STRING(arg);
+            for (Py_ssize_t i = start; i < stop; i++)
+                if ((unsigned char)text[i] >= 0x80) Py_RETURN_NONE;
+        } else if (!PyUnicode_IS_ASCII(arg)) {
+            Py_RETURN_NONE;
+        }
     }
-    text = PyUnicode_AsUTF8AndSize(arg, &n); /* (no copy for ASCII text; UTF-8, so names decode) */
-    if (!text) { /* lone surrogates in the text: not the plain subset */
-        PyErr_Clear();
+    if (raw) {
+        n = PyBytes_GET_SIZE(arg);
+    } else if (!(text = PyUnicode_AsUTF8AndSize(arg, &n))) { /* (no copy for ASCII text; UTF-8, so names decode) */
+        PyErr_Clear(); /* lone surrogates in the text: not the plain subset */
         Py_RETURN_NONE;
     }
     Batch b;
@@ -938,7 +1003,7 @@ static PyMethodDef METHODS[] = {
     {"decode", decode, METH_VARARGS,
      "decode(text[, start, stop]) -> {category: columns} for a batch of Kineto events in the plain subset, "
      "else None; with start and stop, the batch is \"[\" + text[start:stop] + \"]\" (ASCII text only: None "
-     "for any other)."},
+     "for any other), and text may be the bytes of that ASCII text."},
     {NULL, NULL, 0, NULL},
 };
 
