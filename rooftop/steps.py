@@ -427,24 +427,23 @@ def outermost(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
 
 
 def find_steps(names: Sequence, paths: Sequence, thread: np.ndarray, start: np.ndarray, end: np.ndarray,
-               py: tuple | None = None, user: re.Pattern | None = None) -> Steps:
+               py: tuple | None = None, user: re.Pattern | None = None,
+               name_ids: tuple[np.ndarray, Sequence] | None = None) -> Steps:
     """The step occurrences among ranges (annotations, NVTX) and, failing those, Python frames.
 
     `names`/`paths`: each range's own label and its path (enclosing labels joined by "/");
-    `py`: (thread, start, end, names) of the Python frames kept (`wanted_python_frame`)."""
+    `py`: (thread, start, end, names) of the Python frames kept (`wanted_python_frame`);
+    `name_ids`: the labels again as (each range's index into a table, the table), where the
+    importer has them so (then each distinct label is looked at once, never a row of them)."""
     thread, start, end = (np.asarray(a, dtype=np.int64) for a in (thread, start, end))
-    uniq = {n: parse_marker(n, user) for n in dict.fromkeys(names) if isinstance(n, str)}
-    marks = [uniq.get(n) if isinstance(n, str) else None for n in names]
-    tiers = [m.tier for m in marks if m is not None]
-    if tiers:
-        best = min(tiers)
-        sel = np.array([m is not None and m.tier == best for m in marks], dtype=bool)
-        idx = np.flatnonzero(sel)
+    ids, marks, tier = _marker_tiers(names, name_ids, user)
+    if len(tier) and tier.min() < _NO_TIER:
+        idx = np.flatnonzero(tier == tier.min())
         keep = outermost(thread[idx], start[idx], end[idx])
         idx = idx[keep]
         order = np.argsort(start[idx], kind="stable")
         idx = idx[order]
-        chosen = [marks[i] for i in idx.tolist()]
+        chosen = [marks[i] for i in ids[idx].tolist()]
         phases = []
         for i, mk in zip(idx.tolist(), chosen):
             ph = mk.phase
@@ -455,6 +454,29 @@ def find_steps(names: Sequence, paths: Sequence, thread: np.ndarray, start: np.n
     if py is not None and user is None and len(py[1]):
         return _python_steps(*py)
     return Steps.empty()
+
+
+_NO_TIER = np.iinfo(np.int64).max  # a range that is no step marker
+
+
+def _marker_tiers(names: Sequence, name_ids: tuple[np.ndarray, Sequence] | None,
+                  user: re.Pattern | None) -> tuple[np.ndarray, dict, np.ndarray]:
+    """(each range's label as an index into a table of labels; each distinct label's marker by that
+    index, for those that are markers; each range's marker tier, `_NO_TIER` where it is none)."""
+    if name_ids is None:
+        ids, table = pd.factorize(np.asarray(names, dtype=object))  # (a missing label: -1)
+    else:
+        ids, table = np.asarray(name_ids[0], dtype=np.int64), name_ids[1]
+    marks = {}
+    for i in np.unique(ids[ids >= 0]).tolist():
+        label = table[i]
+        m = parse_marker(label, user) if isinstance(label, str) else None
+        if m is not None:
+            marks[i] = m
+    tier_of = np.full(len(table) + 1, _NO_TIER, dtype=np.int64)  # (the last: a missing label's, -1)
+    for i, m in marks.items():
+        tier_of[i] = m.tier
+    return ids, marks, tier_of[ids]
 
 
 def _numbered(thread, start, end, row, phases, marks, labels) -> Steps:

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from collectors.readers import _kineto_parallel, kineto
+from collectors.readers import _jsonstream, _kineto_parallel, kineto
+from collectors.readers._kineto_events import Collector
 from collectors.readers.kineto import read_kineto
 from rooftop.trace import to_table
 
@@ -54,6 +55,64 @@ def test_two_workers_equal_one_process(tmp_path, monkeypatch, gz):
     assert to_table(one).equals(to_table(two))  # and so the stored tables
     assert _but_source(meta1) == _but_source(meta2)
     assert int((two["kind"] == "kernel").sum()) == 400
+
+
+def test_pieces_read_as_bytes_or_as_text_equal_one_process(tmp_path, monkeypatch):
+    """A piece goes to the compiled decoder as the bytes read where they are ASCII and its plain
+    subset, and is read as text otherwise (a name beyond ASCII, an id given as text): either way
+    as the stream reads it, and the whole read as one process reads it."""
+    doc = _replicated(200, lambda i, name: name + "\u00e9" if i % 37 == 5 else name)
+    for e in doc["traceEvents"][len(doc["traceEvents"]) // 2::101]:  # some pieces not the plain subset
+        if "External id" in e.get("args", {}):
+            e["args"]["External id"] = str(e["args"]["External id"])
+    p = _write(tmp_path / "t.json", doc)
+    monkeypatch.setattr(kineto, "CHUNK", 8_000)
+    monkeypatch.setattr(_kineto_parallel, "PIECES_MIN", 20_000)
+    one, meta1 = read_kineto(p, workers=1)
+    two, meta2 = read_kineto(p, workers=2)
+    assert one.equals(two) and _but_source(meta1) == _but_source(meta2)
+    raw = p.read_bytes()
+    first, end = raw.index(b"{", raw.index(b'"traceEvents"')), raw.rindex(b"]")
+    cuts = _kineto_parallel.boundaries(str(p), first, end, 20)
+    taken = []
+    for a, b in zip([first] + cuts[:-1], cuts):
+        whole, streamed = Collector(), Collector()
+        taken.append(_kineto_parallel._decode_whole(whole, str(p), a, b))
+        _jsonstream.array(_jsonstream.Stream(p, None, 8_000, a, b), streamed)
+        assert _resolved(whole) == (_resolved(streamed) if taken[-1] else _resolved(Collector()))  # (nothing added)
+    assert True in taken and False in taken
+
+
+def test_a_copy_and_a_kernel_starting_together_keep_their_order_whatever_the_batches(tmp_path, monkeypatch):
+    """A batch's rows are collected a kind at a time: a memcpy and a kernel that start at the same
+    time come out kernel first, whether the file put them in one batch or in two."""
+    doc = _replicated(60)
+    evs = doc["traceEvents"]
+    copy = next(i for i, e in enumerate(evs) if e["cat"] == "gpu_memcpy")
+    kernel = max(i for i, e in enumerate(evs) if e["cat"] == "kernel")
+    evs[kernel]["ts"] = evs[copy]["ts"]  # the copy comes first in the file, the kernel far later
+    p = _write(tmp_path / "t.json", doc)
+    reads = []
+    for chunk in (1 << 20, 2_000):  # one batch; many, the two in different ones
+        monkeypatch.setattr(kineto, "CHUNK", chunk)
+        reads.append(read_kineto(p, workers=1)[0])
+    assert reads[0].equals(reads[1])
+    tied = reads[0][reads[0]["start_ns"] == reads[0].loc[reads[0]["name"] == "Memcpy DtoD", "start_ns"].iloc[0]]
+    assert tied["kind"].tolist()[:2] == ["kernel", "memcpy"]
+
+
+def _resolved(c: Collector) -> dict:
+    """A collector's rows of each kind, each name, thread and shape id replaced by what it stands
+    for, as a sorted list: a batch appends its events a category at a time, so ids and the order
+    of rows of different categories follow the batches' bounds (the rows read from them, sorted
+    by time, do not)."""
+    tables = {"name": c.names.values_list(), "thread": c.threads.values_list(), "shape": c.shape_inputs}
+    out = {}
+    for attr, cols in vars(c).items():
+        if hasattr(cols, "fields"):
+            columns = [[tables[f][i] if f in tables and i >= 0 else i for i in cols.np(f).tolist()] for f in cols.fields]
+            out[attr] = sorted(zip(*columns), key=repr)
+    return {**out, "events": c.events, "untimed": c.untimed, "origin": c.origin}
 
 
 @pytest.mark.parametrize("gz", [False, True])

@@ -225,3 +225,23 @@ def test_nest_intervals_paths_by_level_and_at_the_bounds(depth, label_len):
     deepest = max(fast[2][:depth], key=lambda p: p.count("/"))
     cut = depth > 64 or (depth * (label_len + 3) > 1024)
     assert deepest.endswith("/…") == cut and bool(s1.get("cut")) == cut
+
+
+def test_first_index_is_the_first_equal_key():
+    """Keys close together (a run's correlation ids) are looked up through a table over their range,
+    others by a sort: either way the first row holding each query, -1 for none and for NULL."""
+    from collectors.readers._kineto_events import NULL, first_index
+
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        spread = int(rng.choice([5, 50, 10**6, 2**40]))
+        keys = rng.integers(-3, spread, int(rng.integers(0, 60)))
+        queries = rng.integers(-5, spread + 3, int(rng.integers(0, 60)))
+        if rng.random() < 0.3 and len(keys):
+            keys[rng.integers(0, len(keys), 3)] = NULL
+        if rng.random() < 0.3 and len(queries):
+            queries[rng.integers(0, len(queries), 3)] = NULL
+        want = [-1 if q == NULL or q not in keys.tolist() else keys.tolist().index(q) for q in queries.tolist()]
+        assert first_index(keys, queries).tolist() == want
+    null = np.full(4, NULL, dtype=np.int64)
+    assert first_index(null, null).tolist() == [-1] * 4

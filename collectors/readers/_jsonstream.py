@@ -123,11 +123,15 @@ class Stream:
         the buffer's text re-encoded must be the bytes it was decoded from."""
         if self.gz:
             return None
-        ahead = self.buf[self.pos:].encode("utf-8")
-        at = self.raw.tell() - len(ahead) - len(self.dec.getstate()[0])
+        if self.buf.isascii():  # (a flag of the text, no scan) its bytes are its characters
+            ahead, head = len(self.buf) - self.pos, self.buf[self.pos:self.pos + 4096].encode("ascii")
+        else:
+            rest = self.buf[self.pos:].encode("utf-8")
+            ahead, head = len(rest), rest[:4096]
+        at = self.raw.tell() - ahead - len(self.dec.getstate()[0])
         with open(self.path, "rb") as f:
             f.seek(at)
-            return at if f.read(min(len(ahead), 4096)) == ahead[:4096] else None
+            return at if f.read(min(ahead, 4096)) == head else None
 
     def seek_byte(self, offset: int) -> None:
         """Go on reading a plain file from `offset` (the start of a character)."""

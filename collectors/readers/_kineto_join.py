@@ -445,7 +445,7 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
     no = len(op_part.get("ts", ()))
     nr = len(runtime.get("ts", ()))
     by_time = lambda ts: np.argsort(ts, kind="stable")
-    order = np.concatenate([by_time(gts), nk + by_time(ast), nk + na + by_time(op_part.get("ts", np.zeros(0, np.int64))),
+    order = np.concatenate([_gpu_by_time(gts, gkind), nk + by_time(ast), nk + na + by_time(op_part.get("ts", np.zeros(0, np.int64))),
                             nk + na + no + runtime.get("order", np.zeros(0, np.int64))])
 
     def col(*parts):
@@ -507,6 +507,19 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
     return rows, meta
 
 
+def _gpu_by_time(ts: np.ndarray, kind: np.ndarray) -> np.ndarray:
+    """The GPU rows in time order, a kernel before a copy that starts at the same time: the
+    collector holds a batch's rows a kind at a time, so the order of such a tie would otherwise
+    follow where the file was cut into batches (how many cores read it). Rows of one kind keep
+    the file's order."""
+    order = np.argsort(ts, kind="stable")
+    at = ts[order]
+    tie = np.flatnonzero(at[1:] == at[:-1])
+    if len(tie) and (kind[order[tie]] != kind[order[tie + 1]]).any():
+        order = np.lexsort((kind, ts))  # (stable too)
+    return order
+
+
 def _categorical(parts: list, order: np.ndarray) -> pd.Categorical:
     """A text column from parts (codes into a list of texts, -1 or a None text: missing; a part
     whose list is None uses the previous part's) concatenated, rows taken in `order`. The rows
@@ -537,7 +550,8 @@ def _find_steps(sink: Collector, alabel: list, apath: list, name_of: np.ndarray,
     py = sink.py
     pst = py.np("ts")
     frames = (py.np("thread"), pst, pst + py.np("dur"), name_of[py.np("name")].tolist())
-    return st.find_steps(alabel, apath, sink.ann.np("thread"), ast, aen, py=frames, user=st.user_pattern())
+    return st.find_steps(alabel, apath, sink.ann.np("thread"), ast, aen, py=frames, user=st.user_pattern(),
+                         name_ids=(sink.ann.np("name"), name_of))
 
 
 def _cpu_op_rows(ops, ann, alabel: list, name_of: np.ndarray, shape_inputs: list, steps) -> dict | None:
