@@ -19,6 +19,15 @@ def first_appearance(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarr
     return present, first[present], number
 
 
+def in_first_order(codes: np.ndarray) -> bool:
+    """Whether codes (none missing) are numbered by first appearance, from 0 with none skipped: each
+    at most one above every code before it (what `first_appearance` would number them as they are)."""
+    if not len(codes):
+        return True
+    top = np.maximum.accumulate(codes)
+    return bool(codes[0] == 0 and (codes[1:] <= top[:-1] + 1).all())
+
+
 def first_rows(codes: np.ndarray) -> np.ndarray:
     """For codes numbered by first appearance (`pd.factorize`'s, none missing): the row where each
     code first appears, in code order (the running maximum rises at each first row)."""

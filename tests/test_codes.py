@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from rooftop.codes import by_identity, categorical, first_appearance, first_rows
+from rooftop.codes import by_identity, categorical, first_appearance, first_rows, in_first_order
 from rooftop.trace.read import _first_seen
 
 
@@ -31,6 +31,28 @@ def test_first_seen_is_dictionary_encode_of_the_values_held():
     assert got.indices.to_pylist() == want.indices.to_pylist()
     nulls = pa.chunked_array([pa.DictionaryArray.from_arrays(pa.array([None, None], pa.int32()), pa.array([], pa.string()))])
     assert _first_seen(nulls).combine_chunks().to_pylist() == [None, None]
+
+
+def test_in_first_order_is_what_factorize_leaves_unchanged():
+    rng = np.random.default_rng(7)
+    for _ in range(400):
+        codes = rng.integers(0, int(rng.integers(1, 6)), int(rng.integers(0, 12)))
+        assert in_first_order(codes) == (pd.factorize(codes)[0].tolist() == codes.tolist())
+
+
+def test_first_seen_of_leading_rows_cuts_the_dictionary():
+    """The leading rows of a column encoded in order of first appearance (an import's events, the
+    runtime calls after them): the codes kept, the dictionary cut, as encoding the rows would give."""
+    texts = ["a", "b", None, "a", "c", "b", "d", "e", "a"]
+    full = pa.array(texts).dictionary_encode()
+    for n in range(len(texts) + 1):
+        got = _first_seen(pa.chunked_array([full.slice(0, n)])).combine_chunks()
+        want = pa.array(texts[:n], pa.string()).dictionary_encode()
+        assert got.dictionary.to_pylist() == want.dictionary.to_pylist()
+        assert got.indices.to_pylist() == want.indices.to_pylist()
+        tail = _first_seen(pa.chunked_array([full.slice(n)])).combine_chunks()  # (not in order: renumbered)
+        assert tail.to_pylist() == texts[n:] and tail.dictionary.to_pylist() == pa.array(
+            texts[n:], pa.string()).dictionary_encode().dictionary.to_pylist()
 
 
 def test_first_rows_of_factorized_codes():

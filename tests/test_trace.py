@@ -188,6 +188,8 @@ def test_launch_shapes_load_as_shared_arrays(typ):
              pa.chunked_array([pa.array([[1, 2, 3], [4, 5, 6], [1, 2, 3]], type=typ)]),
              pa.chunked_array([pa.array([None, None], type=typ)]),
              pa.chunked_array([pa.array([[1, None, 3], [1, 2, 3]], type=typ)]),
+             # packed into one int64 each, numbered by hashing (more possible shapes than a table holds)
+             pa.chunked_array([pa.array([[70000, 2, 3], [1, 2, 3], [70000, 2, 3]], type=typ)]),
              # too large to pack into one int64, and negative: keyed by their text instead
              pa.chunked_array([pa.array([[2**31 - 1] * 3, [1, 2, 3], [2**31 - 1] * 3], type=typ)]),
              pa.chunked_array([pa.array([[-1, 2, 3], [1, 2, 3], [-1, 2, 3]], type=typ)])]
@@ -200,7 +202,7 @@ def test_launch_shapes_load_as_shared_arrays(typ):
                 assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
     got = _shared_lists(cases[0])
     assert got[0] is got[2] and got[3] is got[4]  # one object per distinct shape
-    for col in cases[-2:]:
+    for col in cases[-3:]:
         got = _shared_lists(col)
         assert got[0] is got[2] and got[0] is not got[1]
 

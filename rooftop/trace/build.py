@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..codes import by_identity
+from ..codes import by_identity, first_appearance
 from ..paired import built
 from .schema import SCHEMA
 
@@ -61,12 +61,14 @@ def _from_categories(col: pd.Series, typ: pa.DataType, dictionary: bool = False)
     conversion gives (a dictionary of the values in order of first appearance), without hashing
     a million strings; a plain-text `typ` kept as that dictionary when `dictionary`. None when a
     category is no text (the per-row path then says what)."""
-    local, used = pd.factorize(np.asarray(col.cat.codes, dtype=np.int64))  # in order of first appearance
-    present = used >= 0  # code -1: a missing value, no entry of the dictionary
-    renumber = np.where(present, np.cumsum(present) - 1, -1)
-    local = renumber[local]
+    codes = np.asarray(col.cat.codes, dtype=np.int64)  # (-1: a missing value, no entry of the dictionary)
+    valid = codes >= 0
+    # the categories present, in order of first appearance, and each one's number in that order
+    # (through a table: ~6x cheaper than hashing every row's code again)
+    used, _, number = first_appearance(codes[valid], len(col.cat.categories) + 1)
+    local = np.where(valid, number[codes.clip(0)], -1)
     try:
-        values = pa.array(np.asarray(col.cat.categories, dtype=object)[used[present]], type=pa.string(),
+        values = pa.array(np.asarray(col.cat.categories, dtype=object)[used], type=pa.string(),
                           from_pandas=True)
     except (pa.ArrowException, TypeError, ValueError):
         return None

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import limits
-from ..codes import first_appearance
+from ..codes import first_appearance, in_first_order
 from .schema import (FORMAT_VERSION, GPU_KINDS, HOST_COLUMNS, META_KEY, NUMERIC_CHECKED, REQUIRED, SCHEMA,
                      TEXT_COLUMNS, Trace, TraceError, one_line)
 
@@ -602,6 +602,13 @@ def _shape_codes(flat: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
         if span >= 1 << 62:
             return None
         key = key * radix + shapes[:, j]
+    if span <= 4 * len(key) + 1024:
+        # few possible shapes (launch sizes are small numbers): numbered through a table of them all,
+        # not by hashing every row's key
+        seen = np.zeros(span, dtype=bool)
+        seen[key] = True
+        number = np.cumsum(seen) - 1
+        return rows, number[key]
     return rows, pd.factorize(key)[0].astype(np.int64, copy=False)
 
 
@@ -738,12 +745,20 @@ def _first_seen(col: pa.ChunkedArray) -> pa.ChunkedArray:
     dictionary = col.chunk(0).dictionary
     codes = np.concatenate([pc.fill_null(c.indices, -1).to_numpy(zero_copy_only=False) for c in col.chunks]).astype(np.int64)
     valid = codes >= 0
-    # (the filter keeps the rows' order; a spare slot, so that `number` has a slot 0, where a null's
-    # clipped code points, even for an empty dictionary)
-    used, _, number = first_appearance(codes[valid], len(dictionary) + 1)
-    new = np.where(valid, number[codes.clip(0)], -1).astype(np.int32)
+    present = codes[valid]
+    if in_first_order(present):
+        # numbered in order of first appearance already (the leading rows of a column encoded so,
+        # as an import's events are): its codes as they are, the dictionary cut after the last used
+        new = codes.astype(np.int32)
+        values = dictionary.slice(0, int(present.max()) + 1 if len(present) else 0)
+    else:
+        # (the filter keeps the rows' order; a spare slot, so that `number` has a slot 0, where a
+        # null's clipped code points, even for an empty dictionary)
+        used, _, number = first_appearance(present, len(dictionary) + 1)
+        new = np.where(valid, number[codes.clip(0)], -1).astype(np.int32)
+        values = dictionary.take(pa.array(used))
     indices = pa.array(new, type=pa.int32(), mask=new < 0)
-    return pa.chunked_array([pa.DictionaryArray.from_arrays(indices, dictionary.take(pa.array(used)))])
+    return pa.chunked_array([pa.DictionaryArray.from_arrays(indices, values)])
 
 
 def _bools(mask: pa.ChunkedArray) -> np.ndarray:
