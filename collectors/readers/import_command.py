@@ -22,7 +22,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rooftop import heap
+
     from ._kineto_parallel import discard_early, early_workers, start_early
+
+    heap.map_from(heap.IMPORT_MAP_FROM)  # (a run of its own: speed before RSS, see there)
 
     # (a gzip file is inflated first: its progress is drawn from here, on a line of its own, ended
     # before the import's line or its error)

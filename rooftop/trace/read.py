@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import limits
+from .. import heap, limits
 from ..codes import first_appearance, in_first_order
 from .schema import (FORMAT_VERSION, GPU_KINDS, HOST_COLUMNS, META_KEY, NUMERIC_CHECKED, REQUIRED, SCHEMA,
                      TEXT_COLUMNS, Trace, TraceError, one_line)
@@ -612,31 +612,13 @@ def _shape_codes(flat: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
     return rows, pd.factorize(key)[0].astype(np.int64, copy=False)
 
 
-_MMAP_FROM = 1 << 20
-_mapped = False
-
-
 def give_back_memory() -> None:
     """Return freed memory to the system: pyarrow's allocator keeps the pages of freed buffers,
     and glibc keeps a heap whose top is still in use (a load frees hundreds of MB of temporaries
-    between the arrays the frame keeps: ~150 MB of RSS at 1M kernels). Cheap (a few ms).
-
-    The first call also fixes glibc's mmap threshold at 1 MiB: left dynamic, it rises to 32 MiB
-    after the first big array is freed, and from then on column-sized temporaries (8 MB at 1M
-    rows) come from the heap, where a freed one under a live one is never given back. Mapped,
-    each goes back to the system when freed (the TUI Overview at 1M kernels: ~60 MB less RSS)."""
-    global _mapped
+    between the arrays the frame keeps: ~150 MB of RSS at 1M kernels). Cheap (a few ms). The first
+    call also fixes glibc's mmap threshold (`rooftop.heap`: 1 MiB, unless an import set its own)."""
     pa.default_memory_pool().release_unused()
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None)
-        if not _mapped:
-            libc.mallopt(-3, _MMAP_FROM)  # M_MMAP_THRESHOLD
-            _mapped = True
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim
-        pass
+    heap.trim()
 
 
 def _int64_numpy(col: pa.ChunkedArray) -> np.ndarray:
