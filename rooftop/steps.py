@@ -606,13 +606,21 @@ def assign(win_start: np.ndarray, win_end: np.ndarray, index: np.ndarray, phases
     """(step, phase) of each time `t` (a kernel's start): the window holding it, else null step and
     the outside-steps phase. Windows with start > end (no work) are skipped; overlapping windows are
     cut at the next window's start."""
+    step, codes, labels = assign_codes(win_start, win_end, index, phases, t)
+    return step, _texts(codes, labels)
+
+
+def assign_codes(win_start: np.ndarray, win_end: np.ndarray, index: np.ndarray, phases: list,
+                 t: np.ndarray) -> tuple[pd.arrays.IntegerArray, np.ndarray, list]:
+    """`assign` with the phase as codes into a list of labels (-1: none), not a text per row."""
     t = np.asarray(t, dtype=np.int64)
     has = np.flatnonzero(win_start <= win_end)
     step = np.zeros(len(t), dtype=np.int64)
     null = np.ones(len(t), dtype=bool)
-    phase = np.full(len(t), None, dtype=object)
+    codes = np.full(len(t), -1, dtype=np.int64)
+    labels = list(phases) + list(OUTSIDE_STEPS)
     if not len(has) or not len(t):
-        return pd.arrays.IntegerArray(step, null), phase
+        return pd.arrays.IntegerArray(step, null), codes, labels
     has = has[np.argsort(win_start[has], kind="stable")]
     s, e = win_start[has], win_end[has].copy()
     e[:-1] = np.minimum(e[:-1], s[1:])
@@ -624,22 +632,31 @@ def assign(win_start: np.ndarray, win_end: np.ndarray, index: np.ndarray, phases
     slot = has[pos[inside]]
     step[inside] = index[slot]
     null[inside] = False
-    phase_arr = np.array(list(phases) + [None], dtype=object)[:-1]
-    phase[inside] = phase_arr[slot]
+    codes[inside] = slot
     out = ~inside
-    phase[out] = np.where(t[out] < s[0], BEFORE_FIRST_STEP, np.where(t[out] >= e.max(), AFTER_LAST_STEP, BETWEEN_STEPS))
-    return pd.arrays.IntegerArray(step, null), phase
+    before, between, after = (len(phases) + OUTSIDE_STEPS.index(p) for p in (BEFORE_FIRST_STEP, BETWEEN_STEPS, AFTER_LAST_STEP))
+    codes[out] = np.where(t[out] < s[0], before, np.where(t[out] >= e.max(), after, between))
+    return pd.arrays.IntegerArray(step, null), codes, labels
 
 
 def assign_cpu(steps: Steps, thread: np.ndarray, t: np.ndarray) -> tuple[pd.arrays.IntegerArray, np.ndarray]:
     """(step, phase) of CPU rows (ops of a CPU-only run, ranges) from the step's CPU range on their
     thread; rows outside every step get null for both (their path still says what it can)."""
+    step, codes, labels = assign_cpu_codes(steps, thread, t)
+    return step, _texts(codes, labels)
+
+
+def assign_cpu_codes(steps: Steps, thread: np.ndarray, t: np.ndarray) -> tuple[pd.arrays.IntegerArray, np.ndarray, list]:
+    """`assign_cpu` with the phase as codes into `steps.phase` (-1: none), not a text per row."""
     slot = locate_on_threads(steps.thread, steps.start, steps.end, np.asarray(thread, np.int64), np.asarray(t, np.int64))
     ok = slot >= 0
     step = np.where(ok, steps.index[slot.clip(0)] if len(steps) else 0, 0).astype(np.int64)
-    phase_arr = np.array(list(steps.phase) + [None], dtype=object)
-    phase = np.where(ok, phase_arr[slot], None).astype(object)
-    return pd.arrays.IntegerArray(step, ~ok), phase
+    return pd.arrays.IntegerArray(step, ~ok), np.where(ok, slot, -1).astype(np.int64), list(steps.phase)
+
+
+def _texts(codes: np.ndarray, labels: list) -> np.ndarray:
+    """Codes into labels (-1: None) as an object array of the labels themselves."""
+    return np.array(list(labels) + [None], dtype=object)[codes] if len(codes) else np.full(0, None, dtype=object)
 
 
 def attach_windows(steps: Steps, lo: np.ndarray, hi: np.ndarray, how: list, origin: int) -> list:

@@ -388,8 +388,8 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
         gst = gann.np("ts")
         spans = (_lookup(marker_ext, gann.np("ext")), gst, gst + gann.np("dur"))
     lo, hi, how = st.gpu_windows(steps, gts, gend, launch_thr, launch_t, spans)
-    gstep, gphase = st.assign(lo, hi, steps.index, steps.phase, gts)
-    astep, aphase = st.assign_cpu(steps, ann.np("thread"), ast)
+    gstep, gphase, gphases = st.assign_codes(lo, hi, steps.index, steps.phase, gts)  # (phases: codes into a list)
+    astep, aphase, aphases = st.assign_cpu_codes(steps, ann.np("thread"), ast)
     # CPU-only run: one `op` row per outermost cpu_op (ops never overlap then, so no time counts twice)
     oprows = _cpu_op_rows(ops, ann, alabel, name_of, sink.shape_inputs, steps) if not len(g) else None
     # analytic cost of each launching op instance, split across its kernels by duration
@@ -481,8 +481,8 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
         "correlation": lambda: _masked(ints(gcorr, np.full(na, NULL, np.int64), None, runtime.get("corr"))),
         "path": lambda: _categorical([(gpath, apath + fpaths), (np.arange(na), None),
                                       *op_part.get("path", [(none(no), [])]), (none(nr), None)], order),
-        "phase": lambda: _categorical([_codes_of(gphase), _codes_of(aphase),
-                                       _codes_of(op_part.get("phase", np.full(no, None))), (none(nr), [])], order),
+        "phase": lambda: _categorical([(gphase, gphases), (aphase, aphases), op_part.get("phase", (none(no), [])),
+                                       (none(nr), [])], order),
         "step": lambda: pd.array(col(steps_of(gstep), steps_of(astep), steps_of(op_part["step"]) if no else np.zeros(0),
                                      np.full(nr, np.nan)), dtype="Int32"),
         "op": lambda: _categorical([(op_name, names), (none(na), None), (op_part.get("name_id", none(no)), None),
@@ -535,12 +535,6 @@ def _categorical(parts: list, order: np.ndarray) -> pd.Categorical:
     return categorical(values, np.concatenate(codes)[order] if len(order) else np.zeros(0, np.int64))
 
 
-def _codes_of(texts: np.ndarray) -> tuple[np.ndarray, list]:
-    """An object column of a few texts (phases) as (codes, texts)."""
-    codes, uniq = pd.factorize(np.asarray(texts, dtype=object))
-    return codes, list(uniq)
-
-
 def _with_null(a: pd.arrays.IntegerArray) -> np.ndarray:
     """Int steps with null -> float64 with NaN, for one concatenate (pandas' Int32 takes it back)."""
     return a.to_numpy(dtype="float64", na_value=np.nan) if len(a) else np.zeros(0)
@@ -566,9 +560,9 @@ def _cpu_op_rows(ops, ann, alabel: list, name_of: np.ndarray, shape_inputs: list
     ast_ = ann.np("ts")
     inner, _, paths = nest_intervals(ann.np("thread"), ast_, ast_ + ann.np("dur"), alabel, th, ts, query_paths=False)
     flops, nbytes = _op_costs(names, ops.np("shape")[keep], name_of, shape_inputs)
-    step, phase = st.assign_cpu(steps, th, ts)
+    step, phase, phases = st.assign_cpu_codes(steps, th, ts)
     return {"ts": ts, "dur": dur, "name_id": names, "path": [(inner, paths)],
-            "flops": flops, "bytes": nbytes, "step": step, "phase": phase}
+            "flops": flops, "bytes": nbytes, "step": step, "phase": (phase, phases)}
 
 
 def _meta(head: dict, path: Path, sink: Collector, kernel_dev: np.ndarray) -> dict:
