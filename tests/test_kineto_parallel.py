@@ -317,6 +317,25 @@ def test_malformed_element_reported_as_one_process_reports_it(tmp_path, monkeypa
     assert m1["warnings"] == m2["warnings"] and any("malformed JSON" in w for w in m2["warnings"])
 
 
+def test_this_process_reads_a_short_last_piece(tmp_path, monkeypatch):
+    """The last piece, this process's own (read after pandas loads), is cut short: the workers take
+    the rest; the rows are the one-process rows."""
+    p = _in_pieces(tmp_path, monkeypatch)
+    monkeypatch.setattr(_kineto_parallel, "OWN_PIECE", 3_000)
+    one, meta1 = read_kineto(p, workers=1)
+    size = p.stat().st_size
+    split = _kineto_parallel.RangeSplit(str(p), 2, 8_000)
+    first = p.read_bytes().index(b"{", p.read_bytes().index(b'"traceEvents"'))
+    split._fork(first, size)
+    try:
+        even = _kineto_parallel.boundaries(p, first, size, _kineto_parallel.pieces_for(size - first, 2))
+        assert split.cuts[:-1] == even and size - split.cuts[-1] < 3 * 3_000
+    finally:
+        split.abort()
+    two, meta2 = read_kineto(p, workers=2)
+    assert one.equals(two) and _but_source(meta1) == _but_source(meta2)
+
+
 def _forks(monkeypatch) -> list:
     calls = []
     fork = _kineto_parallel.RangeSplit._fork

@@ -208,6 +208,11 @@ def boundaries(path, start: int, end: int, parts: int) -> list[int]:
 # worker at 100k kernels.) A smaller piece balances finer; each costs a range read and a collector.
 PIECES_PER_PROCESS = 8
 PIECES_MIN, PIECES_MAX = 4 << 20, 32 << 20
+# This process's own piece, the last, which it reads with the keys after the array once pandas and
+# pyarrow are loaded, is about this long: the workers take the rest from the front (with the
+# compiled decoder, one worker is through a 100k-kernel trace before that import is over: a full
+# piece read here after it, ~0.05 s, was all that stood between the import and the join).
+OWN_PIECE = 256 << 10
 
 
 def pieces_for(size: int, processes: int) -> int:
@@ -428,6 +433,8 @@ class RangeSplit:
         self.cuts = boundaries(self.path, first, end, pieces_for(end - first, self.workers))
         if not self.cuts:
             return
+        if end - 2 * OWN_PIECE > self.cuts[-1]:  # this process's own piece cut short (`OWN_PIECE`)
+            self.cuts += [c for c in boundaries(self.path, end - 2 * OWN_PIECE, end, 2) if c > self.cuts[-1]]
         fork = sys.platform == "linux"
         ctx = get_context("fork" if fork else "spawn")
         n = min(self.workers - 1, len(self.cuts))
