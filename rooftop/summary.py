@@ -180,6 +180,12 @@ def _paired(analysis: Any) -> bool:
     return int(pd.__version__.split(".")[0]) >= 3 and len(analysis.timed) >= PAIRED_MIN_ROWS
 
 
+# Read only by a kernel group's launches and details (`Analysis.launches`, `kernel_detail`: the TUI),
+# never by the report: the summary's handed-over trace holds them null, not converted (the launch
+# shapes are the costliest columns to convert, ~10% of that conversion).
+LAUNCH_COLUMNS = ("grid", "block", "registers", "shared_mem")
+
+
 def _entries_of_handed(held: list, meta_bytes: bytes, path: str | os.PathLike | None,
                        scrubbed: bool) -> dict[bytes, bytes] | None:
     """The summary's footer entries for the conformed trace table in `held` (`[table]`, emptied:
@@ -194,7 +200,7 @@ def _entries_of_handed(held: list, meta_bytes: bytes, path: str | os.PathLike | 
     try:
         rows = held[0].num_rows
         held.append(json.loads(meta_bytes))
-        return build(analyze(trace_from_handover(held, path, scrubbed)), meta_bytes, rows)
+        return build(analyze(trace_from_handover(held, path, scrubbed, unread=LAUNCH_COLUMNS)), meta_bytes, rows)
     except Exception:
         if os.environ.get("ROOFTOP_DEBUG"):
             raise

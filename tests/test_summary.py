@@ -102,6 +102,33 @@ def test_report_from_the_summary_is_the_recomputed_report(tmp_path, capsys, monk
     assert three["top_kernels"] == doc["top_kernels"][:3] and len(three["top_groups"]) == 3
 
 
+def test_an_imports_summary_reads_no_launch_shapes_and_is_the_recomputed_report(tmp_path, capsys, monkeypatch):
+    """The import's summary analyses the rows without converting the launch shapes and sizes (null
+    in its trace: nothing the report says reads them), and is still the report of the file."""
+    from collectors.readers.importers import convert
+    from rooftop.trace.read import trace_from_handover
+
+    from test_kineto import _write
+    from test_kineto_parallel import _replicated
+
+    src = _write(tmp_path / "k.json", _replicated(30))
+    out = tmp_path / "k.parquet"
+    main(["import", str(src), "-o", str(out)])
+    capsys.readouterr()
+    loaded = load_trace(out).events
+    assert all(loaded[c].notna().any() for c in summary.LAUNCH_COLUMNS)  # (the file holds them)
+    table, meta = convert(src)
+    handed = trace_from_handover([table, meta], src, scrubbed=True, unread=summary.LAUNCH_COLUMNS).events
+    assert list(handed.columns) == list(loaded.columns)
+    assert all(handed[c].isna().all() for c in summary.LAUNCH_COLUMNS)
+    others = [c for c in loaded.columns if c not in summary.LAUNCH_COLUMNS]
+    assert handed[others].equals(loaded[others])
+    want_json, want_text = recomputed(out)
+    no_analysis(monkeypatch)
+    assert run(capsys, "report", "--json", str(out)) == want_json
+    assert run(capsys, "report", str(out)) == want_text
+
+
 def test_summary_binds_to_this_analysis_and_the_default_options(tmp_path, capsys, monkeypatch):
     path = forge(synthetic(tmp_path))
     assert MARK in run(capsys, "report", str(path))  # current: answered from the footer

@@ -1038,13 +1038,15 @@ def trace_from_table(table: pa.Table, meta: dict[str, Any], path: str | os.PathL
     return _trace_from(held, path, scrubbed)
 
 
-def trace_from_handover(held: list, path: str | os.PathLike | None = None, scrubbed: bool = False) -> Trace:
+def trace_from_handover(held: list, path: str | os.PathLike | None = None, scrubbed: bool = False,
+                        unread: tuple[str, ...] = ()) -> Trace:
     """`trace_from_table` of `held` = [table, meta], which it empties (the caller keeps no other
-    reference to the table, which is then freed once converted)."""
-    return _trace_from(held, path, scrubbed)
+    reference to the table, which is then freed once converted). `unread`: columns the caller
+    will not look at, null in the trace rather than converted."""
+    return _trace_from(held, path, scrubbed, unread)
 
 
-def _trace_from(held: list, path: str | os.PathLike | None, scrubbed: bool = False) -> Trace:
+def _trace_from(held: list, path: str | os.PathLike | None, scrubbed: bool = False, unread: tuple[str, ...] = ()) -> Trace:
     """`trace_from_table` of `held` = [table, meta], which it empties, so that each step can drop
     the table it replaced (the caller keeps no reference)."""
     table, meta = held
@@ -1061,7 +1063,7 @@ def _trace_from(held: list, path: str | os.PathLike | None, scrubbed: bool = Fal
     table, dropped = _drop_untimed(table, path)
     table, host = split_runtime(table)
     rank = table.column("rank") if "rank" in table.column_names else None
-    held.append(table)
+    held.append(table.drop_columns([c for c in unread if c in table.column_names]) if unread else table)
     del table
     events = _to_frame(held)  # (it adds the schema columns the file left out)
     if rank is not None:
