@@ -127,8 +127,10 @@ def _wild_shapes(shapes: pa.Array | pa.ChunkedArray) -> np.ndarray:
         n = len(shapes)
         parts = shapes.values.slice(shapes.offset * 3, n * 3)
         if not parts.null_count and pa.types.is_integer(parts.type):
-            v = parts.to_numpy().reshape(n, 3)
-            bad = ((v < 0) | (v >= _INT32)).any(axis=1)
+            # (as unsigned, a negative part is beyond 2^31 too: one comparison; then the three
+            # columns or-ed, ~10x faster than `any` along rows of three)
+            out = (parts.to_numpy().astype(np.int64, copy=False).view(np.uint64) >= _INT32).reshape(n, 3)
+            bad = out[:, 0] | out[:, 1] | out[:, 2]
             return bad & shapes.is_valid().to_numpy(zero_copy_only=False) if shapes.null_count else bad
     bad = np.zeros(len(shapes), dtype=bool)
     for i in range(3):
