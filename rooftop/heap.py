@@ -6,7 +6,11 @@ keeps the threshold at 1 MiB: a freed column in the heap under a live one would 
 (the TUI Overview at 1M kernels: ~60 MB less RSS). An import is a run of its own that ends with its
 file, whose peak the import bounds itself: there, arrays below 32 MiB come from the heap and are
 reused without faults (at 1M kernels ~1 s and half the system time less, ~50 MB more at the peak;
-at 100k, whose 1 MB columns sit just above 1 MiB, ~10% of the import).
+at 100k, whose 1 MB columns sit just above 1 MiB, ~10% of the import). A threshold set by hand
+also stops glibc from raising its trim threshold with it (left at 128 KiB, every free at the top
+of the heap gave the pages back, to be faulted in again by the next array): an import sets that to
+twice the mmap threshold, as glibc's own adjustment would, and trims at its stages (`trim`). It
+sets both before its decoding workers fork, so that they read their pieces into the heap too.
 
 Light on purpose (no pandas, no pyarrow): the import command sets it before loading them. Nothing
 where glibc is not (macOS, musl)."""
@@ -15,6 +19,7 @@ from __future__ import annotations
 VIEW_MAP_FROM = 1 << 20
 IMPORT_MAP_FROM = 32 << 20  # (glibc's own ceiling for its dynamic threshold)
 _M_MMAP_THRESHOLD = -3
+_M_TRIM_THRESHOLD = -1
 
 _map_from = VIEW_MAP_FROM
 _applied = False
@@ -28,7 +33,8 @@ def map_from(nbytes: int) -> None:
 
 def trim() -> None:
     """Give the heap's free pages back to the system, the mmap threshold set first where it changed
-    (left to glibc, it rises to 32 MiB after the first big array is freed, whatever rooftop runs)."""
+    (left to glibc, it rises to 32 MiB after the first big array is freed, whatever rooftop runs),
+    and an import's trim threshold with it (see the module's docstring)."""
     global _applied
     try:
         import ctypes
@@ -36,6 +42,8 @@ def trim() -> None:
         libc = ctypes.CDLL(None)
         if not _applied:
             libc.mallopt(_M_MMAP_THRESHOLD, _map_from)
+            if _map_from > VIEW_MAP_FROM:
+                libc.mallopt(_M_TRIM_THRESHOLD, 2 * _map_from)
             _applied = True
         libc.malloc_trim(0)
     except (OSError, AttributeError):  # not glibc: nothing to set or trim

@@ -21,6 +21,20 @@ class _Libc:
         return 1
 
 
+class _Recorded:
+    """Stands for the import's first progress line (made right before the workers' early start):
+    records what libc had been told by then."""
+
+    def __init__(self, seen: list, libc: _Libc):
+        from collectors.readers.import_command import ProgressLine
+
+        self.seen, self.libc, self.line = seen, libc, ProgressLine
+
+    def __call__(self, *args, **kwargs):
+        self.seen.append(list(self.libc.calls))
+        return self.line(*args, **kwargs)
+
+
 def test_trim_sets_the_threshold_once_until_it_changes(monkeypatch):
     libc = _Libc()
     monkeypatch.setattr(ctypes, "CDLL", lambda name: libc)
@@ -32,7 +46,7 @@ def test_trim_sets_the_threshold_once_until_it_changes(monkeypatch):
     libc.calls.clear()
     heap.map_from(heap.IMPORT_MAP_FROM)
     heap.trim()
-    assert libc.calls == [("mallopt", -3, 32 << 20), ("malloc_trim", 0)]
+    assert libc.calls == [("mallopt", -3, 32 << 20), ("mallopt", -1, 64 << 20), ("malloc_trim", 0)]
 
 
 def test_trim_without_glibc_does_nothing(monkeypatch):
@@ -53,9 +67,12 @@ def test_an_import_takes_large_arrays_from_the_heap(tmp_path, monkeypatch):
     monkeypatch.setattr(heap, "_applied", False)
     src = _write(tmp_path / "step.json", _synthetic())
     args = type("Args", (), {"src": str(src), "output": str(tmp_path / "out.parquet")})()
+    forked = []
+    monkeypatch.setattr(import_command, "ProgressLine", _Recorded(forked, libc))
     assert import_command.run(args) == 0
-    assert ("mallopt", -3, heap.IMPORT_MAP_FROM) in libc.calls
+    assert ("mallopt", -3, heap.IMPORT_MAP_FROM) in libc.calls and ("mallopt", -1, 2 * heap.IMPORT_MAP_FROM) in libc.calls
     assert ("mallopt", -3, heap.VIEW_MAP_FROM) not in libc.calls
+    assert forked[0][:2] == [("mallopt", -3, heap.IMPORT_MAP_FROM), ("mallopt", -1, 2 * heap.IMPORT_MAP_FROM)]  # (before the fork)
     libc.calls.clear()
     monkeypatch.setattr(heap, "_map_from", heap.VIEW_MAP_FROM)
     monkeypatch.setattr(heap, "_applied", False)

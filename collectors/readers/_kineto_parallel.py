@@ -207,7 +207,8 @@ def boundaries(path, start: int, end: int, parts: int) -> list[int]:
 # with this process's range shortened by a fixed lead, it still finished 0.1-0.3 s after its
 # worker at 100k kernels.) A smaller piece balances finer; each costs a range read and a collector.
 PIECES_PER_PROCESS = 8
-PIECES_MIN, PIECES_MAX = 4 << 20, 32 << 20
+PIECES_MIN, PIECES_MAX = 4 << 20, 24 << 20  # (under glibc's 32 MiB cap on the heap's mmap threshold:
+# a piece's bytes, read whole, then come from the heap and reuse its pages, `rooftop.heap`)
 # This process's own piece, the last, which it reads with the keys after the array once pandas and
 # pyarrow are loaded, is about this long: the workers take the rest from the front (with the
 # compiled decoder, one worker is through a 100k-kernel trace before that import is over: a full
