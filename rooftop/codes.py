@@ -28,6 +28,22 @@ def in_first_order(codes: np.ndarray) -> bool:
     return bool(codes[0] == 0 and (codes[1:] <= top[:-1] + 1).all())
 
 
+def by_first_seen(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Codes into `size` values (-1: missing, kept) numbered again by first appearance, as encoding
+    the rows would number them: (the values used, in that order; each row's new code). Codes
+    numbered so already (the leading rows of a column encoded in that order: an import's events
+    before its runtime calls) come back as they are, the very array, the values used the first
+    ones; no table is made then."""
+    valid = codes >= 0
+    present = codes[valid]
+    if in_first_order(present):
+        return np.arange(int(present.max()) + 1 if len(present) else 0), codes
+    # (a spare slot, so that `number` has a slot 0, where a missing code's clipped -1 points, even
+    # for no values at all)
+    used, _, number = first_appearance(present, size + 1)
+    return used, np.where(valid, number[codes.clip(0)], -1)
+
+
 def first_rows(codes: np.ndarray) -> np.ndarray:
     """For codes numbered by first appearance (`pd.factorize`'s, none missing): the row where each
     code first appears, in code order (the running maximum rises at each first row)."""

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from rooftop.codes import by_identity, categorical, first_appearance, first_rows, in_first_order
+from rooftop.codes import by_first_seen, by_identity, categorical, first_appearance, first_rows, in_first_order
 from rooftop.trace.read import _first_seen
 
 
@@ -38,6 +38,20 @@ def test_in_first_order_is_what_factorize_leaves_unchanged():
     for _ in range(400):
         codes = rng.integers(0, int(rng.integers(1, 6)), int(rng.integers(0, 12)))
         assert in_first_order(codes) == (pd.factorize(codes)[0].tolist() == codes.tolist())
+
+
+def test_by_first_seen_numbers_by_first_appearance_and_keeps_ordered_codes():
+    rng = np.random.default_rng(9)
+    for _ in range(300):
+        size = int(rng.integers(1, 8))
+        codes = rng.integers(-1, size, int(rng.integers(0, 30)))
+        used, new = by_first_seen(codes, size)
+        present = codes >= 0
+        order = pd.unique(codes[present])
+        assert used.tolist() == order.tolist()
+        assert new.tolist() == [-1 if c < 0 else order.tolist().index(c) for c in codes.tolist()]
+        assert (new is codes) == in_first_order(codes[present])
+    assert by_first_seen(np.full(3, -1), 0)[0].tolist() == []
 
 
 def test_first_seen_of_leading_rows_cuts_the_dictionary():

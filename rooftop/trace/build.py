@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..codes import by_identity, first_appearance
+from ..codes import by_first_seen, by_identity
 from ..paired import built
 from .schema import SCHEMA
 
@@ -61,12 +61,10 @@ def _from_categories(col: pd.Series, typ: pa.DataType, dictionary: bool = False)
     conversion gives (a dictionary of the values in order of first appearance), without hashing
     a million strings; a plain-text `typ` kept as that dictionary when `dictionary`. None when a
     category is no text (the per-row path then says what)."""
-    codes = np.asarray(col.cat.codes, dtype=np.int64)  # (-1: a missing value, no entry of the dictionary)
-    valid = codes >= 0
-    # the categories present, in order of first appearance, and each one's number in that order
-    # (through a table, not a hash of every row's code again: ~6x cheaper for a few hundred names)
-    used, _, number = first_appearance(codes[valid], len(col.cat.categories) + 1)
-    local = np.where(valid, number[codes.clip(0)], -1)
+    # the categories present, in order of first appearance, and each row's number in that order
+    # (through a table, not a hash of every row's code again: ~6x cheaper for a few hundred names;
+    # code -1, a missing value, is no entry of the dictionary)
+    used, local = by_first_seen(np.asarray(col.cat.codes, dtype=np.int64), len(col.cat.categories))
     try:
         values = pa.array(np.asarray(col.cat.categories, dtype=object)[used], type=pa.string(),
                           from_pandas=True)

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import heap, limits
-from ..codes import first_appearance, in_first_order
+from ..codes import by_first_seen
 from .schema import (FORMAT_VERSION, GPU_KINDS, HOST_COLUMNS, META_KEY, NUMERIC_CHECKED, REQUIRED, SCHEMA,
                      TEXT_COLUMNS, Trace, TraceError, one_line)
 
@@ -726,19 +726,10 @@ def _first_seen(col: pa.ChunkedArray) -> pa.ChunkedArray:
         return col
     dictionary = col.chunk(0).dictionary
     codes = np.concatenate([pc.fill_null(c.indices, -1).to_numpy(zero_copy_only=False) for c in col.chunks]).astype(np.int64)
-    valid = codes >= 0
-    present = codes[valid]
-    if in_first_order(present):
-        # numbered in order of first appearance already (the leading rows of a column encoded so,
-        # as an import's events are): its codes as they are, the dictionary cut after the last used
-        new = codes.astype(np.int32)
-        values = dictionary.slice(0, int(present.max()) + 1 if len(present) else 0)
-    else:
-        # (the filter keeps the rows' order; a spare slot, so that `number` has a slot 0, where a
-        # null's clipped code points, even for an empty dictionary)
-        used, _, number = first_appearance(present, len(dictionary) + 1)
-        new = np.where(valid, number[codes.clip(0)], -1).astype(np.int32)
-        values = dictionary.take(pa.array(used))
+    used, new = by_first_seen(codes, len(dictionary))  # (the filter kept the rows' order)
+    # codes in that order already: the dictionary cut after the last one used, not copied
+    values = dictionary.slice(0, len(used)) if new is codes else dictionary.take(pa.array(used))
+    new = new.astype(np.int32)
     indices = pa.array(new, type=pa.int32(), mask=new < 0)
     return pa.chunked_array([pa.DictionaryArray.from_arrays(indices, values)])
 
