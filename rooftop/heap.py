@@ -10,7 +10,8 @@ at 100k, whose 1 MB columns sit just above 1 MiB, ~10% of the import). A thresho
 also stops glibc from raising its trim threshold with it (left at 128 KiB, every free at the top
 of the heap gave the pages back, to be faulted in again by the next array): an import sets that to
 twice the mmap threshold, as glibc's own adjustment would, and trims at its stages (`trim`). It
-sets both before its decoding workers fork, so that they read their pieces into the heap too.
+sets both first thing, before its decoding workers fork, so that they read their pieces into the heap
+too.
 
 Light on purpose (no pandas, no pyarrow): the import command sets it before loading them. Nothing
 where glibc is not (macOS, musl)."""
@@ -21,30 +22,34 @@ IMPORT_MAP_FROM = 32 << 20  # (glibc's own ceiling for its dynamic threshold)
 _M_MMAP_THRESHOLD = -3
 _M_TRIM_THRESHOLD = -1
 
-_map_from = VIEW_MAP_FROM
-_applied = False
+_applied = False  # (a threshold set: the viewer's is set by the first `trim`)
 
 
 def map_from(nbytes: int) -> None:
-    """Arrays of at least `nbytes` get pages of their own from the system from the next `trim` on."""
-    global _map_from, _applied
-    _map_from, _applied = nbytes, False
-
-
-def trim() -> None:
-    """Give the heap's free pages back to the system, the mmap threshold set first where it changed
-    (left to glibc, it rises to 32 MiB after the first big array is freed, whatever rooftop runs),
-    and an import's trim threshold with it (see the module's docstring)."""
+    """From now on, arrays of at least `nbytes` get pages of their own from the system (above the
+    viewer's 1 MiB, the trim threshold is raised with it: see the module's docstring)."""
     global _applied
     try:
         import ctypes
 
         libc = ctypes.CDLL(None)
-        if not _applied:
-            libc.mallopt(_M_MMAP_THRESHOLD, _map_from)
-            if _map_from > VIEW_MAP_FROM:
-                libc.mallopt(_M_TRIM_THRESHOLD, 2 * _map_from)
-            _applied = True
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: nothing to set or trim
+        libc.mallopt(_M_MMAP_THRESHOLD, nbytes)
+        if nbytes > VIEW_MAP_FROM:
+            libc.mallopt(_M_TRIM_THRESHOLD, 2 * nbytes)
+    except (OSError, AttributeError):  # not glibc: nothing to set
+        pass
+    _applied = True
+
+
+def trim() -> None:
+    """Give the heap's free pages back to the system; the first call sets the viewer's threshold
+    unless one is set (left to glibc, it rises to 32 MiB after the first big array is freed,
+    whatever rooftop runs)."""
+    if not _applied:
+        map_from(VIEW_MAP_FROM)
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to trim
         pass

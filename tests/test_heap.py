@@ -35,10 +35,9 @@ class _Recorded:
         return self.line(*args, **kwargs)
 
 
-def test_trim_sets_the_threshold_once_until_it_changes(monkeypatch):
+def test_trim_sets_the_viewers_threshold_once_and_map_from_another(monkeypatch):
     libc = _Libc()
     monkeypatch.setattr(ctypes, "CDLL", lambda name: libc)
-    monkeypatch.setattr(heap, "_map_from", heap.VIEW_MAP_FROM)
     monkeypatch.setattr(heap, "_applied", False)
     heap.trim()
     heap.trim()
@@ -63,7 +62,6 @@ def test_an_import_takes_large_arrays_from_the_heap(tmp_path, monkeypatch):
 
     libc = _Libc()
     monkeypatch.setattr(ctypes, "CDLL", lambda name: libc)
-    monkeypatch.setattr(heap, "_map_from", heap.VIEW_MAP_FROM)
     monkeypatch.setattr(heap, "_applied", False)
     src = _write(tmp_path / "step.json", _synthetic())
     args = type("Args", (), {"src": str(src), "output": str(tmp_path / "out.parquet")})()
@@ -74,7 +72,6 @@ def test_an_import_takes_large_arrays_from_the_heap(tmp_path, monkeypatch):
     assert ("mallopt", -3, heap.VIEW_MAP_FROM) not in libc.calls
     assert forked[0][:2] == [("mallopt", -3, heap.IMPORT_MAP_FROM), ("mallopt", -1, 2 * heap.IMPORT_MAP_FROM)]  # (before the fork)
     libc.calls.clear()
-    monkeypatch.setattr(heap, "_map_from", heap.VIEW_MAP_FROM)
     monkeypatch.setattr(heap, "_applied", False)
     load_trace(tmp_path / "out.parquet")
     assert libc.calls[0] == ("mallopt", -3, heap.VIEW_MAP_FROM)

@@ -26,8 +26,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ._kineto_parallel import discard_early, early_workers, start_early
 
-    heap.map_from(heap.IMPORT_MAP_FROM)  # (a run of its own: speed before RSS, see there)
-    heap.trim()  # (set now, before the workers fork: they read their pieces into the heap too)
+    heap.map_from(heap.IMPORT_MAP_FROM)  # (a run of its own: speed before RSS, see there; set before the fork)
 
     # (a gzip file is inflated first: its progress is drawn from here, on a line of its own, ended
     # before the import's line or its error)
