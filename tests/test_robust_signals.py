@@ -40,10 +40,21 @@ def test_ctrl_c_while_the_package_imports_is_one_line():
     assert (p.returncode, p.stdout, p.stderr) == (130, "", "rooftop: interrupted\n")
 
 
+def _default_signals() -> None:
+    """The child starts as a shell would start it: SIGINT at its default and unblocked, whatever the
+    pytest process inherited or was left with (a run in the background of a non-interactive shell
+    ignores SIGINT, and a child inherits an ignored signal: Python then never installs its handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
 def test_importing_the_library_changes_no_signal_handler():
-    code = "import signal, rooftop, rooftop.cli; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
-    assert p.stdout.strip() == "True", p.stderr
+    code = ("import signal; before = signal.getsignal(signal.SIGINT)\n"
+            "import rooftop, rooftop.cli\n"
+            "print(before is signal.default_int_handler, signal.getsignal(signal.SIGINT) is before)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                       preexec_fn=_default_signals)
+    assert p.stdout.split() == ["True", "True"], (p.stdout, p.stderr)
 
 
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc to see where the child is")
