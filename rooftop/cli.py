@@ -339,11 +339,16 @@ def cmd_open(paths: list[str], override=None, options: dict | None = None) -> in
         from tui.app import run_app
     except ImportError as exc:
         raise UsageError(f"the terminal UI needs textual: {exc}") from None
-    if override is not None:
-        from .devices import by_key, match
-        if override.gpu and by_key(override.gpu) is None and match(override.gpu) is None:
-            raise UsageError(f"--gpu {override.gpu!r}: no such GPU in the spec table (see `rooftop gpus`)")
     return run_app(list(paths), peaks_override=override, **(options or {}))
+
+
+def _check_gpu(gpu: str | None) -> None:
+    """`--gpu KEY` names a row of the spec table (a key or a name `rooftop gpus` lists)."""
+    if not gpu:
+        return
+    from .devices import by_key, match
+    if by_key(gpu) is None and match(gpu) is None:
+        raise UsageError(f"--gpu {gpu!r}: no such GPU in the spec table (see `rooftop gpus`)")
 
 
 def cmd_gpus(args) -> int:
@@ -382,6 +387,8 @@ def _run(argv: list[str]) -> int:
         paths = {"open": lambda: args.traces, "report": lambda: [args.trace], "diff": lambda: [args.a, args.b],
                  "import": lambda: [args.src]}[args.command]()
         _use_steps(getattr(args, "steps", None), paths)
+    if args.command in ("open", "report", "diff"):
+        _check_gpu(getattr(args, "gpu", None))  # a bad key is said before a trace is loaded
     if args.command == "open":
         if isinstance(args.peaks, str) and args.peaks != "auto":
             raise UsageError("open --peaks takes BW_TBps,TFLOPs")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .format import fmt_value
+from .format import fmt_tera, fmt_value
 
 KINDS = ("text", "int", "num", "ns", "pct", "bytes", "flops", "rate")
 
@@ -49,6 +49,8 @@ class Column:
 
     def format(self, value) -> str:
         """`value` as text with its unit (`12.3 µs`, `45.6%`); unknown is an em dash."""
+        if self.kind == "num" and self.unit in ("TFLOP/s", "TB/s"):
+            return fmt_tera(value, self.unit)
         return fmt_value(value, self.kind, self.unit)
 
 

@@ -87,6 +87,15 @@ def fmt_rate(v, unit: str = "B/s") -> str:
     return _scaled(v, _SI, unit, unit, small=".3g")
 
 
+def fmt_tera(v, unit: str) -> str:
+    """A rate stored in tera-units (`unit` is `TFLOP/s` or `TB/s`) under a header that names the unit:
+    the bare number from 0.01 up (`1.23`), and below that the rate with its own unit (`529 MFLOP/s`,
+    `83.7 MB/s`), never a prefix on a prefix (`529 µ TFLOP/s`)."""
+    if _no_number(v) or abs(float(v)) >= 0.01 or float(v) == 0:
+        return fmt_num(v)
+    return fmt_rate(float(v) * 1e12, unit[1:])
+
+
 def fmt_pct(v, digits: int = 1) -> str:
     """A 0..1 fraction as a percentage."""
     if _no_number(v):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .format import fmt_bytes, fmt_ns, fmt_num, fmt_pct, fmt_rate
+from .format import fmt_bytes, fmt_ns, fmt_num, fmt_pct, fmt_rate, fmt_tera
 from .text import printable
 
 
@@ -61,7 +61,8 @@ def coverage_notes(phases: list[dict]) -> list[str]:
             if _known(util):
                 value = f"{fmt_pct(util)} {label}"
             elif _known(rate):
-                value = f"{fmt_num(rate)} {unit}"
+                value = fmt_tera(rate, unit)
+                value = value if value.endswith("/s") else f"{value} {unit}"
             else:
                 value = None
             if value is None or status == "unknown":
@@ -114,8 +115,8 @@ def _phase_lines(doc: dict) -> list[str]:
     for r in ph:
         g = r.get
         rows.append([str(g("phase")), fmt_num(g("steps")), fmt_num(g("kernels")), fmt_ns(g("span_ns")),
-                     fmt_pct(g("idle_frac"), 0), fmt_num(g("tokens_per_s")), _bounded(fmt_num(g("tflops")), g("mfu_status")),
-                     _bounded(fmt_num(g("tbps")), g("mbu_status")), _bounded(fmt_pct(g("mfu")), g("mfu_status")),
+                     fmt_pct(g("idle_frac"), 0), fmt_num(g("tokens_per_s")), _bounded(fmt_tera(g("tflops"), "TFLOP/s"), g("mfu_status")),
+                     _bounded(fmt_tera(g("tbps"), "TB/s"), g("mbu_status")), _bounded(fmt_pct(g("mfu")), g("mfu_status")),
                      _bounded(fmt_pct(g("mbu")), g("mbu_status")), fmt_pct(g("model_mbu")), _word(g("bound")),
                      _word(g("bytes_source")), _coverage_cell(g("bytes_coverage"))])
     lines = [_table(["phase", "steps", "kernels", "time", "gaps", "tok/s", "TFLOP/s", "TB/s", "MFU", "MBU",

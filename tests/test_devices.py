@@ -467,3 +467,17 @@ def test_diff_takes_the_override(fixtures_dir, capsys):
     json.loads(capsys.readouterr().out)
     assert cli.main(["diff", str(a), str(b), "--gpu", "nope"]) == 2
     assert "no such GPU" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["report", "diff", "open"])
+def test_a_bad_gpu_key_is_refused_before_any_trace_is_read(tmp_path, capsys, monkeypatch, command):
+    """Flags are validated before loading (issue 40): the --gpu error comes first, and no trace is
+    opened; a trace that does not even exist is not what the user is told about."""
+    from rooftop import cli
+    opened = []
+    monkeypatch.setattr(cli, "_load", lambda *a, **k: opened.append(a) or (_ for _ in ()).throw(AssertionError))
+    missing = str(tmp_path / "absent.json")
+    paths = [missing, missing] if command == "diff" else [missing]
+    assert cli.main([command, *paths, "--gpu", "h900"]) == 2
+    err = capsys.readouterr().err
+    assert "--gpu 'h900': no such GPU" in err and "absent.json" not in err and not opened

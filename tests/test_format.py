@@ -28,3 +28,13 @@ def test_no_exponent_anywhere():
 def test_fmt_count_agrees_in_number():
     assert fmt_count(1, "row") == "1 row" and fmt_count(0, "gap") == "0 gaps"
     assert fmt_count(1471, "row") == "1,471 rows" and fmt_count(2, "copy", "copies") == "2 copies"
+
+
+def test_tera_rates_below_the_tera_range_carry_their_own_unit():
+    """A CPU run's 0.000529 TFLOP/s is `529 MFLOP/s`, never `529 µ TFLOP/s` (issue 40)."""
+    from rooftop.format import fmt_tera
+    assert fmt_tera(0.000529, "TFLOP/s") == "529 MFLOP/s"
+    assert fmt_tera(8.37e-05, "TB/s") == "83.7 MB/s"
+    assert fmt_tera(1.234, "TFLOP/s") == "1.23" and fmt_tera(0.05, "TB/s") == "0.05"
+    assert fmt_tera(None, "TB/s") == "—" and fmt_tera(0, "TB/s") == "0"
+    assert "µ" not in fmt_tera(3e-9, "TFLOP/s")  # 3 kFLOP/s

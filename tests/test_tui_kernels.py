@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from tui.screens.detail import NO_COUNTERS, KernelDetailScreen
+from tui.screens.detail import KernelDetailScreen
 from tui.widgets.breadcrumb import Breadcrumb
 from tui.widgets.table import Col, display_table, matches
 from tui.widgets.text import safe_text, sanitize, sanitize_series
@@ -96,8 +96,9 @@ def test_kernel_detail_with_counters_shows_stalls_and_meanings(tmp_path):
 
 def test_kernel_detail_without_counters_says_how_to_collect(tmp_path):
     def check(app):
-        assert text_of(app.screen.query_one("#detail-stalls")) == NO_COUNTERS
-        assert "rooftop collect --counters" in NO_COUNTERS
+        said = text_of(app.screen.query_one("#detail-stalls"))
+        assert said == app.analyses[0].stalls_missing
+        assert "rooftop collect --counters" in said and "WarpStateStats" in said
     drive([small_trace(tmp_path)], ["3", "enter"], check=check)
 
 

@@ -106,8 +106,8 @@ def test_no_counters_says_how_to_collect(tmp_path):
         async with app.run_test(size=(80, 24)) as pilot:
             await _settle(pilot)
             msg = str(app.screen.query_one("#stalls-none", Static).render())
-            assert "No hardware counters in this trace. Collect them with: rooftop collect --counters" in msg
-            assert "rooftop import" in msg
+            assert "This trace has no hardware counters" in msg and "rooftop collect --counters" in msg
+            assert "ncu --section WarpStateStats" in msg
             assert not list(app.screen.query(StallBars))
 
     asyncio.run(run())
@@ -125,3 +125,30 @@ def test_modeled_badge_and_weird_names(tmp_path):
             assert "\x1b" not in shown and "\x07" not in shown
 
     asyncio.run(run())
+
+
+def test_missing_stalls_say_what_this_kind_of_file_lacks():
+    """Each kind of file is told what it lacks: an ncu report with counters but no WarpStateStats
+    section is not told it has no counters (issue 40); a Kineto or nsys timeline is told where
+    stalls come from; a modeled trace is said to be modeled."""
+    import pandas as pd
+    from rooftop.analysis.stalls import missing_reason
+    with_counters = pd.DataFrame({"counters": [True, None]})
+    without = pd.DataFrame({"counters": [False, False]})
+    ncu = missing_reason(with_counters, {"tool": "ncu"}, False)
+    assert "counters but no WarpStateStats section" in ncu and "--section WarpStateStats" in ncu
+    assert "no hardware counters" not in ncu.lower()
+    assert "PyTorch profiler (Kineto)" in missing_reason(without, {"tool": "kineto"}, False)
+    assert "Nsight Systems" in missing_reason(without, {"tool": "nsys"}, False)
+    assert "MODELED" in missing_reason(with_counters, {"tool": "rooftop"}, True)
+    # a counters column set by any source means a report of some other section set
+    assert "no WarpStateStats" in missing_reason(with_counters, None, False)
+
+
+def test_ncu_csv_without_warp_state_stats_says_which_section(fixtures_dir):
+    """A real ncu CSV that has SpeedOfLight counters and no WarpStateStats."""
+    from collectors.readers.importers import load_any
+    t = load_any(fixtures_dir / "ncu" / "AveryClapp__ESMM-Research__metrics.csv", None)
+    a = analyze(t)
+    assert a.stalls() is None
+    assert "--section WarpStateStats" in a.stalls_missing and "has counters" in a.stalls_missing

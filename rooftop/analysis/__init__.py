@@ -177,6 +177,11 @@ class Analysis:
     def stalls(self, by: str = "phase") -> pd.DataFrame | None:
         return stalls.stall_shares(self.timed, by)
 
+    @cached_property
+    def stalls_missing(self) -> str:
+        """Why `stalls()` is None for this trace, and what would fill it (docs: stalls)."""
+        return stalls.missing_reason(self.timed, self.trace.meta.get("source"), self.trace.modeled)
+
     def stall_top_kernels(self, reason: str, n: int = 5, phase: str | None = None) -> pd.DataFrame:
         rows = self.timed
         if phase is not None:

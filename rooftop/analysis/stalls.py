@@ -100,3 +100,29 @@ def top_reason(shares_row: pd.Series, skip_selected: bool = True) -> tuple[str, 
     if s.empty or s.max() <= 0:
         return None
     return str(s.idxmax()), float(s.max())
+
+
+def missing_reason(rows: pd.DataFrame, source: dict | None, modeled: bool) -> str:
+    """Why a trace has no stall shares, and what would add them, for this file's kind.
+
+    Stall reasons are Nsight Compute's WarpStateStats section (`smsp__pcsamp_warps_issue_stalled_*`
+    and `smsp__average_warp_latency_issue_stalled_*`); an ncu report recorded without it still has
+    its other sections' counters, so "no counters" would be wrong there."""
+    tool = str((source or {}).get("tool") or "")
+    if modeled:
+        return ("This trace is MODELED (analytic roofline times): it has no hardware counters and no warp "
+                "stalls. Collect a real run on the GPU: rooftop collect --counters ...")
+    has_counters = "counters" in rows.columns and bool(rows["counters"].fillna(False).astype(bool).any())
+    if tool == "ncu" or has_counters:
+        return ("This Nsight Compute report has counters but no WarpStateStats section, which is where "
+                "warp stall reasons come from. Profile again with it: ncu --section WarpStateStats "
+                "(or --set full) -o run ...; then rooftop run.ncu-rep")
+    if tool == "kineto":
+        what = "This PyTorch profiler (Kineto) trace holds kernel times, not hardware counters"
+    elif tool == "nsys":
+        what = "This Nsight Systems trace holds kernel times, not per-kernel hardware counters"
+    else:
+        what = "This trace has no hardware counters"
+    return (f"{what}: warp stall reasons come from Nsight Compute's WarpStateStats section. Collect them with "
+            "rooftop collect --counters ... (it re-runs a few steps under Nsight Compute), or profile with "
+            "ncu --section WarpStateStats -o run ... and open run.ncu-rep")

@@ -27,8 +27,9 @@ from ..widgets.text import safe_text, sanitize
 from ..workers import post_if_current
 
 TOP_REASONS = 3  # whose meanings are spelled out in full under the bars
-NO_COUNTERS = ("No hardware counters in this trace, so no warp stalls. Collect them with "
-               "`rooftop collect --counters` (Nsight Compute).")
+# Where other kernels of the trace have stall counters: this one was not among those profiled.
+NOT_PROFILED = ("No warp-stall counters for this kernel: it was not among the launches Nsight Compute "
+                "profiled (a filter such as --kernel-name or --launch-count left it out).")
 
 # Time and the gap first: at 80 columns they must not scroll off behind the shapes.
 LAUNCH_COLS = [
@@ -105,7 +106,8 @@ class KernelDetailScreen(RooftopScreen):
         box = self.query_one("#detail-stalls-box", Vertical)
         await box.remove_children()
         if d.shares is None:
-            await box.mount(Static(Text(NO_COUNTERS), id="detail-stalls"))
+            why = NOT_PROFILED if self.analysis.stalls() is not None else self.analysis.stalls_missing
+            await box.mount(Static(Text(why), id="detail-stalls"))
         else:
             await box.mount_all([StallBars(d.shares, top=8, meanings=False, id="detail-stalls"),
                                  Static(self._meanings(d.shares), id="detail-stall-meanings")])

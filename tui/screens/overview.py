@@ -14,7 +14,7 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from rooftop.columns import GAP, PHASES, RANK_PHASES, RANK_STEPS
-from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
+from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate, fmt_tera, is_unknown
 
 from ..loader import Preview, overview_ready, phases_ready, warm_overview_rest
 from ..widgets.breadcrumb import MODELED, RooftopScreen
@@ -61,8 +61,8 @@ class PhaseTable(StyledStatic):
             table.add_row(
                 safe_text(phase, self.style_of(f"phase--{phase}")), fmt_ns(r.get("span_ns")),
                 fmt_rate(r.get("tokens_per_s"), "").strip(),
-                fmt_num(r.get("tflops")),
-                fmt_num(r.get("tbps")),
+                fmt_tera(r.get("tflops"), "TFLOP/s"),
+                fmt_tera(r.get("tbps"), "TB/s"),
                 fmt_pct(r.get("mfu")), fmt_pct(r.get("mbu")),
                 safe_text("—" if is_unknown(bound) else bound, self.style_of(f"bound--{bound}")),
             )
@@ -146,7 +146,7 @@ def rank_phase_table(rank_phases: pd.DataFrame) -> Table:
     _add_columns(table, RANK_PHASES.pick("rank", "phase", "span_ns", "mbu", "mfu", "tbps"))
     for r in rank_phases.to_dict("records"):
         table.add_row(str(r["rank"]), safe_text(r.get("phase")), fmt_ns(r.get("span_ns")), fmt_pct(r.get("mbu")),
-                      fmt_pct(r.get("mfu")), fmt_num(r.get("tbps")))
+                      fmt_pct(r.get("mfu")), fmt_tera(r.get("tbps"), "TB/s"))
     return table
 
 

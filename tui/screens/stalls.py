@@ -23,13 +23,6 @@ from tui.workers import post_if_current
 GROUPINGS = ("phase", "category")
 TOP_REASONS = 3
 
-NO_COUNTERS = (
-    "No hardware counters in this trace. Collect them with: rooftop collect --counters ...\n"
-    "(it re-runs a few steps under Nsight Compute), or import an existing report: rooftop import run.ncu-rep\n"
-    "Warp stall reasons come from Nsight Compute's WarpStateStats section; timelines alone do not have them."
-)
-
-
 def top_reasons(stalls: pd.DataFrame, n: int = TOP_REASONS) -> list[str]:
     """The reasons with the largest share in any group; `selected` is issuing, not stalling."""
     best = stalls.drop(columns=["selected"], errors="ignore").max(axis=0)
@@ -89,7 +82,7 @@ class StallsScreen(RooftopScreen):
         body = self.query_one("#stalls-body", VerticalScroll)
         await body.remove_children()
         if message.stalls is None:
-            await body.mount(Static(Text(NO_COUNTERS), id="stalls-none"))
+            await body.mount(Static(Text(self.analysis.stalls_missing), id="stalls-none"))
             return
         widgets = []
         for group, row in message.stalls.iterrows():
