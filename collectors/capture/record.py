@@ -139,7 +139,10 @@ class Recorder:
         self._cuda = torch.cuda.is_available() and not str(self.device or "").startswith("cpu")
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self._cuda else [])
         self._prof = profile(activities=activities, record_shapes=True, with_flops=True)
-        self._prof.__enter__()
+        from .quiet import NativeLog
+        self._native = NativeLog()
+        with self._native.redirect():  # libkineto's `USDT: ... profiler_start` is not ours to print
+            self._prof.__enter__()
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
@@ -155,7 +158,11 @@ class Recorder:
             if self._cuda:
                 import torch
                 torch.cuda.synchronize()  # the kernels in flight belong to the trace
-            self._prof.__exit__(None, None, None)
+            with self._native.redirect():
+                self._prof.__exit__(None, None, None)
+            note = self._native.note()
+            if note:
+                print(note, file=sys.stderr)
             rows, found = import_session(self._prof, self.kineto)
             # with the report's summary in the footer (rooftop/summary.py): `report` answers at once
             self.written = write_summarized(self.path, rows, self.build_meta(incomplete, found))
