@@ -257,7 +257,7 @@ def test_key_line_at_80_columns_keeps_what_matters(tmp_path):
         assert len(text) <= 80 and text.rstrip().endswith("q Quit") and "? Help" in text
         return text
     got = drive([small_trace(tmp_path)], size=(80, 24), steps=[([], line), (["3"], line), (["enter"], line)])
-    assert "1-5 screens" in got[0] and "e Export CSV" in got[0] and "Back" not in got[0]  # nothing to go back to
+    assert "1-5,7 screens" in got[0] and "e Export CSV" in got[0] and "Back" not in got[0]  # nothing to go back to
     assert got[1].startswith(" g Raw/grouped  c By category  p By phase  s Sort  / Filter")
     assert got[2].startswith(" esc ⌫ Back")  # a drill-down can go back
 
@@ -333,3 +333,13 @@ def test_big_trace_overview_paints_in_stages(tmp_path, monkeypatch):
     assert "overview-pending" not in seen["last"]
     assert [i for i in seen["last"] if i] == ["identity", "warnings-count", "phases", "sources", "findings", "gap", "step-curve"]
     assert "decode" in seen["findings"] and "1.7%" in seen["phases"] and seen["cached"]
+
+
+def test_the_key_line_names_every_screen_key():
+    """The number keys collapse into runs, gaps kept: the Timeline's 7 is on the key line with one
+    trace (no Compare), `1-7` with two (issue 40: it was found only through `?`)."""
+    from tui.widgets.keybar import _digit_run
+    assert _digit_run(list("123457")) == "1-5,7"
+    assert _digit_run(list("1234567")) == "1-7"
+    assert _digit_run(list("1235")) == "1-3,5" and _digit_run(list("12")) == "1,2"
+    assert _digit_run(["1", "x"]) is None

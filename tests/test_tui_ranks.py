@@ -100,7 +100,7 @@ def test_calibrated_trace_shows_both_ceilings_gap_and_compare_key(tmp_path):
         parts = a[["ideal_ns", "slow_kernels_ns", "extra_bytes_ns", "launch_gaps_ns", "unmodeled_ns"]].sum()
         assert abs(parts - 464_000) < 1 and a["launch_gaps_ns"] == 36_000 and a["extra_bytes_ns"] > 0
         assert not s.query("#rank-phases")  # one rank: no ranks section
-        assert "1-6 screens" in keybar(app)  # two traces: Compare is a screen too
+        assert "1-7 screens" in keybar(app)  # two traces: Compare is a screen too
 
     def steps(app):
         assert "Rank spread" not in keybar(app)  # one rank has no spread to show

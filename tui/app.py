@@ -37,7 +37,7 @@ SCREENS = [  # (mode, number key, title)
     ("roofline", "4", "Roofline"), ("stalls", "5", "Stalls"), ("compare", "6", "Compare"),
     ("timeline", "7", "Timeline"),
 ]
-KEYLINE_HIDDEN = ("compare", "timeline")  # keep the key line's compact `1-5 screens`; `?` lists them
+KEYLINE_HIDDEN = ("compare",)  # shown by the key line once two traces are open (keybar.COMPARE_ID)
 
 
 # The longest the load waits for the Overview's first paint from the footer (see `Preview.shown`).

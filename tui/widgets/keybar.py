@@ -2,7 +2,7 @@
 
 Textual's Footer drops whatever does not fit on the right (at 80 columns the app keys vanished) and
 rebuilds one widget per key on every focus change (a large share of each screen switch). This is one
-Static: the number keys collapse to `1-5 screens` (`1-6` when two traces are open, so Compare is
+Static: the number keys collapse to `1-5,7 screens` (`1-7` when two traces are open, so Compare is
 there), `? help` is always kept, and what does not fit is left out whole (the `?` help lists every key).
 """
 from __future__ import annotations
@@ -23,13 +23,17 @@ def _shown(app, binding) -> bool:
 
 
 def _digit_run(keys: list[str]) -> str | None:
-    """`1-5` when the keys are consecutive digits (the default number keys), else None."""
+    """`1-5` for consecutive digit keys, `1-5,7` with a gap (one trace: no Compare), else None."""
     if len(keys) < 2 or not all(len(k) == 1 and k.isdigit() for k in keys):
         return None
-    nums = [int(k) for k in keys]
-    if nums != list(range(nums[0], nums[0] + len(nums))):
-        return None
-    return f"{nums[0]}-{nums[-1]}"
+    nums = sorted(int(k) for k in keys)
+    parts, start = [], nums[0]
+    for prev, n in zip(nums, nums[1:] + [None]):
+        if n != prev + 1:
+            parts.append(f"{start}-{prev}" if prev - start > 1 else
+                         f"{start},{prev}" if prev > start else f"{start}")
+            start = n
+    return ",".join(parts)
 
 
 def key_items(screen) -> list[tuple[str, str, bool, str]]:
