@@ -13,7 +13,7 @@ from textual.app import App
 from rooftop.analysis import analyze
 from rooftop.trace import load_trace, write_trace
 from tui.screens.roofline import RooflineScreen
-from tui.widgets.roofline_plot import (BIG, MID, SMALL, RooflinePlot, decade_label, decade_ticks, frame_for,
+from tui.widgets.roofline_plot import (BIG, GLYPHS, MID, SMALL, RooflinePlot, decade_label, decade_ticks, frame_for,
                                        marker_for, plottable, printable, ridge)
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -240,7 +240,7 @@ def test_resize_survives_and_keeps_drawing(tmp_path):
                 plot = app.screen.plot
                 rendered = str(plot.render())
                 assert "1T" in rendered and "100T" in rendered  # our decade labels, not plotext's
-                assert BIG in rendered  # the biggest group's marker is on the canvas
+                assert any(g[0] in rendered for g in GLYPHS.values())  # the biggest group's marker is on the canvas
             app.save_screenshot(str(tmp_path / "after.svg"))
 
     asyncio.run(run())
@@ -291,3 +291,35 @@ def test_compact_plot_one_point():
             assert "◉" in str(plot.render())
 
     asyncio.run(run())
+
+
+def test_one_phase_trace_offers_no_phase_filter_and_each_series_has_its_glyph(tmp_path):
+    """Issue 40: a trace whose only phase is `run` is not offered `(p: prefill)`; the legend lists the
+    series present, each with its own glyph (apart under NO_COLOR)."""
+    rows = [{"kind": "kernel", "name": name, "path": f"run/step={i}", "start_ns": i * 300_000, "dur_ns": dur,
+             "device": 0, "stream": 7, "flops": flops, "dram_read": nbytes, "dram_write": 0.0,
+             "counters": True} for i, (name, _, dur, flops, nbytes) in enumerate(KERNELS)]
+    steps = [{"phase": "run", "index": i} for i in range(len(KERNELS))]
+    a = analyze(load_trace(write_trace(tmp_path / "run.parquet", rows, {"device": DEVICE, "steps": steps})))
+    assert set(a.steps["phase"]) == {"run"}
+
+    async def run():
+        app = ScreenApp(a)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _settle(pilot)
+            screen = app.screen
+            title = _text(screen, "#roofline-title")
+            assert "phase: all" in title and "(p:" not in title and "prefill" not in title
+            legend = _text(screen, "#roofline-legend")
+            assert f"{GLYPHS['other'][0]} other" in legend and "prefill" not in legend and "decode" not in legend
+            await pilot.press("p")
+            await _settle(pilot)
+            assert len(screen.plot.points) == 4 and any("one phase" in str(n.message) for n in app._notifications)
+
+    asyncio.run(run())
+
+
+def test_phase_series_have_distinct_glyphs():
+    firsts = [g[0] for g in GLYPHS.values()]
+    assert len(set(firsts)) == len(firsts) == 3
+    assert len({c for g in GLYPHS.values() for c in g}) == 9

@@ -11,14 +11,14 @@ from textual.widgets import Tree
 
 from rooftop.analysis import analyze
 from rooftop.trace import load_trace
-from tui.widgets.roofline_plot import BIG, MID, SELECTED, SMALL, RooflinePlot
+from tui.widgets.roofline_plot import ALL_MARKERS, RooflinePlot
 from tui.widgets.steps_plot import StepsPlot, nice_ticks, step_ticks
 
 from test_tui_app import drive
 from tui_helpers import STYLESHEET, small_trace
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-MARKERS = (BIG, MID, SMALL, SELECTED)
+MARKERS = ALL_MARKERS
 
 
 def test_step_ticks_are_steps_and_y_ticks_round():

@@ -16,11 +16,17 @@ from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate
 from rooftop.text import printable
 from tui.widgets.breadcrumb import RooftopScreen
 from tui.widgets.phase import phase_label, trace_phases
-from tui.widgets.roofline_plot import BIG, MID, SELECTED, SMALL, RooflinePlot, ridge
+from tui.widgets.roofline_plot import BIG, GLYPHS, MID, SELECTED, SMALL, RooflinePlot, ridge
 from tui.widgets.text import safe_text
 from tui.workers import post_if_current
 
-PHASE_FILTERS = (None, "prefill", "decode")
+
+
+def phase_filters(analysis) -> tuple[str | None, ...]:
+    """What `p` cycles through: all, then each phase the trace has; all alone for a one-phase trace
+    (a trace whose only phase is `run` is not offered a prefill filter)."""
+    phases = trace_phases(analysis)
+    return (None, *phases) if len(phases) > 1 else (None,)
 
 
 def name_text(name) -> Text:
@@ -112,8 +118,12 @@ class RooflineScreen(RooftopScreen):
         self._update_info()
 
     def _update_title(self) -> None:
-        nxt = PHASE_FILTERS[(PHASE_FILTERS.index(self._phase) + 1) % len(PHASE_FILTERS)]
-        t = Text(f"Kernel groups, phase: {self._phase or 'all'}  (p: {nxt or 'all'})   ")
+        filters = phase_filters(self.analysis)
+        t = Text(f"Kernel groups, phase: {printable(self._phase or 'all')}")
+        if len(filters) > 1:
+            nxt = filters[(filters.index(self._phase) + 1) % len(filters)] if self._phase in filters else None
+            t.append(f"  (p: {printable(nxt or 'all')})")
+        t.append("   ")
         t.append_text(name_text(self.analysis.identity.get("label") or self.analysis.trace.label))
         self.query_one("#roofline-title", Static).update(t)
 
@@ -121,8 +131,8 @@ class RooflineScreen(RooftopScreen):
         t = peaks_text(self.analysis, self._ceilings)
         t.append("\n")
         plot = self.plot
-        for ph in ("prefill", "decode", "other"):
-            t.append(f"{BIG} {ph}  ", style=plot.get_component_rich_style(f"roofline--{ph}", partial=True))
+        for ph in plot.phases_shown():  # each series its glyph and colour: apart under NO_COLOR too
+            t.append(f"{GLYPHS[ph][0]} {ph}  ", style=plot.get_component_rich_style(f"roofline--{ph}", partial=True))
         t.append(f"({BIG} {MID} {SMALL} by time, {SELECTED} selected)   ")
         other = "datasheet" if self._ceilings.get("source") == "measured" else "measured"
         t.append(f"m: {other} roofs", style="italic")
@@ -133,7 +143,7 @@ class RooflineScreen(RooftopScreen):
         info = self.query_one("#roofline-info", Static)
         i = plot.selected
         if i is None:
-            where = f" in phase {self._phase} (p: next phase)" if self._phase else ""
+            where = f" in phase {printable(self._phase)} (p: next phase)" if self._phase else ""
             info.update(Text(f"No kernel group with known FLOPs and bytes to place on the roofline{where}."))
             return
         row = plot.points.iloc[i]
@@ -170,7 +180,11 @@ class RooflineScreen(RooftopScreen):
         self._update_info()
 
     def action_cycle_phase(self) -> None:
-        self.phase = PHASE_FILTERS[(PHASE_FILTERS.index(self.phase) + 1) % len(PHASE_FILTERS)]
+        filters = phase_filters(self.analysis)
+        if len(filters) == 1:
+            self.notify("This trace has one phase: nothing to filter by", title="Roofline", markup=False)
+            return
+        self.phase = filters[(filters.index(self.phase) + 1) % len(filters)] if self.phase in filters else None
 
     def watch_phase(self, phase: str | None) -> None:
         self._compute(self.analysis, phase)

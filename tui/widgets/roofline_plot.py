@@ -24,6 +24,10 @@ _PREFIXES = ((15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"))
 # Markers by time rank: the kernels that cost the most are drawn biggest, and last (on top).
 BIG, MID, SMALL, SELECTED = "●", "•", "∘", "◉"
 PHASES = ("prefill", "decode", "other")
+# A shape per phase as well as a colour, big to small by time: under NO_COLOR (or for a reader who
+# cannot tell the colours apart) the series stay apart. The prefill glyphs are BIG, MID, SMALL.
+GLYPHS = {"prefill": (BIG, MID, SMALL), "decode": ("■", "▪", "▫"), "other": ("▲", "▴", "▵")}
+ALL_MARKERS = tuple(g for glyphs in GLYPHS.values() for g in glyphs) + (SELECTED,)
 
 
 def decade_label(exp: int) -> str:
@@ -255,6 +259,14 @@ class RooflinePlot(PlotextPlot):
         self._place(f"ridge {10 ** fr.ridge:.0f}", fr.ridge, fr.y[0] + 0.1 * (fr.y[1] - fr.y[0]),
                     self._colour("ridge"), "left")
 
+    def phases_shown(self) -> list[str]:
+        """The phase series among the points (`other` for phases that are neither prefill nor decode)."""
+        if self.points is None or self.points.empty:
+            return []
+        ph = self.points["phase"].astype(object).where(self.points["phase"].notna(), "other").astype(str).str.rstrip("+")
+        present = set(ph.where(ph.isin(PHASES[:2]), "other"))
+        return [p for p in PHASES if p in present]
+
     def _draw_points(self, pts: pd.DataFrame) -> None:
         if pts.empty:
             return
@@ -270,7 +282,8 @@ class RooflinePlot(PlotextPlot):
             for ph in PHASES:
                 sel = [i for i in range(len(pts)) if phase[i] == ph and marker_for(times[i], biggest) == marker]
                 if sel:
-                    p.scatter(lx[sel], ly[sel], marker=marker, color=self._colour(ph))
+                    glyph = GLYPHS[ph][(BIG, MID, SMALL).index(marker)]
+                    p.scatter(lx[sel], ly[sel], marker=glyph, color=self._colour(ph))
         i = self._selected
         if i is not None:
             p.scatter([lx[i]], [ly[i]], marker=SELECTED, color=self._colour("selected"))
