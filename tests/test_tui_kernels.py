@@ -233,3 +233,24 @@ def test_display_table_cleans_each_category_once_and_takes_rows():
     assert tbl.column("kernel").to_pylist() == ["ok", "esc\\x1b[31m", None]
     assert tbl.column("time µs").to_pylist() == [1.0, 3.0, 2.0]
     assert matches(frame["name"], "ESC").tolist() == [False, True, False, False]
+
+
+def test_kernel_detail_shows_a_long_name_in_three_lines_at_most(tmp_path):
+    """Issue 40: a templated name wrapped over screens before the first metric; now three lines at
+    most, cut in the middle (its head and tail kept), and `i` shows it whole."""
+    from rooftop.trace import write_trace
+    long = "void cutlass::Kernel2<" + ",".join(f"cutlass::gemm::Arg{i}<{i}>" for i in range(40)) + ">(Params)"
+    rows = [dict(kind="kernel", name=long, start_ns=i * 100, dur_ns=50, device=0, stream=7) for i in range(3)]
+    path = write_trace(tmp_path / "long.parquet", rows, {"device": {"name": "NVIDIA H100 80GB HBM3"}})
+
+    def check(app):
+        from rich.console import Console
+        console = Console(width=76, record=True, file=open("/dev/null", "w"))
+        console.print(app.screen._metrics(app.screen.data.metrics))
+        lines = console.export_text().splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("name "))
+        after = next(i for i, line in enumerate(lines) if i > start and not line.startswith(" "))
+        assert after - start <= 3  # the name takes three lines at most before the next metric
+        shown = " ".join(lines[start:after])
+        assert "…" in shown and "void" in shown and "(i: whole name)" in shown and "(Params)" in shown
+    drive([path], ["3", "enter"], size=(80, 24), check=check)

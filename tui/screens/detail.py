@@ -19,6 +19,7 @@ from textual.widgets import Static
 
 from rooftop.analysis import scope_name
 from rooftop.format import fmt_num, fmt_rate, is_unknown
+from rooftop.names import fit
 
 from ..widgets.breadcrumb import RooftopScreen
 from ..widgets.stall_bars import StallBars, top_shares
@@ -27,6 +28,8 @@ from ..widgets.text import safe_text, sanitize
 from ..workers import post_if_current
 
 TOP_REASONS = 3  # whose meanings are spelled out in full under the bars
+NAME_LINES = 3  # the most a name takes above the metrics; `i` shows it whole
+FULL_NAME_HINT = " (i: whole name)"
 # Where other kernels of the trace have stall counters: this one was not among those profiled.
 NOT_PROFILED = ("No warp-stall counters for this kernel: it was not among the launches Nsight Compute "
                 "profiled (a filter such as --kernel-name or --launch-count left it out).")
@@ -71,7 +74,7 @@ class KernelDetailScreen(RooftopScreen):
 
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="detail-body"):
-            yield Static(safe_text(self.key), id="detail-name", classes="section-title")
+            yield Static(self._name_text(), id="detail-name", classes="section-title")
             yield Static(self._scope_text(), id="detail-scope", classes="muted")
             yield Static(Text("computing…"), id="detail-metrics")
             yield Static("Launches", id="detail-launches-title", classes="section-title")
@@ -80,6 +83,25 @@ class KernelDetailScreen(RooftopScreen):
             yield Vertical(id="detail-stalls-box")
             yield Static("Roofline", classes="section-title")
             yield Vertical(id="detail-roofline-box")
+
+    def _name_text(self) -> Text:
+        return self._three_lines(self.key, max(20, (self.app.size.width or 80) - 4))
+
+    @staticmethod
+    def _three_lines(name: str, width: int) -> Text:
+        """`name` in at most NAME_LINES lines of `width` (a templated kernel name can fill three
+        screens before the first metric): cut in the middle, with the keys to the whole name."""
+        room = NAME_LINES * width
+        if len(name) <= room:
+            return safe_text(name)
+        # cut into lines here: a word wrap would leave lines short at the name's spaces
+        cut = fit(name, room - len(FULL_NAME_HINT))
+        t = Text("\n").join(safe_text(cut[i:i + width]) for i in range(0, len(cut), width))
+        t.append(FULL_NAME_HINT, style="dim")
+        return t
+
+    def on_resize(self) -> None:
+        self.query_one("#detail-name", Static).update(self._name_text())
 
     def _scope_text(self) -> Text:
         if self.scope is None:
@@ -121,15 +143,17 @@ class KernelDetailScreen(RooftopScreen):
             return None
         return pd.DataFrame(self.data.metrics, columns=["metric", "value", "source"])
 
-    @staticmethod
-    def _metrics(rows) -> Table:
+    def _metrics(self, rows) -> Table:
         table = Table(box=None, pad_edge=False, header_style="bold")
+        # about what the value column gets beside the metric and source columns
+        value_width = max(16, (self.app.size.width or 80) - 44)
         # The value keeps room to read at 60 columns; the source gives way first (cut, not wrapped).
         table.add_column("metric", no_wrap=True, min_width=12, max_width=28, overflow="ellipsis")
         table.add_column("value", overflow="fold", min_width=16, ratio=1)
         table.add_column("source", style="dim", no_wrap=True, overflow="ellipsis", max_width=24)
         for label, value, source in rows:
-            table.add_row(safe_text(label), safe_text(value), safe_text(source))
+            shown = self._three_lines(str(value), value_width) if label == "name" else safe_text(value)
+            table.add_row(safe_text(label), shown, safe_text(source))
         return table
 
     @staticmethod
