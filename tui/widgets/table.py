@@ -28,6 +28,7 @@ from .frame_backend import MAX_DIGITS, FrameBackend, NumberCells, TextCells, rou
 from .order_cache import OrderCache, compact
 from .plain_cells import PlainCellTable
 from .text import sanitize, sanitize_series
+from rooftop.apart import fit_apart
 from rooftop.text import has_unsafe
 
 
@@ -46,19 +47,21 @@ def _numeric(values: pd.Series) -> pd.Series:
 
 
 def fit_unique(names: list[str], width: int) -> dict[str, str]:
-    """Each name longer than `width` cut to it (`head…`). Names whose cuts would read alike (templated
-    kernels that differ only in their last argument) keep their tail instead, `head…tail`, with the
-    shortest tail that tells them apart: no two rows show the same text."""
+    """Each name longer than `width` cut to it, keeping the whole words that tell it from the names
+    most like it (`rooftop.apart.fit_apart`: `sm90_xmma_gemm…tilesize128…`). Where two cuts still
+    read alike, those keep their tail instead, `head…tail`, with the shortest tail that tells them
+    apart: no two rows show the same text."""
     names = list(dict.fromkeys(names))
-    long = [n for n in names if len(n) > width]
-    if not long or width < 5:
+    if width < 5:
         return {}
-    cut = {n: n[: width - 1] + "…" for n in long}
+    cut = fit_apart(names, width)
+    if not cut:
+        return {}
     seen: dict[str, list[str]] = {}
-    for n in long:
-        seen.setdefault(cut[n], []).append(n)
+    for n, c in cut.items():
+        seen.setdefault(c, []).append(n)
     taken = {n for n in names if len(n) <= width} | {c for c, group in seen.items() if len(group) == 1}
-    for group in (g for g in seen.values() if len(g) > 1):
+    for group in (g for c, g in seen.items() if len(g) > 1 or c in {n for n in names if len(n) <= width}):
         for tail in range(4, width - 4):
             head = width - 1 - tail
             trial = {n: n[:head] + "…" + n[-tail:] for n in group}
