@@ -8,6 +8,7 @@ served from the summary starts in a fraction of a second. Every value from the d
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from .format import fmt_bytes, fmt_ns, fmt_num, fmt_pct, fmt_rate, fmt_tera
@@ -171,6 +172,10 @@ def render_report(doc: dict) -> str:
     """The report as text: identity and peaks, model accounting, phases, top kernel groups (by
     display name: `top_groups`), gap to ideal, rank spread, findings, the file's warnings."""
     lines = _identity_lines(doc) + [""]
+    warnings = doc.get("warnings") or []
+    first = [w for w in warnings if is_integrity(w)]
+    if first:  # what the file lost or got wrong is read before any number made from it
+        lines += ["the file (read this first)"] + [f"  ! {_printable(w)}" for w in first[:20]] + [""]
     if doc.get("model") is not None:
         lines += model_lines(doc) + [""]
     lines += _phase_lines(doc)
@@ -182,10 +187,19 @@ def render_report(doc: dict) -> str:
     for f in doc.get("findings") or []:
         lines.append(f"  {sym.get(f.get('severity'), '·')} {_printable(f.get('title'))}")
         lines.append(f"      {_printable(f.get('detail'))}")
-    warnings = doc.get("warnings") or []
-    if warnings:
-        lines += ["", "warnings"] + [f"  ! {_printable(w)}" for w in warnings[:20]]
+    rest = [w for w in warnings if not is_integrity(w)]
+    if rest:
+        lines += ["", "warnings"] + [f"  ! {_printable(w)}" for w in rest[:20]]
     return "\n".join(lines)
+
+
+# A warning about the file itself: it ends early, rows were dropped or cut, clocks disagree.
+_INTEGRITY = re.compile(r"truncat|\bcut\b|dropped|skew|\blost\b|not read|malformed|damaged|changed while", re.I)
+
+
+def is_integrity(warning) -> bool:
+    """Whether a warning says the file lost or misstates something (shown before the analysis)."""
+    return bool(_INTEGRITY.search(str(warning)))
 
 
 def _billions(n) -> str:

@@ -214,7 +214,7 @@ def _sections(a: Analysis, top: int) -> dict:
         "gap_steps": lambda: records(a.gap_steps, STEP_GAP_KEYS),
         "model": lambda: _clean_doc(a.model_summary),
         "findings": lambda: [f.to_dict() for f in a.findings],
-        "warnings": lambda: list(t.warnings),
+        "warnings": lambda: list(t.warnings) + ([t.cut_note] if t.cut_note else []),
         # new keys: the identity lines as the report shows them, the top groups by display name, and
         # the per-phase step means of the model-level headline
         "identity": lambda: {k: _clean(a.identity.get(k)) for k in ("label", "model", "workload", "device", "source")},

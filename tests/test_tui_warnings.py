@@ -26,7 +26,8 @@ def warned_trace(tmp_path):
 
 def test_overview_counts_warnings_and_w_lists_them(tmp_path):
     def overview(app):
-        assert text_of(app.screen.query_one("#warnings-count")) == "▲ 2 warnings (w: list)"
+        # the count, then what the file lost said before any number (issue 40)
+        assert text_of(app.screen.query_one("#warnings-count")) == "▲ 2 warnings (w: list)\n  the file: 12 events dropped: no timestamp"
         assert app.screen.query_one("#warnings-count").has_class("has-warnings")
 
     def listed(app):

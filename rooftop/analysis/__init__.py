@@ -238,6 +238,8 @@ class Analysis:
         """(where, message) known from the file alone: the importer's and reader's warnings (rows
         dropped, values ignored), a truncated capture, an unknown device. Cheap: no analysis."""
         out = [("import", str(w)) for w in self.trace.warnings]
+        if self.trace.cut_note:
+            out.append(("import", self.trace.cut_note))
         if self.trace.meta.get("incomplete"):
             out.append(("capture", "incomplete capture: the run stopped early; only what was recorded is analysed"))
         if self.peaks.source is None:

@@ -638,7 +638,21 @@ def _drop_untimed(table: pa.Table, path) -> tuple[pa.Table, list[str]]:
     n = pc.sum(bad).as_py() or 0
     if not n:
         return table, []
-    return table.filter(pc.invert(bad)), [f"{n} event(s) without id, start or duration dropped"]
+    return table.filter(pc.invert(bad)), [f"{n} event(s) without id, start or duration dropped"
+                                          f"{_first_names(table.filter(bad))}"]
+
+
+def _first_names(dropped: pa.Table, n: int = 3) -> str:
+    """`: kind name, kind name (and 4 more)`: what was dropped, so that a warning names it."""
+    if "name" not in dropped.column_names:
+        return ""
+    kinds = dropped.column("kind").to_pylist() if "kind" in dropped.column_names else [None] * dropped.num_rows
+    names = dropped.column("name").to_pylist()
+    seen = list(dict.fromkeys(f"{k} {nm}" if k else str(nm) for k, nm in zip(kinds, names) if nm))
+    if not seen:
+        return ""
+    more = f" (and {len(seen) - n} more)" if len(seen) > n else ""
+    return ": " + ", ".join(seen[:n]) + more
 
 
 def split_runtime(table: pa.Table) -> tuple[pa.Table, pd.DataFrame | None]:

@@ -5,6 +5,8 @@ under the key `rooftop`. Unknown is null, never 0.
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -21,6 +23,9 @@ META_KEY = b"rooftop"
 # cudaStreamSynchronize, cudaMemcpyAsync ...), joined to what it launched by `correlation`. It says
 # what the host was doing while the GPU sat idle; it is never a timed (GPU) row.
 KINDS = ("kernel", "memcpy", "memset", "range", "op", "runtime")
+# The importers' words for a file that ends early (kineto.py: "truncated trace ...", "... the rest
+# of the file is not read"; ncu_rep: "truncated report ...").
+_CUT = re.compile(r"\btruncated\b|the rest of the file is not read")
 # The GPU work: the rows that carry a run's time when it has any (`Trace.timed`).
 GPU_KINDS = ("kernel", "memcpy", "memset")
 
@@ -141,4 +146,23 @@ class Trace:
             return ev.iloc[:first]  # a loaded trace puts its GPU rows first: a view, not a copy
         if gpu.any():
             return ev[gpu]
+        if self.cut_before_gpu_rows:
+            return ev.iloc[0:0]  # a GPU run's CPU ops are not its kernels
         return ev[ev["kind"] == "op"]
+
+    @property
+    def cut_note(self) -> str | None:
+        """The warning a file cut before its GPU rows gets (see `cut_before_gpu_rows`)."""
+        if not self.cut_before_gpu_rows:
+            return None
+        ops = int((self.events["kind"] == "op").sum())
+        return (f"the file was cut before its GPU events: no kernel or copy survives, and its {ops:,} CPU "
+                "op(s) are not counted as kernels; re-export or re-capture the trace")
+
+    @property
+    def cut_before_gpu_rows(self) -> bool:
+        """A file cut short (truncated, or unreadable past some point) that kept no GPU row: a
+        profiler writes its CPU ops before its kernels, so the cut took the GPU events, and the ops
+        left are not a CPU-only run's timed units."""
+        return bool(self.warnings) and any(_CUT.search(str(w)) for w in self.warnings) and \
+            not self.events["kind"].isin(GPU_KINDS).any()

@@ -15,6 +15,7 @@ from textual.worker import Worker, WorkerState
 
 from rooftop.columns import GAP, PHASES, RANK_PHASES, RANK_STEPS
 from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate, fmt_tera, is_unknown
+from rooftop.render import is_integrity
 
 from ..loader import Preview, overview_ready, phases_ready, warm_overview_rest
 from ..widgets.breadcrumb import MODELED, RooftopScreen
@@ -317,7 +318,12 @@ class OverviewScreen(RooftopScreen):
             items = a.warnings if overview_ready(a) else a.trace_warnings
         if not items:
             return Text("no warnings (w: list)", "dim")
-        return Text(f"▲ {len(items)} warning{'s' if len(items) > 1 else ''} (w: list)")
+        t = Text(f"▲ {len(items)} warning{'s' if len(items) > 1 else ''} (w: list)")
+        # what the file lost (truncated, rows dropped) is said here, before any number made from it
+        for msg in [m for m in (i[-1] if isinstance(i, (tuple, list)) else i for i in items) if is_integrity(m)][:2]:
+            t.append("\n  the file: ")
+            t.append_text(safe_text(str(msg)))
+        return t
 
     def _refresh_warnings(self) -> None:
         line = self.query_one("#warnings-count", Static)
