@@ -27,7 +27,7 @@ from ..workers import post_if_current
 
 # Headers and units come from the core's column registry (rooftop/columns.py).
 STEP_COLS = grid_cols(STEPS, "phase", "step", "kernels", "span_ns", "busy_ns", "idle_frac", "tflops", "tbps",
-                      "mfu", "mbu", "tokens_per_s")
+                      "mfu", "mbu", "tokens_per_s", "phase_source")
 
 RANK_COL = grid_col(STEPS["rank"])
 
@@ -156,8 +156,11 @@ class StepScreen(RooftopScreen):
         kernels: pd.DataFrame
 
     def compose_body(self) -> ComposeResult:
-        root = f"{self.phase} step {self.step}" if self.step is not None else WHOLE_RUN
-        tree: Tree[str | None] = Tree(Text(root), data=None, id="range-tree")
+        root = Text(f"{self.phase} step {self.step}" if self.step is not None else WHOLE_RUN)
+        why = _inferred_phase(self.analysis.trace.meta, self.phase, self.step)
+        if why:  # the phase is the step's own work's, not its marker's: say from what
+            root.append(f"  (phase inferred: {sanitize(why)})", "dim")
+        tree: Tree[str | None] = Tree(root, data=None, id="range-tree")
         tree.show_root = True
         tree.auto_expand = False  # Enter on a range shows its kernels; it must not fold the range away
         tree.root.expand()
@@ -233,6 +236,17 @@ class StepScreen(RooftopScreen):
         key = event.row["short_name"]
         self.drill(KernelDetailScreen(self.analysis, key, "short_name", self.query_one("#breadcrumb").crumbs + [str(key)],
                                       phase=self.phase, step=self.step, rank=self.rank))
+
+
+def _inferred_phase(meta: dict, phase: str | None, step: int | None) -> str | None:
+    """The evidence for a step's phase where rooftop.steps.infer_phases gave it (`phase_reason`)."""
+    if step is None:
+        return None
+    for e in meta.get("steps") or []:
+        if isinstance(e, dict) and e.get("phase") == phase and e.get("index") == step \
+                and e.get("phase_source") == "inferred":
+            return str(e.get("phase_reason") or "from the step's work")
+    return None
 
 
 def _relative(path: str, phase: str | None, step: int | None) -> str | None:
