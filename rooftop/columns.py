@@ -175,6 +175,7 @@ STEPS = Table("steps", "one row per (rank,) phase and step", (
        "work (per-token kernel grids, CUDA-graph replays); null: no phase"),
     _c("phase_reason", "why", "", "text", "for an inferred phase, the evidence"),
     _MODEL_BOUND,
+    _c("device", "device", "count", "int", "the GPU; only where one rank drives several (a row per device and step)"),
 ))
 
 GROUPS = Table("groups", "one row per kernel group (short name, full name or category)", (

@@ -110,3 +110,36 @@ def test_two_gpu_nsys_export_per_device_against_sqlite(fixtures_dir, capsys):
     assert all(p > merged_idle for p in per_dev)  # each GPU idles more than the union says
     assert [r["idle_frac"] for r in doc["devices"]] == pytest.approx(per_dev)
     assert "2 devices (0, 1)" in doc["devices_note"]
+
+
+def test_tui_steps_choose_the_device_as_they_choose_the_rank(tmp_path):
+    """Steps (2) lists a row per device and step; Enter opens that step on that device: its kernels only."""
+    import asyncio
+
+    from tui.app import RooftopApp
+    from tui.screens.steps import StepScreen
+
+    rows = [_k("a", 0, 10, 0, 0, "decode"), _k("b", 20, 10, 0, 0, "decode"), _k("c", 5, 20, 1, 0, "decode"),
+            _k("d", 100, 10, 0, 1, "decode"), _k("e", 100, 10, 1, 1, "decode")]
+    path = write_trace(tmp_path / "two.parquet", rows, {"device": {"name": "NVIDIA H100 80GB HBM3"},
+                                                         "steps": [{"phase": "decode", "index": i} for i in (0, 1)]})
+
+    async def main():
+        app = RooftopApp([str(path)])
+        async with app.run_test(size=(140, 40)) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            await pilot.press("2")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            view = app.screen.query_one("#steps-table").view
+            listed = list(zip(view["device"], view["step"]))
+            await pilot.press("down", "enter")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            s = app.screen
+            return listed, isinstance(s, StepScreen), s.device, sorted(s._kernels()["name"].astype(str))
+    listed, opened, device, names = asyncio.run(main())
+    assert sorted(listed) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert opened and device == listed[1][0]
+    assert names == sorted(r["name"] for r in rows if r["device"] == device and r["step"] == listed[1][1])

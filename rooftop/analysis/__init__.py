@@ -142,10 +142,13 @@ class Analysis:
             return None
         return int(t["rank"].min())
 
-    def kernels(self, phase=None, step=None, path_prefix=None, key=None, by="short_name", rank=None) -> pd.DataFrame:
+    def kernels(self, phase=None, step=None, path_prefix=None, key=None, by="short_name", rank=None,
+                device=None) -> pd.DataFrame:
         rows = self.timed
         if rank is not None and "rank" in rows.columns:
             rows = rows[rows["rank"] == rank]
+        if device is not None and "device" in rows.columns:  # one GPU of several (per_device.py)
+            rows = rows[rows["device"] == device]
         if phase is not None:
             rows = rows[rows["phase"] == phase]
         if step is not None:
@@ -157,10 +160,12 @@ class Analysis:
             rows = rows[rows[by] == key]
         return rows
 
-    def range_tree(self, phase, step, rank=None, max_nodes: int | None = None) -> pd.DataFrame:
+    def range_tree(self, phase, step, rank=None, max_nodes: int | None = None, device=None) -> pd.DataFrame:
         events, timed = self.trace.events, self.timed
         if rank is not None and "rank" in timed.columns:
             events, timed = events[events["rank"] == rank], timed[timed["rank"] == rank]
+        if device is not None and "device" in timed.columns:  # the GPU work of one device; ranges are host-side
+            timed = timed[timed["device"] == device]
         return tree.range_tree(events, timed, phase, step, max_nodes)
 
     def roofline(self, by: str = "short_name", phase: str | None = None) -> pd.DataFrame:
