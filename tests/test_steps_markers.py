@@ -246,3 +246,67 @@ def test_one_token_level_without_graphs_stays_unknown():
     st.infer_phases(s, np.array([0, 20]), np.array([10, 30]), np.array([1, 21]), np.array([0, 0]),
                     ["rms_norm_kernel"], np.array([8.0, 8.0]), np.array([False, False]), np.array([True, True]))
     assert s.phase == [None, None] and s.entries[0]["inferred_tokens"] == 8
+
+
+def test_gb10_vllm_capture_without_annotations_infers_what_the_annotations_said(fixtures_dir, tmp_path):
+    """The project's vLLM v1 GB10 capture (CUDA graphs, batch 4) with its annotations taken out: the steps
+    (Python frames) get their phase and tokens from their kernels, and those agree with the annotations
+    the capture had (`execute_context_0(0)_generation_4(4)`, read here with plain json)."""
+    import gzip
+    import re
+
+    vllm = ("Navi-AI-Lab__nvllm__benchmarks__nvllm__traces__cute_paged_attn__2026-04-13-nsys__"
+            "rank0.1776116491109655086.pt.trace.json.gz")
+    with gzip.open(fixtures_dir / "traces" / vllm, "rt") as fh:
+        doc = json.load(fh)
+    marks = [re.fullmatch(r"execute_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)", e["name"])
+             for e in doc["traceEvents"] if e.get("cat") == "user_annotation"]
+    marks = [tuple(int(x) for x in m.groups()) for m in marks if m]
+    assert len(marks) == 10 and set(marks) == {(0, 0, 4, 4)}  # ten decode steps of 4 sequences
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") not in ("user_annotation", "gpu_user_annotation")]
+    path = tmp_path / "no_annotations.json"
+    path.write_text(json.dumps(doc))
+    _, meta = read_kineto(path)
+    ran = [s for s in meta["steps"] if s.get("window")]  # (the 11th frame ran no GPU work)
+    assert len(ran) == 10
+    assert {(s["phase"], s["phase_source"], s["inferred_tokens"], s["new_tokens"]) for s in ran} == {
+        ("decode", "inferred", 4, 4)}
+    assert all(s["graph_kernels"] > 0 for s in ran)
+
+
+def test_steps_pattern_tokens_group_alone_is_new_tokens():
+    rx = st.compile_user_pattern(r"fwd tok=(?P<tokens>\d+)")
+    m = st.parse_marker("fwd tok=12", rx)
+    assert (m.source, m.phase, m.workload) == ("user", None, {"new_tokens": 12})
+
+
+def test_tui_step_view_shows_why_the_phase_was_inferred(tmp_path):
+    import asyncio
+
+    from rooftop.trace import write_trace
+    from tui.app import RooftopApp
+    from tui.screens.steps import StepScreen
+
+    src = tmp_path / "v1.json"
+    src.write_text(json.dumps(_v1_capture()))
+    rows, meta = read_kineto(src)
+    path = write_trace(tmp_path / "v1.parquet", rows, meta)
+
+    async def main():
+        app = RooftopApp([str(path)])
+        async with app.run_test(size=(140, 40)) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            await pilot.press("2")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            view = app.screen.query_one("#steps-table").view
+            sources = set(view["phase_source"].astype(str))
+            await pilot.press("enter")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            s = app.screen
+            return sources, isinstance(s, StepScreen), s.query_one("#range-tree").root.label.plain
+    sources, opened, label = asyncio.run(main())
+    assert sources == {"inferred"} and opened
+    assert "phase inferred: " in label and "per-token kernels' grid" in label
