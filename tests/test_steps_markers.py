@@ -310,3 +310,46 @@ def test_tui_step_view_shows_why_the_phase_was_inferred(tmp_path):
     sources, opened, label = asyncio.run(main())
     assert sources == {"inferred"} and opened
     assert "phase inferred: " in label and "per-token kernels' grid" in label
+
+
+def test_nsys_export_phase_inferred_from_grid_and_graph_nodes(tmp_path):
+    """The same rule on an Nsight Systems export: hand-written `iteration N` ranges (no phase), a first
+    step whose per-token kernel runs with gridX = 900, then steps whose kernels ran in a CUDA graph
+    (`graphNodeId` set) with gridX = 1."""
+    import sqlite3
+
+    from collectors.readers.nsys import read_nsys
+
+    path = tmp_path / "loop.sqlite"
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, deviceId INT, streamId INT,
+            correlationId INT, demangledName INT, gridX INT, gridY INT, gridZ INT, graphNodeId INT, graphId INT);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, globalTid INT, correlationId INT);
+        CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, text TEXT, textId INT, globalTid INT);
+    """)
+    con.executemany("INSERT INTO StringIds VALUES (?, ?)", [(1, "void vllm::rms_norm_kernel<c10::BFloat16>(...)"),
+                                                            (2, "gemm")])
+    runtime, kernels, nvtx = [], [], []
+    for i in range(4):
+        t0 = 1000 * (i + 1)
+        nvtx.append((t0, t0 + 500, 59, f"iteration {i}", None, 5))
+        runtime.append((t0 + 10, t0 + 20, 5, i + 1))
+        grid, node = (900, None) if i == 0 else (1, 7)
+        kernels += [(t0 + 100, t0 + 150, 0, 7, i + 1, 1, grid, 1, 1, node, None if node is None else 3),
+                    (t0 + 160, t0 + 200, 0, 7, i + 1, 2, 132, 1, 1, node, None if node is None else 3)]
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?)", runtime)
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", kernels)
+    con.executemany("INSERT INTO NVTX_EVENTS VALUES (?, ?, ?, ?, ?, ?)", nvtx)
+    con.commit()
+    con.close()
+    rows, meta = read_nsys(path)
+    assert meta["step_rule"].startswith("hand-written")
+    assert [(s["index"], s["phase"], s["phase_source"], s["inferred_tokens"]) for s in meta["steps"]] == [
+        (0, "prefill", "inferred", 900), (1, "decode", "inferred", 1), (2, "decode", "inferred", 1),
+        (3, "decode", "inferred", 1)]
+    assert [(s["graph_kernels"], s["eager_kernels"]) for s in meta["steps"]] == [(0, 2)] + [(2, 0)] * 3
+    t = to_table(rows).to_pandas()
+    k = t[t["kind"] == "kernel"]
+    assert k["phase"].astype(str).tolist() == ["prefill"] * 2 + ["decode"] * 6
