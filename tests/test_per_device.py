@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import sqlite3
 
-import numpy as np
 import pandas as pd
 import pytest
 
