@@ -129,6 +129,9 @@ _MODEL_MFU_BUSY = _c("model_mfu_busy", "model MFU busy", "fraction", "pct", "mod
 _MODEL_BYTES = _c("model_bytes", "model bytes", "B", "bytes", "bytes the model must move: weights read once, KV read and written")
 _MODEL_FLOPS = _c("model_flops", "model FLOPs", "FLOP", "flops", "2 x active parameters x tokens plus attention over the context")
 _MODEL_REASON = _c("model_reason", "model", "", "text", "where the model-level numbers are unknown: why")
+_MODEL_BOUND = _c("model_bound", "model bound", "", "text",
+                  "`>=`: the model bytes and MBU are a lower bound (weights read once, KV written where the tokens "
+                  "are known, no KV read): model_reason names the inputs the trace does not tell; null: exact")
 
 
 PHASES = Table("phases", "one row per phase; on a multi-rank run, the lowest rank's", (
@@ -148,7 +151,7 @@ PHASES = Table("phases", "one row per phase; on a multi-rank run, the lowest ran
     _MODEL_BYTES,
     _c("model_bytes_per_step", "model bytes/step", "B", "bytes", "model bytes / model steps"),
     _MODEL_FLOPS, _MODEL_MBU_BUSY, _MODEL_MFU, _MODEL_MFU_BUSY, _MODEL_REASON,
-    _FLOPS_COV, _AI_COV, _MBU_STATUS, _MFU_STATUS,
+    _FLOPS_COV, _AI_COV, _MBU_STATUS, _MFU_STATUS, _MODEL_BOUND,
 ))
 
 STEPS = Table("steps", "one row per (rank,) phase and step", (
@@ -170,6 +173,11 @@ STEPS = Table("steps", "one row per (rank,) phase and step", (
     _MODEL_REASON,
     _c("workload_source", "workload", "", "text", "where batch, new tokens and context come from"),
     _FLOPS_SOURCE, _BYTES_COV, _FLOPS_COV, _AI, _AI_COV, _MBU_STATUS, _MFU_STATUS,
+    _c("phase_source", "phase from", "", "text", "`marker`: the step marker names the phase; `inferred`: the step's own "
+       "work (per-token kernel grids, CUDA-graph replays); null: no phase"),
+    _c("phase_reason", "why", "", "text", "for an inferred phase, the evidence"),
+    _MODEL_BOUND,
+    _c("device", "device", "count", "int", "the GPU; only where one rank drives several (a row per device and step)"),
 ))
 
 GROUPS = Table("groups", "one row per kernel group (short name, full name or category)", (

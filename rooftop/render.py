@@ -75,6 +75,11 @@ def coverage_notes(phases: list[dict]) -> list[str]:
     return out
 
 
+def _at_least(cell: str, bound) -> str:
+    """A model-level cell that is a lower bound (`model_bound` ">=") says so."""
+    return f">={cell}" if bound == ">=" and cell != "—" else cell
+
+
 def _identity_lines(doc: dict) -> list[str]:
     t, ident, dev = doc["trace"], doc.get("identity") or {}, doc["device"]
     badge = "  [MODELED: analytic roofline times, not a measurement]" if t.get("modeled") else ""
@@ -102,6 +107,12 @@ def _identity_lines(doc: dict) -> list[str]:
                          f"{fmt_rate(d['datasheet'], unit)} ({fmt_pct(d['ratio'] - 1, 0)}; ncu locks clocks to base)")
     else:
         lines.append(f"  peaks    none: {_printable(dev.get('peaks_reason'))}")
+    found = t.get("steps_found")
+    if found:
+        rule = f" by {_printable(found['rule'])}" if found.get("rule") else ""
+        extra = [f"{found['inferred_phases']} phase(s) inferred from the steps' work"] if found.get("inferred_phases") else []
+        extra += [f"{found['no_phase']} without a phase"] if found.get("no_phase") else []
+        lines.append(f"  steps    {found['count']}{rule}{' (' + '; '.join(extra) + ')' if extra else ''}")
     ranks = t.get("ranks") or []
     if ranks:
         lines.append(f"  ranks    {len(ranks)} ({', '.join(map(str, ranks[:16]))}{'…' if len(ranks) > 16 else ''})")
@@ -118,7 +129,8 @@ def _phase_lines(doc: dict) -> list[str]:
         rows.append([str(g("phase")), fmt_num(g("steps")), fmt_num(g("kernels")), fmt_ns(g("span_ns")),
                      fmt_pct(g("idle_frac"), 0), fmt_num(g("tokens_per_s")), _bounded(fmt_tera(g("tflops"), "TFLOP/s"), g("mfu_status")),
                      _bounded(fmt_tera(g("tbps"), "TB/s"), g("mbu_status")), _bounded(fmt_pct(g("mfu")), g("mfu_status")),
-                     _bounded(fmt_pct(g("mbu")), g("mbu_status")), fmt_pct(g("model_mbu")), _word(g("bound")),
+                     _bounded(fmt_pct(g("mbu")), g("mbu_status")), _at_least(fmt_pct(g("model_mbu")), g("model_bound")),
+                     _word(g("bound")),
                      _word(g("bytes_source")), _coverage_cell(g("bytes_coverage"))])
     lines = [_table(["phase", "steps", "kernels", "time", "gaps", "tok/s", "TFLOP/s", "TB/s", "MFU", "MBU",
                      "modelMBU", "bound", "bytes", "known"], rows, right=set(range(1, 11)) | {13})]
@@ -179,6 +191,7 @@ def render_report(doc: dict) -> str:
     if doc.get("model") is not None:
         lines += model_lines(doc) + [""]
     lines += _phase_lines(doc)
+    lines += _device_lines(doc)
     lines += _group_lines(doc.get("top_groups") or [])
     lines += _gap_lines(doc.get("gap") or [])
     lines += _spread_lines((doc.get("ranks") or {}).get("steps") if doc.get("ranks") else None)
@@ -200,6 +213,21 @@ _INTEGRITY = re.compile(r"truncat|\bcut\b|dropped|skew|\blost\b|not read|malform
 def is_integrity(warning) -> bool:
     """Whether a warning says the file lost or misstates something (shown before the analysis)."""
     return bool(_INTEGRITY.search(str(warning)))
+
+
+def _device_lines(doc: dict) -> list[str]:
+    """One row per GPU where one rank drives several (`devices`): each device's own busy, idle and MBU,
+    never one figure over the union of their timelines."""
+    devs = doc.get("devices") or []
+    if not devs:
+        return []
+    rows = [[("" if d.get("rank") is None else f"{d['rank']}/") + str(d.get("device")), fmt_num(d.get("kernels")),
+             fmt_ns(d.get("span_ns")), fmt_ns(d.get("busy_ns")), fmt_pct(d.get("idle_frac")),
+             _bounded(fmt_tera(d.get("tbps"), "TB/s"), d.get("mbu_status")), _bounded(fmt_pct(d.get("mbu")), d.get("mbu_status")),
+             fmt_num(d.get("steps"))] for d in devs]
+    out = [f"per device: {_printable(doc.get('devices_note') or '')}"]
+    out.append(_table(["device", "kernels", "span", "busy", "idle", "TB/s", "MBU", "steps"], rows))
+    return out + [""]
 
 
 def _billions(n) -> str:
@@ -237,6 +265,12 @@ def model_lines(doc: dict) -> list[str]:
                        f" {fmt_bytes(r.get('model_bytes_per_step'))}/step over {int(r['model_steps'])} steps")
             continue
         m = means.get(r.get("phase")) or {}
+        if r.get("model_bound") == ">=":  # what the trace cannot tell leaves a lower bound: say which
+            out.append(f"  {name:8s} model MBU >= {fmt_pct(r.get('model_mbu'))} (of busy time >= "
+                       f"{fmt_pct(r.get('model_mbu_busy'))}): a lower bound, weights and KV written only, "
+                       f">= {fmt_bytes(r.get('model_bytes_per_step'))}/step; {_printable(r.get('model_reason'))}"
+                       f" ({int(r['model_steps'])} of {int(r['steps'])} steps)")
+            continue
         out.append(f"  {name:8s} model MBU {fmt_pct(r.get('model_mbu'))} (of busy time {fmt_pct(r.get('model_mbu_busy'))}),"
                    f" model MFU {fmt_pct(r.get('model_mfu'))}: {fmt_bytes(r.get('model_bytes_per_step'))}/step,"
                    f" ideal {fmt_ns(m.get('ideal_ns'))} vs {fmt_ns(m.get('span_ns'))} measured,"

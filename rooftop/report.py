@@ -11,6 +11,7 @@ import pandas as pd
 from . import columns
 from .analysis import Analysis, compare
 from .analysis.gap import STEP_GAP_KEYS
+from .analysis.per_device import DEVICE_KEYS
 from .format import fmt_bytes, fmt_ns, fmt_num, fmt_pct
 from .render import _printable, _table, model_lines as render_model_lines, render_report
 
@@ -140,8 +141,9 @@ def model_phases(a: Analysis) -> list[dict] | None:
     st = a.steps
     if st.empty or "model_bytes" not in st.columns:
         return []
-    if "rank" in st.columns and st["rank"].notna().any():
-        st = st[st["rank"] == st["rank"].min()]
+    from .analysis.per_device import headline
+
+    st = headline(st)  # the lowest rank's and device's, as the phase table
     out = []
     for phase in a.phases["phase"] if len(a.phases) else []:
         known = st[(st["phase"] == phase) & st["model_bytes"].notna()]
@@ -160,7 +162,7 @@ def top_groups(a: Analysis, top: int) -> list[dict]:
 
 # What the text report reads of the document (rooftop/render.py): the rest is computed for JSON only.
 TEXT_KEYS = ("trace", "device", "identity", "model", "model_phases", "phases", "top_groups", "gap", "ranks",
-             "findings", "warnings")
+             "findings", "warnings", "devices", "devices_note")
 
 
 def report_dict(a: Analysis, top: int = 10, keys: tuple[str, ...] | None = None, skip: tuple[str, ...] = ()) -> dict:
@@ -189,7 +191,8 @@ def _sections(a: Analysis, top: int) -> dict:
     sections = {
         "trace": lambda: {"path": t.path, "source": t.source.get("tool"), "source_detail": t.source or None,
                           "modeled": t.modeled, "incomplete": bool(t.meta.get("incomplete")), "counters": a.has_counters,
-                          "model": t.meta.get("model"), "workload": t.meta.get("workload"), "ranks": t.ranks or None},
+                          "model": t.meta.get("model"), "workload": t.meta.get("workload"), "ranks": t.ranks or None,
+                          "steps_found": steps_found(t.meta)},
         "device": lambda: {
             "name": t.device_meta.get("name"), "matched": p.gpu.name if p.gpu is not None else None,
             "peak_flops": p.flops, "peak_bw": p.bw, "peaks_source": p.source, "peaks_reason": p.reason,
@@ -221,6 +224,9 @@ def _sections(a: Analysis, top: int) -> dict:
         "top_groups": lambda: top_groups(a, top),
         "model_phases": lambda: model_phases(a),
     }
+    if a.devices is not None:  # one rank driving several GPUs: each device's own figures (per_device.py)
+        sections["devices"] = lambda: records(a.devices, DEVICE_KEYS)
+        sections["devices_note"] = lambda: a.devices_note
     if a.rank_steps is not None:
         sections["ranks"] = lambda: {
             "phases": records(a.rank_phases, ("rank",) + PHASE_KEYS),
@@ -231,6 +237,17 @@ def _sections(a: Analysis, top: int) -> dict:
             return {str(ph): {k: _clean(v) for k, v in row.items()} for ph, row in sh.iterrows()} if sh is not None else None
         sections["stalls"] = stall_shares
     return sections
+
+
+def steps_found(meta: dict) -> dict | None:
+    """How the importer found the steps (rooftop.steps `RULES`) and how many took their phase from
+    their own work (`phase_source: inferred`); None where the metadata has no step."""
+    steps = [s for s in meta.get("steps") or [] if isinstance(s, dict)]
+    if not steps:
+        return None
+    return {"count": len(steps), "rule": meta.get("step_rule"),
+            "inferred_phases": sum(s.get("phase_source") == "inferred" for s in steps),
+            "no_phase": sum(s.get("phase") is None for s in steps)}
 
 
 def report_text(a: Analysis, top: int = 10) -> str:

@@ -51,12 +51,20 @@ AFTER_LAST_STEP = "after last step"
 OUTSIDE_STEPS = (BEFORE_FIRST_STEP, BETWEEN_STEPS, AFTER_LAST_STEP)
 
 # The workload keys of a step's metadata entry (`meta["steps"]`): counts the marker states.
-WORKLOAD_KEYS = ("prefill_requests", "prefill_tokens", "decode_requests", "decode_tokens", "new_tokens", "batch")
+WORKLOAD_KEYS = ("prefill_requests", "prefill_tokens", "decode_requests", "decode_tokens", "new_tokens", "batch",
+                 "context")
 
-SOURCES = ("user", "vllm", "sglang", "atom", "trtllm", "recorder", "profiler", "python")
+SOURCES = ("user", "vllm", "sglang", "atom", "trtllm", "recorder", "generic", "profiler", "python", "repeated")
 _RANK = {s: i for i, s in enumerate(SOURCES)}
 # serving-engine markers are one tier: a trace holds one engine's
-_TIER = {"user": 0, "vllm": 1, "sglang": 1, "atom": 1, "trtllm": 1, "recorder": 2, "profiler": 3, "python": 4}
+_TIER = {"user": 0, "vllm": 1, "sglang": 1, "atom": 1, "trtllm": 1, "recorder": 2, "generic": 3, "profiler": 4,
+         "python": 5, "repeated": 6}
+# How each source's steps were found, as the report names the rule
+RULES = {"user": "--steps pattern", "vllm": "vLLM step annotation", "sglang": "SGLang step span",
+         "atom": "ATOM step range", "trtllm": "TensorRT-LLM _forward_step range", "recorder": "rooftop Recorder step=N",
+         "generic": "hand-written step ranges (prefill/decode/step N/iteration N/forward)",
+         "profiler": "torch.profiler ProfilerStep#N", "python": "Python stack frames",
+         "repeated": "a repeated outermost range (same name or name + number, >= 3 times on one thread)"}
 
 
 @dataclass(frozen=True)
@@ -90,15 +98,36 @@ def _workload(pr: int | None, pt: int | None, dr: int | None, dt: int | None) ->
 
 # --- engine markers -----------------------------------------------------------------------------
 
+# Each engine's format strings, as its source builds them (docs/steps.md has the table with versions):
+# vLLM v1 `Worker.annotate_profile` (vllm/v1/worker/gpu_worker.py):
+#   A  f"execute_new_{num_new}_cached_{num_cached}"                  (176765855, PR #22496 .. v0.13.x)
+#   B  "execute_context_" nc "(" ct ")_generation_" ng "(" gt ")"     (6ebe34d6f, PR #31193, v0.14.0 on)
+#   C  "execute_" T "_context_" nc "(sq" ct "sk" .. "sqsq" .. "sqsk" .. ")_generation_" ng "(sq" gt "sk" ..
+#      (`detailed_trace_annotation`, vllm/config/profiler.py; TraceLens patches v0.13-v0.25)
+#   D  execute_context_nc(ct_Σct²)_generation_ng(gt)                  (a patched B200 build; TraceLens's regex)
+_VLLM_NEW_CACHED = re.compile(r"^execute_new_(\d+)_cached_(\d+)$")
 _VLLM = re.compile(r"execute_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)")
-# TraceLens's detailed vLLM form: execute_<tok>_context_<n>(sq<T>sk..)_generation_<m>(sq<U>sk..)
-_VLLM_DETAILED = re.compile(r"execute_\d+_context_(\d+)\(sq(\d+)sk\d+[^)]*\)_generation_(\d+)\(sq(\d+)sk\d+[^)]*\)")
-_SGLANG = re.compile(r"^step\[(EXTEND|DECODE|MIXED)\b([^\]]*)\]")
+_VLLM_SQUARES = re.compile(r"execute_context_(\d+)\((\d+)_(\d+)\)_generation_(\d+)\((\d+)\)")
+_VLLM_DETAILED = re.compile(r"execute_(\d+)_context_(\d+)\(sq(\d+)sk(\d+)sqsq\d+sqsk\d+\)"
+                            r"_generation_(\d+)\(sq(\d+)sk(\d+)sqsq\d+sqsk\d+\)")
+# SGLang `_build_step_span_name` (python/sglang/srt/model_executor/model_runner.py, PR #23419):
+# f"step[EXTEND bs={bs} toks={ext_toks}]", else f"step[{mode.name} bs={bs}]" (+ optional k=v roofline fields)
+_SGLANG = re.compile(r"^step\[([A-Z][A-Z_0-9]*)((?: \w+=\d+)*)\]$")
+_SGLANG_DECODE_LIKE = ("DECODE", "TARGET_VERIFY", "VERIFY", "DRAFT", "DRAFT_EXTEND", "DRAFT_EXTEND_V2")
 _ATOM = re.compile(r"^(prefill|decode)\[([^\]]*)\]")
-_TRTLLM = re.compile(r"(?:_forward_step\s+(\d+)\s*|executeStep)\s*:\s*(\d+)\s+ctx reqs,\s*(\d+)\s+gen reqs")
+# TensorRT-LLM PyExecutor._forward_step (tensorrt_llm/_torch/pyexecutor/py_executor.py), @nvtx_range:
+#   f"_forward_step: {C} ctx reqs, {G} gen reqs"; f"[Executor] _forward_step: ..."; f"[Executor] _forward_step
+#   {iter_counter}: ..."; f"... {iter_counter + 1}: ..."; and `executeStep: C ctx reqs, G gen reqs`
+_TRTLLM = re.compile(r"(?:_forward_step(?:\s+(\d+))?|executeStep)\s*:\s*(\d+)\s+ctx reqs,\s*(?:(\d+)\s+ctx tokens,\s*)?"
+                     r"(\d+)\s+gen reqs")
+# vLLM's CUDA-graph capture ranges (vllm/profiler/graph_capture.py): capture, not a step
+_CAPTURE = re.compile(r"^capture_\d+_(?:\w+_)?[A-Z_]+$")
 _RECORDER = re.compile(r"^step[=_# ]?(\d+)$")
 _PROFILER = re.compile(r"^ProfilerStep#(\d+)$")
 _KV = re.compile(r"(\w+)=(\d+)")
+# A name that looks like an engine's step marker: one the parsers above do not read is reported
+_LOOKS_LIKE_STEP = re.compile(r"^execute_(?:context|new|\d+_context)|^step\[|_forward_step\b|^executeStep\b"
+                              r"|^ProfilerStep\b")
 
 
 def _int(v: Any) -> int | None:
@@ -109,24 +138,56 @@ def _int(v: Any) -> int | None:
     return i if 0 <= i < 2**31 else None
 
 
+def looks_like_step_marker(name: str) -> bool:
+    """A name in an engine's step-marker family (vLLM `execute_...`, SGLang `step[...]`, TensorRT-LLM
+    `_forward_step`, `ProfilerStep`) that `parse_marker` does not read: a format rooftop does not know."""
+    return bool(_LOOKS_LIKE_STEP.search(name)) and parse_marker(name) is None and not _CAPTURE.match(name)
+
+
 def _engine_marker(name: str) -> Marker | None:
-    m = _VLLM.search(name) or _VLLM_DETAILED.search(name)
+    m = _VLLM.search(name)
     if m:
         n, t, g, u = (int(x) for x in m.groups())
         return Marker("vllm", phase_of_counts(n, g), None, _workload(n, t, g, u))
+    m = _VLLM_SQUARES.search(name)
+    if m:  # (ct_Σct²): the sum of squares is the prefill's attention work, not a count
+        n, t, _sq, g, u = (int(x) for x in m.groups())
+        return Marker("vllm", phase_of_counts(n, g), None, _workload(n, t, g, u))
+    m = _VLLM_DETAILED.search(name)
+    if m:
+        _t, n, ct, _csk, g, gt, gsk = (int(x) for x in m.groups())
+        wl = _workload(n, ct, g, gt)
+        if g and not n:  # sk: the decoding sequences' KV lengths summed; context is per sequence
+            wl["context"] = gsk / g
+        return Marker("vllm", phase_of_counts(n, g), None, wl)
+    m = _VLLM_NEW_CACHED.match(name)
+    if m:
+        # "cached" is any running request (a later prefill chunk or a decode): no phase unless only new
+        # requests ran (all of them prefilling)
+        n, c = int(m.group(1)), int(m.group(2))
+        wl = {"batch": n + c, "new_requests": n, "cached_requests": c}
+        if c == 0 and n:
+            wl.update(prefill_requests=n, decode_requests=0, decode_tokens=0)
+        return Marker("vllm", "prefill" if (c == 0 and n) else None, None, wl)
     m = _SGLANG.match(name)
     if m:
         kv = {k: int(v) for k, v in _KV.findall(m.group(2))}
         bs, toks, mode = kv.get("bs"), kv.get("toks"), m.group(1)
-        if mode == "DECODE":  # one new token per request (more with speculative decoding: g_sq)
-            dt = kv.get("g_sq", bs)
-            return Marker("sglang", "decode", None, _workload(0, 0, bs, dt))
+        if mode in _SGLANG_DECODE_LIKE:  # one new token per request (more with speculative decoding: g_sq)
+            dt = kv.get("g_sq", bs if mode == "DECODE" else None)
+            wl = _workload(0, 0, bs, dt)
+            if mode == "DECODE" and bs and "g_sk" in kv:
+                wl["context"] = kv["g_sk"] / bs
+            return Marker("sglang", "decode", None, wl)
         if mode == "EXTEND":
-            return Marker("sglang", "prefill", None, _workload(bs, toks, 0, 0))
-        c, g = kv.get("c"), kv.get("g")
-        wl = _workload(c, kv.get("c_sq"), g, kv.get("g_sq"))
-        wl["batch"] = bs if wl["batch"] is None else wl["batch"]
-        return Marker("sglang", "mixed", None, wl)
+            return Marker("sglang", "prefill", None, _workload(bs, toks if toks is not None else kv.get("c_sq"), 0, 0))
+        if mode == "MIXED":
+            c, g = kv.get("c"), kv.get("g")
+            wl = _workload(c, kv.get("c_sq"), g, kv.get("g_sq"))
+            wl["batch"] = bs if wl["batch"] is None else wl["batch"]
+            return Marker("sglang", "mixed", None, wl)
+        # IDLE (data-parallel attention, nothing scheduled) and modes not known: a step, no phase
+        return Marker("sglang", None, None, {"batch": bs} if bs is not None else {})
     m = _ATOM.match(name)
     if m:
         kv = {k: int(v) for k, v in _KV.findall(m.group(2))}
@@ -136,18 +197,46 @@ def _engine_marker(name: str) -> Marker | None:
         return Marker("atom", "decode", None, _workload(0, 0, bs, tok))
     m = _TRTLLM.search(name)
     if m:
-        c, g = int(m.group(2)), int(m.group(3))
-        # request counts only: a context request's prompt length is not in the name
+        c, g = int(m.group(2)), int(m.group(4))
+        ct = _int(m.group(3))
+        # request counts only: a context request's prompt length is not in the name (but see `ctx tokens`)
         wl = {"prefill_requests": c, "decode_requests": g, "batch": c + g}
+        if ct is not None:
+            wl["prefill_tokens"] = ct
+        if g == 0 and ct is not None:
+            wl.update(decode_tokens=0, new_tokens=ct)
         if c == 0:
             wl.update(prefill_tokens=0, decode_tokens=g, new_tokens=g)
         return Marker("trtllm", phase_of_counts(c, g), _int(m.group(1)), wl)
     return None
 
 
+# --- hand-written step ranges (NVTX / record_function in users' own loops) ------------------------
+
+# prefill / decode / forward, `DECODE_STEP_007`, `decode_step_3_B8_T512`, `step 3`, `iteration 12`,
+# `generate_kv_iter_4`, `token_17_generation` (docs/steps.md lists where each was seen)
+_GENERIC = re.compile(
+    r"(?i)^(?:(?P<phase>prefill|decode)(?:_phase|_step)?(?:[ _#=]?(?P<n1>\d+)(?:_\w*)?)?"
+    r"|(?:step|iteration|iter)[ _#=]?(?P<n2>\d+)"
+    r"|\w*_iter_(?P<n3>\d+)"
+    r"|token_(?P<n4>\d+)_generation"
+    r"|forward)$")
+
+
+def _generic_marker(name: str) -> Marker | None:
+    m = _GENERIC.match(name)
+    if not m:
+        return None
+    ph = m.group("phase")
+    num = next((m.group(k) for k in ("n1", "n2", "n3", "n4") if m.group(k) is not None), None)
+    return Marker("generic", ph.lower() if ph else None, _int(num))
+
+
 # --- Python-stack markers (traces recorded with_stack and no annotation) ------------------------
 
-_PY_VLLM = re.compile(r"(?:^|/)gpu_worker\.py\(\d+\): execute_model$")
+# vLLM v1: Worker.execute_model (vllm/v1/worker/gpu_worker.py) around GPUModelRunner.execute_model
+# (gpu_model_runner.py); line numbers change with every version. `_dummy_run` (warm-up, capture) is not one.
+_PY_VLLM = re.compile(r"(?:^|/)(?:gpu_worker|gpu_model_runner)\.py\(\d+\): execute_model$")
 _PY_SGLANG = re.compile(r"(?:^|/)model_runner\.py\(\d+\): forward_(extend|decode)$")
 _PY_HF_GENERATE = re.compile(r"(?:^|/)transformers/generation/utils\.py\(\d+\): generate$")
 _PY_HF_FORWARD = re.compile(r"(?:^|/)transformers/models/[^/]+/modeling_\w+\.py\(\d+\): forward$")
@@ -215,14 +304,19 @@ def parse_marker(name: str | None, user: re.Pattern | None = None) -> Marker | N
     m = _PROFILER.match(name)
     if m:
         return Marker("profiler", None, _int(m.group(1)))
-    return None
+    return _generic_marker(name)
 
 
 # --- NVTX / annotation paths (phase, step, layer of one path) -----------------------------------
 
 _STEP_RE = re.compile(r"(?:^|/)(?:step[=_# ]?|ProfilerStep#)(\d+)(?:/|$)")
-_LAYER_RE = re.compile(r"(?:^|/)(?:layer|layers)[=_.# ]?(\d+)(?:/|$)")
+# A layer: `layer=3`, `layer_12_computation`, a module path's `layers.7.` / `block.3.` / `h.5.` (GPT-2),
+# else a module path's list index (`encoder.0.conv`: letters on both sides, so no version number).
+# No lookahead (the same pattern runs in Arrow's RE2): the character after the number is consumed.
+_LAYER_RE = re.compile(r"(?:^|[/.: ])(?:layers?[=_.# ]?|blocks?[=_.# ]?|h\.)(\d+)(?:[/._ ]|$)")
+_LAYER_DOT_RE = re.compile(r"(?:^|[/: ])[A-Za-z_]+(?:\.[A-Za-z_]+)*\.(\d+)\.[A-Za-z_]")
 _LAYER_RE2 = _LAYER_RE.pattern.replace(r"(\d+)", r"(?P<n>\d+)")  # the same, for Arrow (named group)
+_LAYER_DOT_RE2 = _LAYER_DOT_RE.pattern.replace(r"(\d+)", r"(?P<n>\d+)")
 _PHASE_RE = re.compile(r"(?:^|/)(prefill|decode)(?=/|$|[=_ ])", re.IGNORECASE)
 # SGLang's profiler labels forward passes with the forward mode.
 _SGLANG_RE = re.compile(r"(?:forward_)?(extend|prefill|decode)(?:_batch)?\b", re.IGNORECASE)
@@ -256,7 +350,7 @@ def parse_path(path: str | None) -> tuple[str | None, int | None, int | None]:
 
 def parse_layer(path: str | None) -> int | None:
     """The layer a path names (`.../layer=3/...`), or None: `parse_path`'s third value alone."""
-    m = _LAYER_RE.search(path) if path else None
+    m = (_LAYER_RE.search(path) or _LAYER_DOT_RE.search(path)) if path else None
     return _int32(m.group(1)) if m else None
 
 
@@ -375,7 +469,11 @@ def parse_layers(paths: np.ndarray, arrow: tuple | None = ...) -> np.ndarray:
     arr, plain = arrow if arrow is not None else (None, np.zeros(len(paths), dtype=bool))
     if plain.any():
         where = np.flatnonzero(plain)
-        out[where] = _numbers(pc.extract_regex(arr.take(pa.array(where)), _LAYER_RE2))
+        sub = arr.take(pa.array(where))
+        out[where] = _numbers(pc.extract_regex(sub, _LAYER_RE2))
+        rest = np.isnan(out[where])
+        if rest.any():
+            out[where[rest]] = _numbers(pc.extract_regex(sub.filter(pa.array(rest)), _LAYER_DOT_RE2))
     for i in np.flatnonzero(~plain).tolist():
         v = parse_layer(paths[i])
         if v is not None:
@@ -396,6 +494,8 @@ class Steps:
     phase: list
     index: np.ndarray    # int64
     entries: list        # the `meta["steps"]` entry of each
+    warnings: list = field(default_factory=list)  # step-like names no parser read
+    rule: str | None = None  # how the steps were found (`RULES`), None: no steps
 
     def __len__(self) -> int:
         return len(self.start)
@@ -428,32 +528,135 @@ def outermost(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
 
 def find_steps(names: Sequence, paths: Sequence, thread: np.ndarray, start: np.ndarray, end: np.ndarray,
                py: tuple | None = None, user: re.Pattern | None = None,
-               name_ids: tuple[np.ndarray, Sequence] | None = None) -> Steps:
+               name_ids: tuple[np.ndarray, Sequence] | None = None, launches: tuple | None = None) -> Steps:
     """The step occurrences among ranges (annotations, NVTX) and, failing those, Python frames.
 
     `names`/`paths`: each range's own label and its path (enclosing labels joined by "/");
     `py`: (thread, start, end, names) of the Python frames kept (`wanted_python_frame`);
     `name_ids`: the labels again as (each range's index into a table, the table), where the
-    importer has them so (then each distinct label is looked at once, never a row of them)."""
+    importer has them so (then each distinct label is looked at once, never a row of them);
+    `launches`: (thread, time) of the GPU work's launches: with them, failing every marker, a repeated
+    outermost range that launched GPU work is a step (`_repeated_steps`)."""
     thread, start, end = (np.asarray(a, dtype=np.int64) for a in (thread, start, end))
     ids, marks, tier = _marker_tiers(names, name_ids, user)
+    warnings = _unknown_markers(ids, marks, names, name_ids) if user is None else []
+    out = Steps.empty()
     if len(tier) and tier.min() < _NO_TIER:
         idx = np.flatnonzero(tier == tier.min())
-        keep = outermost(thread[idx], start[idx], end[idx])
-        idx = idx[keep]
+        if marks[ids[idx[0]]].source == "generic":
+            idx = _generic_roots(idx, ids, marks, thread, start, end)
+        else:
+            idx = idx[outermost(thread[idx], start[idx], end[idx])]
         order = np.argsort(start[idx], kind="stable")
         idx = idx[order]
         chosen = [marks[i] for i in ids[idx].tolist()]
         phases = []
         for i, mk in zip(idx.tolist(), chosen):
             ph = mk.phase
-            if ph is None and mk.source in ("recorder", "user"):
-                ph = parse_path(paths[i])[0]  # the Recorder's `decode/step=3`
+            if ph is None and mk.source in ("recorder", "user", "generic"):
+                ph = parse_path(paths[i])[0]  # the Recorder's `decode/step=3`, a loop's `DECODE_LOOP/step 3`
             phases.append(ph)
-        return _numbered(thread[idx], start[idx], end[idx], idx, phases, chosen, [names[i] for i in idx.tolist()])
-    if py is not None and user is None and len(py[1]):
-        return _python_steps(*py)
-    return Steps.empty()
+        out = _numbered(thread[idx], start[idx], end[idx], idx, phases, chosen, [names[i] for i in idx.tolist()])
+    elif py is not None and user is None and len(py[1]):
+        out = _python_steps(*py)
+    if not len(out) and user is None and launches is not None:
+        out = _repeated_steps(ids, names, name_ids, thread, start, end, launches)
+    out.warnings = warnings
+    if len(out):
+        out.rule = RULES[out.entries[0]["source"]]
+    return out
+
+
+def _generic_roots(idx: np.ndarray, ids: np.ndarray, marks: dict, thread, start, end) -> np.ndarray:
+    """Of hand-written step ranges, the steps: numbered ones (`DECODE_STEP_3`, `step 3`) outermost among
+    themselves, and unnumbered ones (`prefill`, `decode`, `forward`) that hold no numbered one (a
+    `decode` range around the numbered decode steps is their loop, not one step)."""
+    numbered = np.array([marks[i].index is not None for i in ids[idx].tolist()], dtype=bool)
+    num, plain = idx[numbered], idx[~numbered]
+    num = num[outermost(thread[num], start[num], end[num])]
+    plain = plain[outermost(thread[plain], start[plain], end[plain])]
+    if len(num) and len(plain):
+        holder = locate_on_threads(thread[plain], start[plain], end[plain], thread[num], start[num])
+        plain = np.delete(plain, np.unique(holder[holder >= 0]))
+    return np.concatenate([num, plain])
+
+
+def _unknown_markers(ids: np.ndarray, marks: dict, names: Sequence, name_ids) -> list[str]:
+    """One warning naming the step-like labels (`looks_like_step_marker`) no parser read."""
+    table = name_ids[1] if name_ids is not None else None
+    seen = []
+    for i in np.unique(ids[ids >= 0]).tolist():
+        if i in marks:
+            continue
+        label = table[i] if table is not None else None
+        if label is None:
+            label = names[int(np.flatnonzero(ids == i)[0])]
+        if isinstance(label, str) and looks_like_step_marker(label):
+            seen.append(label)
+    if not seen:
+        return []
+    shown = ", ".join(repr(x[:80]) for x in seen[:3]) + (f" and {len(seen) - 3} more" if len(seen) > 3 else "")
+    return [f"{len(seen)} range name(s) look like step markers but match no known format: {shown} "
+            "(pass --steps REGEX to use them)"]
+
+
+# Ranges that are operators or module frames, not a loop body: never steps by repetition
+_NOT_A_LOOP = re.compile(r"^(?:aten::|nn\.Module:|cuda|cu[A-Z]|nccl|c10d::|ProfilerStep#)|, op_id = \d+$|^\w+::")
+
+
+def _repeated_steps(ids: np.ndarray, names: Sequence, name_ids, thread, start, end, launches: tuple) -> Steps:
+    """Steps when no marker exists: the outermost ranges of one thread that launched GPU work and whose
+    name, digits aside, repeats at least `REPEAT_MIN` times (`decode 0`, `decode 1`, ...; or one name again and again). Of several such
+    names, the one with the most occurrences (then the most time). Operator ranges (`aten::`, emit_nvtx's
+    `op_id =`) are never steps."""
+    n = len(start)
+    if n < REPEAT_MIN:
+        return Steps.empty()
+    table = name_ids[1] if name_ids is not None else pd.unique(np.asarray(names, dtype=object))
+    if name_ids is None:
+        ids, table = pd.factorize(np.asarray(names, dtype=object))
+    key_of = {}
+    for i in np.unique(ids[ids >= 0]).tolist():
+        label = table[i]
+        if isinstance(label, str) and label and not _NOT_A_LOOP.search(label):
+            key_of[i] = _DIGITS.sub("#", label)
+    if not key_of:
+        return Steps.empty()
+    keys = sorted(set(key_of.values()))
+    kid = {k: j for j, k in enumerate(keys)}
+    code = np.full(len(table) + 1, -1, dtype=np.int64)
+    for i, k in key_of.items():
+        code[i] = kid[k]
+    rk = code[ids]
+    top = outermost(thread, start, end)
+    cand = np.flatnonzero(top & (rk >= 0))
+    if len(cand) < REPEAT_MIN:
+        return Steps.empty()
+    # a step does GPU work: a range that launched none (a host-side pass, a compiler's) is no step
+    hit = locate_on_threads(thread[cand], start[cand], end[cand], np.asarray(launches[0], np.int64),
+                            np.asarray(launches[1], np.int64))
+    cand = cand[np.unique(hit[hit >= 0])]
+    if len(cand) < REPEAT_MIN:
+        return Steps.empty()
+    df = pd.DataFrame({"t": thread[cand], "k": rk[cand], "d": end[cand] - start[cand]})
+    g = df.groupby(["t", "k"]).agg(n=("d", "size"), d=("d", "sum")).reset_index()
+    g = g[g["n"] >= REPEAT_MIN]
+    if g.empty:
+        return Steps.empty()
+    best = g.sort_values(["n", "d"], ascending=False).iloc[0]
+    idx = cand[(df["t"].to_numpy() == best["t"]) & (df["k"].to_numpy() == best["k"])]
+    idx = idx[np.argsort(start[idx], kind="stable")]
+    labels = [table[i] for i in ids[idx].tolist()]
+    marks = []
+    for label in labels:
+        m = _DIGITS.search(label)
+        marks.append(Marker("repeated", None, _int(m.group()) if m and len(_DIGITS.findall(label)) == 1 else None))
+    phases = [parse_path(label)[0] for label in labels]
+    return _numbered(thread[idx], start[idx], end[idx], idx, phases, marks, labels)
+
+
+REPEAT_MIN = 3
+_DIGITS = re.compile(r"\d+")
 
 
 _NO_TIER = np.iinfo(np.int64).max  # a range that is no step marker
@@ -669,3 +872,92 @@ def attach_windows(steps: Steps, lo: np.ndarray, hi: np.ndarray, how: list, orig
             entry.update(gpu_start_ns=a - origin, gpu_end_ns=b - origin, window=h)
         out.append(entry)
     return out
+
+
+# --- a phase from the step's own work ---------------------------------------------------------------
+
+# Kernels launched with one thread block per token, so their grid.x is the step's token count:
+# vLLM's KV-cache writes (`reshape_and_cache[_flash]_kernel`, `concat_and_cache_mla_kernel`,
+# csrc/cache_kernels.cu: `dim3 grid(num_tokens)`), RMS norms (`rms_norm_kernel`,
+# `fused_add_rms_norm_kernel`, csrc/layernorm_kernels.cu: `dim3 grid(num_tokens)`) and rotary embeddings
+# (`rotary_embedding_kernel`, csrc/pos_encoding_kernels.cu: `dim3 grid(num_tokens)`).
+PER_TOKEN_KERNEL = re.compile(r"\b(?:reshape_and_cache(?:_flash)?_kernel|concat_and_cache_mla_kernel"
+                              r"|(?:fused_add_)?rms_norm_kernel|rotary_embedding_kernel)\b")
+# The largest batch vLLM captures a CUDA graph for by default (`max_cudagraph_capture_size`, 512):
+# a step with more tokens than this per step is no decode step of a default deployment's graphs.
+DECODE_MAX_TOKENS = 512
+
+
+def infer_phases(steps: Steps, lo: np.ndarray, hi: np.ndarray, gpu_start: np.ndarray, name_codes: np.ndarray,
+                 name_table: Sequence, grid_x: np.ndarray, replay: np.ndarray, compute: np.ndarray) -> None:
+    """Give a phase to the steps whose marker says none, from their own GPU work (in place: `steps.phase`
+    and each entry's `phase_source`, `phase_reason`, `inferred_tokens`, `graph_kernels`, `eager_kernels`).
+
+    Tokens per step T: the median grid.x of the step's per-token kernels (`PER_TOKEN_KERNEL`). A decode
+    step schedules one token per running sequence, a prefill step the prompt's tokens, so:
+    - with several token levels among the steps: the steps at the smallest T are decode when that T is
+      at most `DECODE_MAX_TOKENS`; the steps with more tokens are prefill (a mixed batch looks the same);
+    - steps without per-token kernels that only replay CUDA graphs (no eager kernel) are decode: vLLM's
+      default `FULL_AND_PIECEWISE` mode captures full graphs for uniform decode batches only;
+    - one token level only: decode where the steps replay CUDA graphs, else unknown.
+    Under a CUDA graph T is the captured (padded) batch. Steps whose marker has a phase are left alone
+    (`phase_source: marker`)."""
+    n = len(steps)
+    for e in steps.entries:
+        e["phase_source"] = "marker" if e.get("phase") is not None else None
+    todo = np.array([p is None for p in steps.phase], dtype=bool)
+    if not n or not todo.any() or not len(gpu_start):
+        return
+    _, slot_codes, _ = assign_codes(lo, hi, np.arange(n), list(range(n)), gpu_start)
+    slot = np.where(slot_codes < n, slot_codes, -1)  # (codes past n: outside every step)
+    name_codes = np.asarray(name_codes, dtype=np.int64)
+    per_tok = np.zeros(len(name_table) + 1, dtype=bool)
+    for i in np.unique(name_codes[name_codes >= 0]).tolist():
+        label = name_table[i]
+        per_tok[i] = isinstance(label, str) and bool(PER_TOKEN_KERNEL.search(label))
+    gx = np.asarray(grid_x, dtype="float64")
+    tok_rows = (slot >= 0) & per_tok[name_codes] & (gx > 0)
+    tokens = np.full(n, np.nan)
+    if tok_rows.any():
+        med = pd.Series(gx[tok_rows]).groupby(slot[tok_rows]).median()
+        tokens[med.index.to_numpy()] = med.to_numpy()
+    comp = np.asarray(compute, dtype=bool) & (slot >= 0)
+    graph = np.bincount(slot[comp & replay], minlength=n)[:n]
+    eager = np.bincount(slot[comp & ~np.asarray(replay, dtype=bool)], minlength=n)[:n]
+    levels = np.unique(tokens[todo & ~np.isnan(tokens)])
+    phase = np.full(n, None, dtype=object)
+    reason = np.full(n, None, dtype=object)
+    if len(levels) >= 2 and levels[0] <= DECODE_MAX_TOKENS:
+        low = todo & (tokens == levels[0])
+        high = todo & (tokens > levels[0])
+        phase[low], phase[high] = "decode", "prefill"
+        reason[low] = (f"{levels[0]:g} token(s) per step (per-token kernels' grid), the run's fewest: one per "
+                       "decoding sequence")
+        reason[high] = [f"{t:g} tokens per step (per-token kernels' grid), more than the decode steps' "
+                        f"{levels[0]:g}: a prefill (or mixed) step" for t in tokens[high].tolist()]
+    elif len(levels) == 1:
+        same = todo & (tokens == levels[0]) & (graph > 0)
+        phase[same] = "decode"
+        reason[same] = f"{levels[0]:g} token(s) per step, every step replays CUDA graphs"
+    only_graphs = todo & (phase == None) & np.isnan(tokens) & (graph > 0) & (eager == 0)  # noqa: E711
+    phase[only_graphs] = "decode"
+    reason[only_graphs] = "replays CUDA graphs only (no eager kernel): a full-graph decode step"
+    for i in np.flatnonzero(todo).tolist():
+        e = steps.entries[i]
+        e["graph_kernels"], e["eager_kernels"] = int(graph[i]), int(eager[i])
+        if not np.isnan(tokens[i]):
+            e["inferred_tokens"] = int(tokens[i])
+        if phase[i] is None:
+            continue
+        steps.phase[i] = phase[i]
+        e.update(phase=phase[i], phase_source="inferred", phase_reason=reason[i])
+        t = e.get("inferred_tokens")
+        if t is None:
+            continue
+        e.setdefault("new_tokens", t)
+        if phase[i] == "decode":  # one token per sequence (a graph's padded batch)
+            for k in ("batch", "decode_requests", "decode_tokens"):
+                e.setdefault(k, t)
+            e.setdefault("prefill_requests", 0)
+            e.setdefault("prefill_tokens", 0)
+        e["workload_inferred"] = True

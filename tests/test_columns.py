@@ -24,13 +24,14 @@ JSON_PHASE_KEYS = ('phase', 'steps', 'kernels', 'span_ns', 'busy_ns', 'idle_ns',
                    'tokens', 'tokens_per_s', 'ai', 'bound', 'mbu_datasheet', 'mbu_measured', 'mfu_datasheet',
                    'mfu_measured', 'model_steps', 'model_bytes', 'model_bytes_per_step', 'model_flops',
                    'model_mbu_busy', 'model_mfu', 'model_mfu_busy', 'model_reason', 'flops_coverage', 'ai_coverage',
-                   'mbu_status', 'mfu_status')
+                   'mbu_status', 'mfu_status', 'model_bound')
 JSON_STEP_KEYS = ('rank', 'phase', 'step', 'kernels', 'start_ns', 'span_ns', 'busy_ns', 'idle_ns', 'idle_frac',
                   'flops', 'bytes', 'bytes_source', 'tflops', 'tbps', 'mfu', 'mbu', 'model_mbu', 'batch',
                   'new_tokens', 'context', 'tokens_per_s', 'bound', 'model_bytes', 'model_weight_bytes',
                   'model_kv_read_bytes', 'model_kv_write_bytes', 'model_flops', 'experts_touched', 'model_mbu_busy',
                   'model_mfu', 'model_mfu_busy', 'model_ideal_ns', 'model_reason', 'workload_source', 'flops_source',
-                  'bytes_coverage', 'flops_coverage', 'ai', 'ai_coverage', 'mbu_status', 'mfu_status')
+                  'bytes_coverage', 'flops_coverage', 'ai', 'ai_coverage', 'mbu_status', 'mfu_status',
+                  'phase_source', 'phase_reason', 'model_bound', 'device')
 JSON_GAP_KEYS = ('phase', 'measured_ns', 'ideal_ns', 'slow_kernels_ns', 'extra_bytes_ns', 'launch_gaps_ns',
                  'unmodeled_ns', 'ideal_frac', 'basis')
 JSON_GAP_STEP_KEYS = ('phase', 'step', 'measured_ns', 'ideal_ns', 'slow_kernels_ns', 'extra_bytes_ns',
@@ -52,7 +53,7 @@ def test_registry_declares_only_columns_the_analysis_computes(tmp_path, llama): 
     t = graph_trace(tmp_path, [{"phase": "decode", "index": i, "batch": 1, "new_tokens": 1, "context": 2048}
                                for i in range(3)])
     a = analyze(t, model=llama)
-    for table, frame in ((PHASES, a.phases), (STEPS.pick(*[k for k in STEPS.keys if k != "rank"]), a.steps),
+    for table, frame in ((PHASES, a.phases), (STEPS.pick(*[k for k in STEPS.keys if k not in ("rank", "device")]), a.steps),
                          (GAP, a.gap), (GAP_STEPS, a.gap_steps), (GROUPS, a.groups("short_name"))):
         assert len(frame), table
         missing = [c.key for c in table if c.key not in frame.columns]
@@ -65,7 +66,8 @@ def test_registry_declares_only_columns_the_analysis_computes(tmp_path, llama): 
     assert tuple(doc["phases"][0]) == JSON_PHASE_KEYS
     assert tuple(doc["gap_steps"][0]) == JSON_GAP_STEP_KEYS
     assert tuple(doc["categories"][0]) == JSON_GROUP_KEYS
-    assert tuple(doc["steps"][0]) == tuple(k for k in JSON_STEP_KEYS if k != "rank")  # one rank: no rank column
+    # one rank on one GPU: no rank or device column
+    assert tuple(doc["steps"][0]) == tuple(k for k in JSON_STEP_KEYS if k not in ("rank", "device"))
 
 
 def test_every_column_is_documented():

@@ -355,6 +355,7 @@ def read_trace(path):
     PREFIX + "trace_filter__sampled_rank-1.json.gz",
     "Navi-AI-Lab__nvllm__benchmarks__nvllm__traces__cute_paged_attn__2026-04-13-nsys__rank0.1776116491109655086.pt.trace.json.gz",
     "NVIDIA__Fuser__report1.sqlite",
+    "GindaChen__nsys-ai__tests__fixtures__h100_2gpu_1s.sqlite",
     "extra-p__extrap__tests__data__nsight__concurrent_example__concurrent.s1__profile1.sqlite",
 ])
 def test_real_captures_make_no_claim_on_thin_coverage(fixtures_dir, name):

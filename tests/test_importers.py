@@ -29,6 +29,8 @@ FACTS = {
     "traces/" + VLLM: ("kineto", 13530, "NVIDIA GB10"),
     "traces/" + NSYS: ("nsys-sqlite", 12, "GeForce GTX 1060 with Max-Q Design"),
     "traces/NVIDIA__Fuser__report1.sqlite": ("nsys-sqlite", 18, "NVIDIA H200"),
+    # two GPUs, 1,721 kernels each; no TARGET_INFO_GPU table, so no device name
+    "traces/GindaChen__nsys-ai__tests__fixtures__h100_2gpu_1s.sqlite": ("nsys-sqlite", 3442, None),
     "traces/NVIDIA__Fuser__report1.h100-8fa9ec29.sqlite": ("nsys-sqlite", 19, "NVIDIA H100 80GB HBM3"),
     "ncu/panjd123__cutlass__report.ncu-rep": ("ncu-rep", 3, "NVIDIA A100 80GB PCIe"),
     "ncu/AveryClapp__ESMM-Research__profile.ncu-rep": ("ncu-rep", 11, "NVIDIA A10G"),

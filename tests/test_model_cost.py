@@ -3,6 +3,7 @@ import json
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from rooftop.analysis import analyze
@@ -115,7 +116,10 @@ def test_step_and_phase_model_mbu(tmp_path, llama):
     t = graph_trace(tmp_path, [{"phase": "decode", "index": i, "batch": 1, "new_tokens": 1} for i in range(3)])
     a = analyze(t, model=llama)
     st = a.steps
-    assert st["model_mbu"].isna().all() and set(st["model_reason"]) == {"context unknown (pass --context)"}
+    # the context is not in the trace: a lower bound, the weights of one token and its KV write
+    assert set(st["model_reason"]) == {"context unknown (the trace does not say; pass --context C)"}
+    assert set(st["model_bound"]) == {">="} and st["model_bytes"].tolist() == [15_009_849_344 + L8B_KV_TOKEN] * 3
+    assert st["model_kv_read_bytes"].isna().all() and a.phases.set_index("phase").loc["decode", "model_bound"] == ">="
     a = analyze(t, model=llama, workload=Workload(context=2048))
     st = a.steps
     total = 15_278_415_872
@@ -201,7 +205,9 @@ def test_cli_report_with_model(tmp_path, capsys):
     head = text.index("decode   model MBU 69.3%")  # the headline, before the phase table
     assert head < text.index("phase   steps") and "15.3 GB/step" in text and "ideal 4.56 ms" in text
     assert main(["report", trace, "--model", cfg]) == 0
-    assert "model MBU —: context unknown (pass --context)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "decode   model MBU >= " in out and "a lower bound, weights and KV written only" in out
+    assert "context unknown (the trace does not say; pass --context C)" in out
 
 
 def test_cli_bad_model_is_one_line(tmp_path, capsys):
@@ -319,7 +325,9 @@ def test_request_counts_without_prefill_tokens(tmp_path, llama):
     t = load_trace(write_trace(tmp_path / "r.parquet", rows, {"device": {"name": "NVIDIA H100 80GB HBM3"},
                                                                "steps": steps}))
     s = analyze(t, model=llama).steps.iloc[0]
-    assert math.isnan(s["model_bytes"]) and s["model_reason"] == "prefill tokens unknown (pass --new-tokens)"
+    # unknown tokens: the weights one token reads, a lower bound
+    assert s["model_bytes"] == 15_009_849_344 and s["model_bound"] == ">="
+    assert s["model_reason"] == "new tokens unknown (the trace does not say; pass --new-tokens T)"
     s = analyze(t, model=llama, workload=Workload(new_tokens=512)).steps.iloc[0]
     # two prompts of 256 tokens, each attending to its own tokens
     assert s["model_kv_read_bytes"] == 512 * L8B_KV_TOKEN and s["model_kv_write_bytes"] == 512 * L8B_KV_TOKEN
@@ -332,3 +340,30 @@ def test_model_above_the_roof_is_called_a_mismatch(tmp_path, capsys):
     # a 70B model cannot be read in 6.58 ms at 3.35 TB/s (141 GB would take 42 ms)
     assert main(["report", str(tmp_path / "g.parquet"), "--model", "llama3-70b", "--context", "2048"]) == 0
     assert "above the HBM roof" in capsys.readouterr().out
+
+
+def test_missing_inputs_named_together_and_a_weights_only_lower_bound(tmp_path, llama):
+    """A step whose metadata says nothing: every missing input in one message, and the weights a step of
+    at least one token reads as a lower bound (labelled `>=`), never a silent null."""
+    t = graph_trace(tmp_path, [{"phase": "decode", "index": i} for i in range(3)])
+    st = analyze(t, model=llama).steps
+    assert set(st["model_reason"]) == {"batch, new tokens, context unknown (the trace does not say; pass "
+                                       "--batch B --new-tokens T --context C)"}
+    assert st["model_bytes"].tolist() == [15_009_849_344] * 3 and set(st["model_bound"]) == {">="}
+    st = analyze(t, model=llama, workload=Workload(batch=1, new_tokens=1, context=2048)).steps
+    assert st["model_bound"].isna().all() and st["model_bytes"].tolist() == [15_278_415_872] * 3
+
+
+def test_inferred_prefill_tokens_give_exact_bytes(tmp_path, llama):
+    """A prefill step whose tokens came from its kernel grids (rooftop.steps.infer_phases) and whose
+    requests are unknown: a fresh prefill's KV read is its own tokens whatever the batch, so the bytes
+    are exact; the attention FLOPs (which depend on the split into sequences) are not claimed."""
+    steps = [{"phase": "prefill", "index": 0, "new_tokens": 1049, "phase_source": "inferred",
+              "workload_inferred": True}]
+    rows = [k("g", 0, 1_000_000, "prefill/step=0")]
+    t = load_trace(write_trace(tmp_path / "r.parquet", rows, {"device": {"name": "NVIDIA H100 80GB HBM3"},
+                                                               "steps": steps}))
+    s = analyze(t, model=llama).steps.iloc[0]
+    assert s["model_kv_read_bytes"] == 1049 * L8B_KV_TOKEN and s["model_kv_write_bytes"] == 1049 * L8B_KV_TOKEN
+    assert pd.isna(s["model_bound"]) and math.isnan(s["model_flops"])
+    assert "tokens from kernel grids" in s["workload_source"] and "fresh prefill" in s["workload_source"]

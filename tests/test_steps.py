@@ -55,7 +55,7 @@ def test_marker_names(name, source, phase, index, workload):
     assert {k: v for k, v in m.workload.items() if v is not None} == workload
 
 
-@pytest.mark.parametrize("name", ["layer=3", "stepper", "decode", "nccl:all_reduce", "## forward ##", "step=3/attn",
+@pytest.mark.parametrize("name", ["layer=3", "stepper", "DECODE_LOOP", "nccl:all_reduce", "## forward ##", "step=3/attn",
                                   "ProfilerStep#x", "execute_model"])
 def test_not_markers(name):
     assert st.parse_marker(name) is None

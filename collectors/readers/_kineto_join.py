@@ -380,7 +380,7 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
                                            gts[left], nest_stats, query_paths=False)
         gpath[left] = np.where(finner >= 0, finner + len(apath), -1)
     # steps: markers among the annotations (else Python frames); GPU work by the window it runs in
-    steps = _find_steps(sink, alabel, apath, name_of, ast, aen)
+    steps = _find_steps(sink, alabel, apath, name_of, ast, aen, (launch_thr[q], launch_t[q]))
     gend = gts + gdur
     spans = None
     if len(steps) and len(gann):
@@ -388,6 +388,12 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
         gst = gann.np("ts")
         spans = (_lookup(marker_ext, gann.np("ext")), gst, gst + gann.np("dur"))
     lo, hi, how = st.gpu_windows(steps, gts, gend, launch_thr, launch_t, spans)
+    # the kernels a CUDA-graph replay launched (they carry the cudaGraphLaunch's correlation)
+    graph_ids = [i for i, n in enumerate(names) if n.startswith(("cudaGraphLaunch", "cuGraphLaunch"))]
+    replay = np.zeros(len(g), bool)
+    if graph_ids and len(rt):
+        replay = has_rt & np.isin(rt.np("name")[ri.clip(0)], graph_ids)
+    st.infer_phases(steps, lo, hi, gts, g.np("name"), name_of, g.np("gx"), replay, g.np("kind") == 0)
     gstep, gphase, gphases = st.assign_codes(lo, hi, steps.index, steps.phase, gts)  # (phases: codes into a list)
     astep, aphase, aphases = st.assign_cpu_codes(steps, ann.np("thread"), ast)
     # CPU-only run: one `op` row per outermost cpu_op (ops never overlap then, so no time counts twice)
@@ -420,10 +426,7 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
                     out[members] = [np.nan if v is None else v for v in parts]
         op_name[with_op] = onames[local]
     # a CUDA-graph replay outside any op: its kernels were launched by the cudaGraphLaunch itself
-    graph_ids = [i for i, n in enumerate(names) if n.startswith(("cudaGraphLaunch", "cuGraphLaunch"))]
-    replay = np.zeros(len(g), bool)
-    if graph_ids and len(rt):
-        replay = has_rt & np.isin(rt.np("name")[ri.clip(0)], graph_ids)
+    if replay.any():
         op_name[replay & (oi < 0)] = rt.np("name")[ri[replay & (oi < 0)]]
     runtime = runtime_rows(sink)  # the host side, for the timeline
     ops.release()  # the joins are done: free the CPU side before the rows are built
@@ -501,6 +504,8 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
     meta = _meta(head, path, sink, kernel_dev[kernel_dev != NULL])
     meta["workload"] = {"cuda_graphs": bool(replay.any())}
     meta["steps"] = st.attach_windows(steps, lo, hi, how, origin)
+    meta["warnings"].extend(steps.warnings)
+    meta["step_rule"] = steps.rule
     if nest_stats.get("cut"):
         meta["warnings"].append(f"{nest_stats['cut']} range path(s) deeper than {MAX_PATH_DEPTH} levels or longer "
                                 f"than {MAX_PATH_CHARS} characters cut (\"…\")")
@@ -540,12 +545,12 @@ def _with_null(a: pd.arrays.IntegerArray) -> np.ndarray:
     return a.to_numpy(dtype="float64", na_value=np.nan) if len(a) else np.zeros(0)
 
 
-def _find_steps(sink: Collector, alabel: list, apath: list, name_of: np.ndarray, ast, aen) -> "st.Steps":
+def _find_steps(sink: Collector, alabel: list, apath: list, name_of: np.ndarray, ast, aen, launches) -> "st.Steps":
     py = sink.py
     pst = py.np("ts")
     frames = (py.np("thread"), pst, pst + py.np("dur"), name_of[py.np("name")].tolist())
     return st.find_steps(alabel, apath, sink.ann.np("thread"), ast, aen, py=frames, user=st.user_pattern(),
-                         name_ids=(sink.ann.np("name"), name_of))
+                         name_ids=(sink.ann.np("name"), name_of), launches=launches)
 
 
 def _cpu_op_rows(ops, ann, alabel: list, name_of: np.ndarray, shape_inputs: list, steps) -> dict | None:

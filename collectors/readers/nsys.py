@@ -215,9 +215,10 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
     gpu["path"] = path
     # steps: NVTX push/pop ranges that are step markers (rooftop.steps); GPU work by the window it runs in
     steps = st.find_steps(pp["name"].tolist(), ppath, i64(pp["globalTid"]), i64(pp["start"]), i64(pp["end"]),
-                          user=st.user_pattern())
+                          user=st.user_pattern(), launches=(i64(launch["globalTid"]), i64(launch["start"])))
     gs, ge = i64(gpu["start"]), i64(gpu["end"])
     lo, hi, how = st.gpu_windows(steps, gs, ge, i64(launch["globalTid"]), i64(launch["start"]))
+    _infer_phases(steps, lo, hi, gs, gpu, k)
     gpu["step"], gpu["phase"] = st.assign(lo, hi, steps.index, steps.phase, gs)
     pstep, pphase = st.assign_cpu(steps, i64(pp["globalTid"]), i64(pp["start"]))
     if progress:
@@ -252,7 +253,20 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
         progress(4, 4, "stages")
     meta = _meta(db, origin, gpu, graphs, warnings)
     meta["steps"] = st.attach_windows(steps, lo, hi, how, origin)
+    meta["warnings"].extend(steps.warnings)
+    meta["step_rule"] = steps.rule
     return rows, redact(meta)
+
+
+def _infer_phases(steps, lo, hi, gs, gpu: pd.DataFrame, k: pd.DataFrame) -> None:
+    """rooftop.steps.infer_phases on this export: kernels come first among the GPU rows; a kernel
+    with a `graphNodeId` ran inside a CUDA-graph replay."""
+    nk = len(k) if len(gpu) and (gpu["kind"].iloc[0] == "kernel") else 0
+    pad = np.full(len(gpu) - nk, np.nan)
+    gx = np.concatenate([pd.to_numeric(k["gridX"], errors="coerce").to_numpy("float64")[:nk], pad])
+    replay = np.concatenate([k["graphNodeId"].notna().to_numpy()[:nk], np.zeros(len(pad), bool)])
+    codes, table = pd.factorize(gpu["name"].astype(object))
+    st.infer_phases(steps, lo, hi, gs, codes, list(table), gx, replay, (gpu["kind"] == "kernel").to_numpy())
 
 
 def _runtime_rows(calls: pd.DataFrame, strings: dict) -> pd.DataFrame:

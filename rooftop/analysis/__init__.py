@@ -18,7 +18,7 @@ from ..format import fmt_bytes, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate, i
 from ..trace import STALL_COLUMNS, Trace
 from ..models import ModelSpec
 from ..names import gpu_work_counts
-from . import attention, ceilings, diff, findings, gap, groups, metrics, model_cost, stalls, tree
+from . import attention, ceilings, diff, findings, gap, groups, metrics, model_cost, per_device, stalls, tree
 from .findings import Finding
 from .model_cost import Workload
 
@@ -83,7 +83,7 @@ class Analysis:
         out = metrics.step_table(self.timed, self.trace.meta, p.flops, p.bw, self.ridge)
         if len(out) and self._mixed_dtypes:
             rows = self.timed[self.timed["step"].notna()]
-            keys = [k for k in ("rank", "phase", "step") if k in out.columns and k in rows.columns]
+            keys = [k for k in ("rank", "device", "phase", "step") if k in out.columns and k in rows.columns]
             out["mfu"] = ceilings.dtype_mfu(out, rows, self.row_peaks, keys)
         return model_cost.add_step_costs(out, self.model, self.trace.meta, self.workload, p.flops, p.bw)
 
@@ -92,9 +92,7 @@ class Analysis:
         p = self.peaks
         out = metrics.phase_table(self.timed, self.steps, self.trace.meta, p.flops, p.bw, self.ridge)
         if len(out) and self._mixed_dtypes:
-            rows = self.timed
-            if "rank" in rows.columns and rows["rank"].notna().any():
-                rows = rows[rows["rank"] == rows["rank"].min()]  # the phase table is the lowest rank's
+            rows = per_device.headline(self.timed)  # the phase table is the lowest rank's (and device's)
             out["mfu"] = ceilings.dtype_mfu(out, rows, self.row_peaks, ["phase"])
         out = metrics.both_utilizations(out, p)
         return model_cost.add_phase_costs(out, self.steps, p.flops, p.bw)
@@ -108,6 +106,15 @@ class Analysis:
         """Whether some kernel's FLOPs run against another peak than the trace's dtype's (an FP8
         GEMM in a bf16 model): then MFU counts each kernel's FLOPs at its own peak."""
         return len(self.timed) > 0 and ceilings.mixed(self.timed, self.row_peaks, self.peaks.flops)
+
+    @cached_property
+    def devices(self) -> pd.DataFrame | None:
+        """Per (rank,) device busy/idle/MBU/steps where one rank drives several GPUs (per_device.py)."""
+        return per_device.device_table(self.timed, self.peaks.flops, self.peaks.bw)
+
+    @cached_property
+    def devices_note(self) -> str | None:
+        return per_device.merged_note(self.timed)
 
     @cached_property
     def rank_steps(self) -> pd.DataFrame | None:
@@ -135,10 +142,13 @@ class Analysis:
             return None
         return int(t["rank"].min())
 
-    def kernels(self, phase=None, step=None, path_prefix=None, key=None, by="short_name", rank=None) -> pd.DataFrame:
+    def kernels(self, phase=None, step=None, path_prefix=None, key=None, by="short_name", rank=None,
+                device=None) -> pd.DataFrame:
         rows = self.timed
         if rank is not None and "rank" in rows.columns:
             rows = rows[rows["rank"] == rank]
+        if device is not None and "device" in rows.columns:  # one GPU of several (per_device.py)
+            rows = rows[rows["device"] == device]
         if phase is not None:
             rows = rows[rows["phase"] == phase]
         if step is not None:
@@ -150,10 +160,12 @@ class Analysis:
             rows = rows[rows[by] == key]
         return rows
 
-    def range_tree(self, phase, step, rank=None, max_nodes: int | None = None) -> pd.DataFrame:
+    def range_tree(self, phase, step, rank=None, max_nodes: int | None = None, device=None) -> pd.DataFrame:
         events, timed = self.trace.events, self.timed
         if rank is not None and "rank" in timed.columns:
             events, timed = events[events["rank"] == rank], timed[timed["rank"] == rank]
+        if device is not None and "device" in timed.columns:  # the GPU work of one device; ranges are host-side
+            timed = timed[timed["device"] == device]
         return tree.range_tree(events, timed, phase, step, max_nodes)
 
     def roofline(self, by: str = "short_name", phase: str | None = None) -> pd.DataFrame:

@@ -26,6 +26,7 @@ import pandas as pd
 from ..ideal import kernel_ideal_ns
 from ..columns import GAP_STEPS
 from .metrics import first_positions, labelled, taken
+from .per_device import headline
 
 MIN_KERNEL_COVERAGE = 0.5  # below this share of kernel time with costs, per-kernel ideals say too little
 PARTS = ("ideal_ns", "slow_kernels_ns", "extra_bytes_ns", "launch_gaps_ns", "unmodeled_ns")
@@ -63,8 +64,7 @@ def _split(timed: pd.DataFrame, peak_flops, peak_bw, steps: pd.DataFrame | None)
     if not peak_flops or not peak_bw or timed.empty:
         return None
     rows = labelled(timed)
-    if "rank" in rows.columns and rows["rank"].notna().any():
-        rows = rows[rows["rank"] == rows["rank"].min()]  # the same rank the phase table describes
+    rows = headline(rows)  # the same rank (and device) the phase table describes
     step_key = rows["step"].to_numpy(dtype="float64", na_value=-1.0)
     # One group per (phase, step): factorize both and combine the codes (cheaper than a 2-key groupby).
     phase = rows["phase"]
@@ -86,9 +86,7 @@ def _split(timed: pd.DataFrame, peak_flops, peak_bw, steps: pd.DataFrame | None)
     for col in ("span_ns", "busy_ns", "model_ideal_ns"):
         out[col] = np.full(n, np.nan)
     if steps is not None and not steps.empty:
-        st = steps
-        if "rank" in st.columns and st["rank"].notna().any():
-            st = st[st["rank"] == st["rank"].min()]
+        st = headline(steps)
         # each (phase, step)'s row of the step table (its first, if any repeats)
         at = first_positions(zip(st["phase"].astype(object).tolist(), st["step"].astype("float64").tolist()),
                              zip(out["phase"].tolist(), out["_step"].tolist()))

@@ -392,6 +392,19 @@ def step_meta(meta: dict) -> pd.DataFrame:
     return frame.drop_duplicates(["phase", "step"])
 
 
+def _with_phase_sources(out: pd.DataFrame, meta: dict) -> pd.DataFrame:
+    """`phase_source` (marker / inferred, rooftop.steps.infer_phases) and `phase_reason` of each step row,
+    from its metadata entry (text columns: `step_meta` keeps numbers only)."""
+    src, why = {}, {}
+    for s in meta.get("steps") or []:
+        if isinstance(s, dict) and isinstance(s.get("phase"), str):
+            key = (s["phase"], s.get("index", s.get("step")))
+            src.setdefault(key, s.get("phase_source"))
+            why.setdefault(key, s.get("phase_reason"))
+    keys = list(zip(out["phase"].astype(object).tolist(), out["step"].tolist()))
+    return out.assign(phase_source=[src.get(k) for k in keys], phase_reason=[why.get(k) for k in keys])
+
+
 def step_records(steps: list[dict], fields: dict, floats: bool = False) -> pd.DataFrame:
     """One row per step entry, one column per field (`fields`: name -> how it is read from an
     entry): "phase" as given, every other column `pd.to_numeric` (errors null; then float64 if
@@ -454,7 +467,7 @@ def labelled(timed: pd.DataFrame) -> pd.DataFrame:
 
 
 # What `_stat_arrays` and the step and phase tables read of the prepared rows.
-_STAT_COLUMNS = ("rank", "phase", "step", "kind", "start_ns", "end_ns", "dur_ns", "bytes", "work_flops",
+_STAT_COLUMNS = ("rank", "device", "phase", "step", "kind", "start_ns", "end_ns", "dur_ns", "bytes", "work_flops",
                  "copy_class", "bytes_src", "flops_src", "_prepared")
 
 
@@ -469,6 +482,10 @@ def step_table(timed: pd.DataFrame, meta: dict, peak_flops=None, peak_bw=None, r
     rows = _stat_columns(prepare(timed))
     rows = rows[rows["step"].notna()]
     keys = (["rank"] if "rank" in rows.columns and rows["rank"].notna().any() else []) + ["phase", "step"]
+    from .per_device import multi_device
+
+    if multi_device(rows):  # one GPU at a time: a step's figures per device (per_device.py)
+        keys.insert(len(keys) - 2, "device")
     if rows.empty:
         return pd.DataFrame(columns=keys + ["kernels", "span_ns", "busy_ns", "idle_ns", "mbu", "mfu"])
     columns, index, _ = _stat_arrays(rows, keys)
@@ -480,6 +497,7 @@ def step_table(timed: pd.DataFrame, meta: dict, peak_flops=None, peak_bw=None, r
         batch=np.nan, new_tokens=np.nan, tokens=np.nan, context=np.nan)
     out["tokens_per_s"] = out["new_tokens"] / (out["span_ns"].where(out["span_ns"] > 0) / 1e9)
     out["bound"] = _bound(out["ai"], ridge, out["ai_coverage"])
+    out = _with_phase_sources(out, meta)
     return out.sort_values(keys[:-2] + ["start_ns"], kind="stable").reset_index(drop=True)
 
 
@@ -494,6 +512,8 @@ def phase_table(timed: pd.DataFrame, steps: pd.DataFrame, meta: dict, peak_flops
     if "rank" in rows.columns and rows["rank"].notna().any():
         # Multi-rank: the phase table is rank 0's (or the lowest rank's); per-rank tables are separate.
         rows = rows[rows["rank"] == rows["rank"].min()]
+    if "device" in rows.columns and rows["device"].nunique() > 1:
+        rows = rows[rows["device"] == rows["device"].min()]  # and of one GPU (per_device.py)
     per_step, index, gid = _stat_arrays(rows, ["phase", "_step"])
     # each (phase, step) group's phase, numbered as `groupby("phase", sort=False)` numbers them
     step_phase = index.get_level_values("phase")

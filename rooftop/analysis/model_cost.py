@@ -31,9 +31,9 @@ from .metrics import first_positions, step_records, taken
 
 STEP_COLUMNS = ("model_weight_bytes", "model_kv_read_bytes", "model_kv_write_bytes", "model_bytes", "model_flops",
                 "experts_touched", "model_mbu", "model_mbu_busy", "model_mfu", "model_mfu_busy", "model_ideal_ns",
-                "model_reason", "workload_source")
+                "model_reason", "workload_source", "model_bound")
 PHASE_COLUMNS = ("model_steps", "model_bytes", "model_bytes_per_step", "model_flops", "model_mbu", "model_mbu_busy",
-                 "model_mfu", "model_mfu_busy", "model_reason")
+                 "model_mfu", "model_mfu_busy", "model_reason", "model_bound")
 ACTIVATIONS_NOTE = ("activations (hidden states, logits, the embedding gather) are not counted: "
                     "T x hidden sized, negligible next to the weights in decode")
 
@@ -208,6 +208,7 @@ class _Resolved:
     context: np.ndarray
     reason: np.ndarray  # None where the workload is known
     source: np.ndarray
+    fresh: np.ndarray  # prefill steps whose sequences are unknown: bytes known, attention FLOPs not
 
     @property
     def tokens(self) -> np.ndarray:
@@ -244,20 +245,42 @@ def _resolve(steps: pd.DataFrame, meta: dict, workload: Workload, has_model: boo
     p_left = np.where(~np.isnan(new) & (new > t1), new - t1, np.nan)
     t2 = np.where(split & (n2 > 0), np.where(np.isnan(p_tok), p_left, p_tok), 0.0)
     c2 = np.where(n2 > 0, t2 / np.where(n2 > 0, n2, 1.0), 0.0)
+    # A prefill step whose tokens are known but not its requests (tokens inferred from kernel grids, a
+    # `--steps` tokens group): a fresh prefill's KV read is its own tokens whatever the batch (Σ q_i = T),
+    # so its bytes are known; its attention FLOPs are not (they depend on how T splits into sequences).
+    prefill = (steps["phase"].astype(object) == "prefill").to_numpy()
+    fresh = prefill & ~split & np.isnan(batch) & ~np.isnan(new) & (new > 0)
+    n1, t1, c1 = (np.where(fresh, 0.0, x) for x in (n1, t1, c1))
+    n2, t2, c2 = np.where(fresh, 1.0, n2), np.where(fresh, new, t2), np.where(fresh, new, c2)
     reason = np.full(n, None, dtype=object)
     if not has_model:
         reason[:] = "no model description (pass --model)"
     else:
-        for bad, why in ((np.isnan(n1), "batch unknown (pass --batch)"),
-                         (np.isnan(t1), "new tokens unknown (pass --new-tokens)"),
-                         (np.isnan(t2), "prefill tokens unknown (pass --new-tokens)"),
-                         (np.isnan(c1), "context unknown (pass --context)"),
-                         (t1 + t2 <= 0, "the step makes no tokens")):
-            reason = np.where(bad & (reason == None), why, reason)  # noqa: E711 (the first reason stays)
+        # every input the trace does not tell, named together (the flags that give them)
+        missing = [(np.isnan(n1), "batch", "--batch B"), (np.isnan(t1) | np.isnan(t2), "new tokens", "--new-tokens T"),
+                   (np.isnan(c1), "context", "--context C")]
+        for i in np.flatnonzero(np.logical_or.reduce([m for m, _, _ in missing])).tolist():
+            what = [(w, f) for m, w, f in missing if m[i]]
+            reason[i] = (f"{', '.join(w for w, _ in what)} unknown (the trace does not say; pass "
+                         f"{' '.join(f for _, f in what)})")
+        reason = np.where((reason == None) & (t1 + t2 <= 0), "the step makes no tokens", reason)  # noqa: E711
     src = np.where(filled, "trace+flags", "trace").astype(object)
     src = np.where(guessed_new, src + ", one token per sequence", src)
+    src = np.where(fresh, src + ", a fresh prefill (no cached prefix)", src)
+    inferred = _inferred_workload(steps, meta)
+    src = np.where(inferred, src + ", tokens from kernel grids", src)
     return _Resolved([(n1, t1, c1), (n2, t2, c2)], np.where(split, n1 + n2, batch), np.where(split, t1 + t2, new),
-                     ctx, reason, src)
+                     ctx, reason, src, fresh)
+
+
+def _inferred_workload(steps: pd.DataFrame, meta: dict) -> np.ndarray:
+    """Per step row: whether its workload came from its kernels (rooftop.steps.infer_phases)."""
+    seen = {(e.get("phase"), e.get("index")) for e in meta.get("steps") or []
+            if isinstance(e, dict) and e.get("workload_inferred")}
+    if not seen:
+        return np.zeros(len(steps), bool)
+    return np.array([(p, s) in seen for p, s in zip(steps["phase"].astype(object).tolist(), steps["step"].tolist())],
+                    dtype=bool)
 
 
 def add_step_costs(steps: pd.DataFrame, spec: ModelSpec | None, meta: dict, workload: Workload | None,
@@ -267,7 +290,8 @@ def add_step_costs(steps: pd.DataFrame, spec: ModelSpec | None, meta: dict, work
     n = len(out)
     if n == 0:
         for col in STEP_COLUMNS:
-            out[col] = pd.Series(dtype="float64" if col not in ("model_reason", "workload_source") else object)
+            out[col] = pd.Series(dtype="float64" if col not in ("model_reason", "workload_source", "model_bound")
+                                 else object)
         return out
     r = _resolve(out, meta, workload or Workload(), spec is not None)
     known = r.known
@@ -281,7 +305,19 @@ def add_step_costs(steps: pd.DataFrame, spec: ModelSpec | None, meta: dict, work
         fl = step_flops(spec, t, r.groups)
         touched = experts_touched(spec, t) if spec.config.moe else nan
     w, kr, kw, fl, touched = (np.where(known, x, np.nan) for x in (w, kr, kw, fl, touched))
-    mb = w + kr + kw
+    fl = np.where(r.fresh, np.nan, fl)
+    lower = ~known & (spec is not None)
+    if lower.any():
+        # what the trace cannot tell leaves a lower bound: the weights a step of T tokens reads (T >= 1
+        # where unknown) and, where T is known, the KV it writes; the KV read is left out
+        t = r.tokens
+        t_lb = np.where(np.isnan(t) | (t <= 0), 1.0, t)
+        w = np.where(lower, weight_bytes(spec, t_lb), w)
+        kw = np.where(lower, np.where(np.isnan(t), 0.0, kv_write_bytes(spec, np.nan_to_num(t))), kw)
+        kr = np.where(lower, np.nan, kr)
+        if spec.config.moe:
+            touched = np.where(lower, experts_touched(spec, t_lb), touched)
+    mb = w + np.where(lower, 0.0, kr) + kw
     span = out["span_ns"].to_numpy(dtype="float64") / 1e9
     busy = out["busy_ns"].to_numpy(dtype="float64") / 1e9
     span = np.where(span > 0, span, np.nan)
@@ -301,6 +337,7 @@ def add_step_costs(steps: pd.DataFrame, spec: ModelSpec | None, meta: dict, work
         out[name] = val
     out["model_reason"] = r.reason
     out["workload_source"] = np.where(known, r.source, None)
+    out["model_bound"] = np.where(lower, ">=", None)
     return out
 
 
@@ -310,11 +347,11 @@ def add_phase_costs(phases: pd.DataFrame, steps: pd.DataFrame, peak_flops, peak_
     out = phases.copy()
     if out.empty or steps.empty or "model_bytes" not in steps:
         for col in PHASE_COLUMNS:
-            out[col] = np.nan if col != "model_reason" else None
+            out[col] = np.nan if col not in ("model_reason", "model_bound") else None
         return out
-    st = steps
-    if "rank" in st.columns and st["rank"].notna().any():
-        st = st[st["rank"] == st["rank"].min()]
+    from .per_device import headline
+
+    st = headline(steps)  # the lowest rank's and device's, as the phase table
     known = st[st["model_bytes"].notna()]
     g = known.groupby("phase", sort=False)
     agg = pd.DataFrame({"model_steps": g.size(), "model_bytes": g["model_bytes"].sum(),
@@ -339,6 +376,16 @@ def add_phase_costs(phases: pd.DataFrame, steps: pd.DataFrame, peak_flops, peak_
     no_steps = np.where(out["model_steps"].to_numpy() == 0, reason, None)
     out["model_reason"] = [r if isinstance(r, str) else (None if s > 0 else "no steps with a workload")
                            for r, s in zip(no_steps, out["model_steps"])]
+    # a phase with any lower-bound step is a lower bound; its reason: what that step lacks
+    if "model_bound" in known:
+        lb = known[known["model_bound"] == ">="]
+        bound = lb.groupby("phase")["model_reason"].agg(lambda s: s.value_counts().index[0]) if len(lb) else None
+        has = out["phase"].isin(lb["phase"]).to_numpy()
+        out["model_bound"] = np.where(has, ">=", None)
+        if bound is not None:
+            out["model_reason"] = np.where(has, bound.reindex(out["phase"]).to_numpy(dtype=object), out["model_reason"])
+    else:
+        out["model_bound"] = None
     return out
 
 

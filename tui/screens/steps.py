@@ -27,9 +27,10 @@ from ..workers import post_if_current
 
 # Headers and units come from the core's column registry (rooftop/columns.py).
 STEP_COLS = grid_cols(STEPS, "phase", "step", "kernels", "span_ns", "busy_ns", "idle_frac", "tflops", "tbps",
-                      "mfu", "mbu", "tokens_per_s")
+                      "mfu", "mbu", "tokens_per_s", "phase_source")
 
 RANK_COL = grid_col(STEPS["rank"])
+DEVICE_COL = grid_col(STEPS["device"])  # one rank driving several GPUs: a row per device, chosen like a rank
 
 SPREAD_COLS = grid_cols(RANK_STEPS, "phase", "step", "ranks", "min_ns", "median_ns", "max_ns", "spread", "straggler")
 
@@ -66,6 +67,7 @@ class StepsScreen(RooftopScreen):
     def __init__(self, analysis, crumbs: list[str] | None = None) -> None:
         super().__init__(analysis, crumbs)
         self.multi_rank = len(analysis.trace.ranks) > 1  # from the rows' rank column: no analysis
+        self.multi_device = False  # known once the step table is loaded (it has a device column)
 
     def compose_body(self) -> ComposeResult:
         cols = [RANK_COL, *STEP_COLS] if self.multi_rank else STEP_COLS
@@ -89,7 +91,9 @@ class StepsScreen(RooftopScreen):
         if message.spread:
             await table.set_frame(message.rows, SPREAD_COLS)
         else:
-            await table.set_frame(message.rows, [RANK_COL, *STEP_COLS] if self.multi_rank else STEP_COLS)
+            self.multi_device = "device" in message.rows.columns
+            cols = ([RANK_COL] if self.multi_rank else []) + ([DEVICE_COL] if self.multi_device else []) + STEP_COLS
+            await table.set_frame(message.rows, cols)
         hint = RANK_HINTS[message.spread] if self.multi_rank else HINT
         if not len(message.rows):
             hint = NO_STEPS
@@ -121,8 +125,10 @@ class StepsScreen(RooftopScreen):
         rank = None
         if self.multi_rank:
             rank = int(row["straggler"] if self.spread else row["rank"])
-        crumb = f"{phase} step {step}" + (f" · rank {rank}" if rank is not None else "")
-        self.drill(StepScreen(self.analysis, phase, step, self.crumbs + [crumb], rank=rank))
+        device = int(row["device"]) if not self.spread and self.multi_device and "device" in row else None
+        crumb = (f"{phase} step {step}" + (f" · rank {rank}" if rank is not None else "")
+                 + (f" · device {device}" if device is not None else ""))
+        self.drill(StepScreen(self.analysis, phase, step, self.crumbs + [crumb], rank=rank, device=device))
 
 
 class StepScreen(RooftopScreen):
@@ -135,12 +141,13 @@ class StepScreen(RooftopScreen):
     EXPORT_NAME = "step"
 
     def __init__(self, analysis, phase: str | None, step: int | None, crumbs: list[str],
-                 rank: int | None = None) -> None:
+                 rank: int | None = None, device: int | None = None) -> None:
         super().__init__(analysis, crumbs)
-        self.phase, self.step, self.rank = phase, step, rank
+        self.phase, self.step, self.rank, self.device = phase, step, rank, device
 
     def _kernels(self, path_prefix: str | None = None) -> pd.DataFrame:
-        return self.analysis.kernels(phase=self.phase, step=self.step, path_prefix=path_prefix, rank=self.rank)
+        return self.analysis.kernels(phase=self.phase, step=self.step, path_prefix=path_prefix, rank=self.rank,
+                                     device=self.device)
 
     @property
     def whole_run(self) -> bool:
@@ -148,7 +155,7 @@ class StepScreen(RooftopScreen):
 
     def _ranges(self) -> pd.DataFrame:
         return self.analysis.range_tree(self.phase, self.step, rank=self.rank,
-                                        max_nodes=WHOLE_RUN_NODES if self.whole_run else None)
+                                        max_nodes=WHOLE_RUN_NODES if self.whole_run else None, device=self.device)
 
     @dataclass
     class StepReady(Message):
@@ -156,8 +163,11 @@ class StepScreen(RooftopScreen):
         kernels: pd.DataFrame
 
     def compose_body(self) -> ComposeResult:
-        root = f"{self.phase} step {self.step}" if self.step is not None else WHOLE_RUN
-        tree: Tree[str | None] = Tree(Text(root), data=None, id="range-tree")
+        root = Text(f"{self.phase} step {self.step}" if self.step is not None else WHOLE_RUN)
+        why = _inferred_phase(self.analysis.trace.meta, self.phase, self.step)
+        if why:  # the phase is the step's own work's, not its marker's: say from what
+            root.append(f"  (phase inferred: {sanitize(why)})", "dim")
+        tree: Tree[str | None] = Tree(root, data=None, id="range-tree")
         tree.show_root = True
         tree.auto_expand = False  # Enter on a range shows its kernels; it must not fold the range away
         tree.root.expand()
@@ -233,6 +243,17 @@ class StepScreen(RooftopScreen):
         key = event.row["short_name"]
         self.drill(KernelDetailScreen(self.analysis, key, "short_name", self.query_one("#breadcrumb").crumbs + [str(key)],
                                       phase=self.phase, step=self.step, rank=self.rank))
+
+
+def _inferred_phase(meta: dict, phase: str | None, step: int | None) -> str | None:
+    """The evidence for a step's phase where rooftop.steps.infer_phases gave it (`phase_reason`)."""
+    if step is None:
+        return None
+    for e in meta.get("steps") or []:
+        if isinstance(e, dict) and e.get("phase") == phase and e.get("index") == step \
+                and e.get("phase_source") == "inferred":
+            return str(e.get("phase_reason") or "from the step's work")
+    return None
 
 
 def _relative(path: str, phase: str | None, step: int | None) -> str | None:
