@@ -289,3 +289,13 @@ def test_open_refuses_before_the_screen_without_nsys(tmp_path, monkeypatch, caps
     rep.write_bytes(b"\x00\x01report")
     assert main([str(rep)]) == 2
     assert "nsys export --type sqlite" in capsys.readouterr().err
+
+
+def test_export_and_open_take_a_report_too(stub, tmp_path, capsys):
+    out = tmp_path / "run.json"
+    assert main(["export", str(stub.report), "--perfetto", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    kernels = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"]
+    assert len(kernels) == 12 and len(stub.calls()) == 1
+    from collectors.readers.importers import check_format
+    assert check_format(stub.report) == "nsys-rep"  # `rooftop FILE` goes on to the TUI (its loader: above)
