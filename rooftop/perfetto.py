@@ -31,7 +31,7 @@ import math
 import os
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -71,7 +71,8 @@ def write_perfetto(analysis: Any, out: str | os.PathLike) -> Path:
         with open(tmp, "wb") as raw:
             fh = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) if out.name.endswith(".gz") else raw
             fh.write(head)
-            fh.write(b",\n".join(c for c in chunks if c))
+            for chunk in chunks:  # (each event followed by `,\n` but the last chunk's last)
+                fh.write(chunk)
             fh.write(b"\n]}\n")
             if fh is not raw:
                 fh.close()
@@ -155,8 +156,9 @@ def _int_or_none(v: Any) -> int | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA else int(v)
 
 
-def trace_events(a: Any) -> Iterable[bytes]:
-    """The trace's events as chunks of JSON objects separated by `,\\n` (no leading or trailing comma)."""
+def trace_events(a: Any) -> list:
+    """The trace's events as chunks (bytes or Arrow buffers) of JSON objects, each followed by `,\\n`
+    but the last: written one after the other, they are the `traceEvents` array's body."""
     t = a.trace
     ev = t.events
     layout = _Layout(t.label)
@@ -172,15 +174,16 @@ def trace_events(a: Any) -> Iterable[bytes]:
             order = (0 if d is None else int(d)) * 1_000_000 + (0 if s is None else int(s))
             tid_of[i] = layout.tid(r, ("gpu", d, s), name, order)
             pid_of[i] = layout.pid(r)
-        out.append(_slices(gpu, pid_of[codes], tid_of[codes]))
+        out.extend(_slices(gpu, pid_of[codes], tid_of[codes]))
 
     out.extend(_host_events(t, layout))
     out.extend(_step_events(a, layout))
-    meta = b",\n".join(_dumps(m).encode() for m in layout.meta)
-    return [meta, *out]
+    layout.pid(None if not layout.pids else next(iter(layout.pids)))  # (an empty trace: its process still named)
+    meta = ",\n".join(_dumps(m) for m in layout.meta).encode()
+    return [*out, meta]
 
 
-def _host_events(t: Any, layout: _Layout) -> list[bytes]:
+def _host_events(t: Any, layout: _Layout) -> list[pa.Buffer]:
     """NVTX ranges, framework ops and CUDA runtime calls, on their host threads where known."""
     ev = t.events
     ranked = "rank" in ev.columns and ev["rank"].notna().any()
@@ -190,15 +193,16 @@ def _host_events(t: Any, layout: _Layout) -> list[bytes]:
         if not len(rows):
             continue
         rows = rows.sort_values(["start_ns", "dur_ns"], ascending=[True, False], kind="stable")
-        out.append(_on_threads(rows, layout, track, 2_000_000_000 if kind == "range" else 2_100_000_000, ranked))
+        out.extend(_on_threads(rows, layout, track, 2_000_000_000 if kind == "range" else 2_100_000_000, ranked))
     host = t.runtime_rows()
     if host is not None and len(host):
         host = host.assign(kind="runtime")
-        out.append(_on_threads(host, layout, None, 2_200_000_000, ranked))
+        out.extend(_on_threads(host, layout, None, 2_200_000_000, ranked))
     return out
 
 
-def _on_threads(rows: pd.DataFrame, layout: _Layout, track: str | None, order_base: int, ranked: bool) -> bytes:
+def _on_threads(rows: pd.DataFrame, layout: _Layout, track: str | None, order_base: int,
+                ranked: bool) -> list[pa.Buffer]:
     codes, uniques = _factorize(_key(rows, "rank"), _key(rows, "thread"))
     tid_of = np.empty(len(uniques), dtype=np.int64)
     pid_of = np.empty(len(uniques), dtype=np.int64)
@@ -217,18 +221,25 @@ def _on_threads(rows: pd.DataFrame, layout: _Layout, track: str | None, order_ba
 
 # --- the rows as JSON, vectorised --------------------------------------------------------------
 
-def _text_column(values: pd.Series) -> pa.Array:
-    """A text column as JSON string literals, null where missing. Each distinct value the rows use is
-    escaped once (a categorical's categories can be many more than these rows use: a trace's
-    categories, these rows a slice of it)."""
+def _dictionary(values: pd.Series, prefix: str = "") -> tuple[pa.Array, np.ndarray]:
+    """A text column as (literals, codes): `prefix` + the JSON string of each distinct value the rows
+    use, escaped once (a categorical's categories can be many more than these rows use), and each
+    row's index into them (-1 where missing)."""
     cat = values if isinstance(values.dtype, pd.CategoricalDtype) else values.astype("category")
-    codes = cat.cat.codes.to_numpy()
+    codes = cat.cat.codes.to_numpy().astype(np.int32, copy=False)
     cats = cat.cat.categories
     literals = np.full(len(cats), None, dtype=object)
-    used = np.unique(codes[codes >= 0])
-    literals[used] = [encode_basestring_ascii(str(c)) for c in cats[used]]
-    idx = pa.array(codes, mask=codes < 0, type=pa.int32())
-    return pa.array(literals, type=pa.string()).take(idx) if len(cats) else pa.nulls(len(values), pa.string())
+    used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(cats)))
+    literals[used] = [prefix + encode_basestring_ascii(str(c)) for c in np.asarray(cats[used], dtype=object)]
+    return pa.array(literals, type=pa.string()), codes
+
+
+def _take(dictionary: tuple[pa.Array, np.ndarray], lo: int, hi: int) -> pa.Array:
+    literals, codes = dictionary
+    part = codes[lo:hi]
+    if not len(literals):
+        return pa.nulls(len(part), pa.string())
+    return literals.take(pa.array(part, mask=part < 0, type=pa.int32()))
 
 
 def _ints(values: pd.Series | np.ndarray) -> pa.Array:
@@ -249,60 +260,57 @@ def _micros(ns: np.ndarray) -> pa.Array:
     return text
 
 
-def _join(parts: list, sep: str = "") -> pa.Array:
+def _join(parts: list) -> pa.Array:
     """Element-wise concatenation; a null part is left out (`skip`)."""
-    return pc.binary_join_element_wise(*parts, sep, null_handling="skip")
-
-
-def _field(key: str, values: pa.Array) -> pa.Array:
-    """`,"key":value` where the value is known, else null (left out of the join)."""
-    return pc.binary_join_element_wise(f',"{key}":', values, "")
+    return pc.binary_join_element_wise(*parts, "", null_handling="skip")
 
 
 CHUNK_ROWS = 250_000  # rows formatted at a time: Arrow strings stay under 2 GB, and memory stays flat
+END = ",\n"  # after every event of a chunk
 
 
-def _slices(rows: pd.DataFrame, pid: np.ndarray, tid: np.ndarray) -> bytes:
+def _slices(rows: pd.DataFrame, pid: np.ndarray, tid: np.ndarray) -> list[pa.Buffer]:
     """Complete (`X`) events of `rows` (kind, name, start_ns, dur_ns and what is known of id,
-    category, phase, op, path, step, layer) on the given process and thread ids."""
-    parts = []
-    for lo in range(0, len(rows), CHUNK_ROWS):
-        hi = lo + CHUNK_ROWS
-        parts.append(_slice_chunk(rows.iloc[lo:hi], pid[lo:hi], tid[lo:hi]))
-    return b",\n".join(p for p in parts if p)
-
-
-def _slice_chunk(rows: pd.DataFrame, pid: np.ndarray, tid: np.ndarray) -> bytes:
+    category, phase, op, path, step, layer) on the given process and thread ids, each followed by
+    `END`, as Arrow buffers written as they are (no Python string per row, no copy)."""
     n = len(rows)
     if not n:
-        return b""
+        return []
+    # The head of an event is the same for every row of one track and kind: one literal per pair.
+    kind_lit, kind_code = _dictionary(rows["kind"])
+    kinds = [k.as_py() or '"?"' for k in kind_lit]
+    head_key = pd.DataFrame({"p": pid, "t": tid, "k": kind_code})
+    head_code = head_key.groupby(["p", "t", "k"], sort=False).ngroup().to_numpy().astype(np.int32)
+    firsts = head_key.drop_duplicates()
+    heads = np.empty(len(firsts), dtype=object)
+    for code, (p, t, k) in zip(head_code[firsts.index.to_numpy()], firsts.itertuples(index=False)):
+        heads[code] = f'{{"ph":"X","pid":{p},"tid":{t},"cat":{kinds[k] if k >= 0 else chr(34) + "?" + chr(34)},"name":'
+    head = (pa.array(heads, type=pa.string()), head_code)
+    name = _dictionary(rows["name"])
+    texts = [_dictionary(rows[key], f',"{key}":') for key in ("category", "phase", "op", "path")
+             if key in rows and rows[key].notna().any()]
+    ints = [key for key in ("step", "layer") if key in rows and rows[key].notna().any()]
+    ident = "id" if "id" in rows else "correlation"
     start = rows["start_ns"].to_numpy(dtype=np.int64)
     dur = np.maximum(rows["dur_ns"].to_numpy(dtype=np.int64), 0)
-    ident = ("id", rows["id"]) if "id" in rows else ("correlation", rows["correlation"])
-    args: list = ["{", f'"{ident[0]}":', pc.fill_null(_ints(ident[1]), "null")]
-    for key in ("category", "phase", "op", "path"):
-        if key in rows and rows[key].notna().any():
-            args.append(_field(key, _text_column(rows[key])))
-    for key in ("step", "layer"):
-        if key in rows and rows[key].notna().any():
-            args.append(_field(key, _ints(rows[key])))
-    args.append("}")
-    parts = ['{"ph":"X","pid":', _ints(pid), ',"tid":', _ints(tid), ',"ts":', _micros(start),
-             ',"dur":', _micros(dur), ',"name":', pc.fill_null(_text_column(rows["name"]), '"?"'),
-             ',"cat":', pc.fill_null(_text_column(rows["kind"]), '"?"'), ',"args":', _join(args), "}"]
-    return _joined(_join(parts))
+    out = []
+    for lo in range(0, n, CHUNK_ROWS):
+        hi = min(lo + CHUNK_ROWS, n)
+        part = rows.iloc[lo:hi]
+        fields = [pc.binary_join_element_wise(f',"{key}":', _ints(part[key]), "") for key in ints]
+        line = _join([_take(head, lo, hi), pc.fill_null(_take(name, lo, hi), '"?"'),
+                      ',"ts":', _micros(start[lo:hi]), ',"dur":', _micros(dur[lo:hi]),
+                      f',"args":{{"{ident}":', pc.fill_null(_ints(part[ident]), "null"),
+                      *[_take(t, lo, hi) for t in texts], *fields, "}}" + END])
+        out.append(_data(line))
+    return out
 
 
-def _joined(lines: pa.Array, sep: bytes = b",\n") -> bytes:
-    """The strings of `lines` separated by `sep`, through Arrow's buffers (no Python string per row)."""
-    if not len(lines):
-        return b""
-    with_sep = pc.binary_join_element_wise(lines, sep.decode(), "")
-    arr = with_sep.combine_chunks() if isinstance(with_sep, pa.ChunkedArray) else with_sep
+def _data(lines: pa.Array) -> pa.Buffer:
+    """The concatenated strings of `lines`: their data buffer, between the first and last offsets."""
+    arr = lines.combine_chunks() if isinstance(lines, pa.ChunkedArray) else lines
     offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr) + 1, offset=arr.offset * 4)
-    data = arr.buffers()[2]
-    body = data.to_pybytes()[offsets[0]:offsets[-1]]
-    return body[: -len(sep)]
+    return arr.buffers()[2].slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
 
 
 # --- steps, phases, counters ---------------------------------------------------------------------
@@ -321,6 +329,7 @@ def _clean(v: Any) -> Any:
 
 
 def _step_events(a: Any, layout: _Layout) -> list[bytes]:
+    """Step and phase slices and the per-step counter samples, each followed by `END`."""
     steps = a.steps
     if steps is None or not len(steps):
         return []
@@ -350,7 +359,7 @@ def _step_events(a: Any, layout: _Layout) -> list[bytes]:
             events.append({"ph": "C", "pid": pid, "tid": 0, "ts": _us(start),
                            "name": f"{cname}{where}", "args": {"value": v * scale}})
     events.extend(_phase_events(a, layout, per_track))
-    return [b",\n".join(_dumps(e).encode() for e in events)]
+    return ["".join(_dumps(e) + END for e in events).encode()]
 
 
 def _phase_events(a: Any, layout: _Layout, spans: dict[tuple, list]) -> list[dict]:
