@@ -13,6 +13,8 @@ JSON importer reads; docs/perfetto.md says why this rather than Perfetto's proto
     unknown);
   - `NVTX ranges` (and `thread T · ranges` where the row names its host thread): the trace's ranges;
   - `thread T`: the CUDA runtime calls of each host thread, and framework ops;
+  - `GPU d busy %`: a counter per device of the share of each window (~2,000 over its span) in which
+    at least one of its kernels, copies or memsets runs (their union, DESIGN "Busy"), steps or none;
   - counter (`C`) tracks of the per-step figures: MBU %, MFU %, model MBU %, idle % and AI / ridge
     (below 1 memory-bound, above compute-bound), sampled at each step's start. A counter holds its
     value until its next sample; a step whose figure is unknown writes no sample (the step slice's
@@ -175,12 +177,69 @@ def trace_events(a: Any) -> list:
             tid_of[i] = layout.tid(r, ("gpu", d, s), name, order)
             pid_of[i] = layout.pid(r)
         out.extend(_slices(gpu, pid_of[codes], tid_of[codes]))
+        out.append(_busy_counters(gpu, layout))
 
     out.extend(_host_events(t, layout))
     out.extend(_step_events(a, layout))
     layout.pid(None if not layout.pids else next(iter(layout.pids)))  # (an empty trace: its process still named)
     meta = ",\n".join(_dumps(m) for m in layout.meta).encode()
     return [*out, meta]
+
+
+BUSY_WINDOWS = 2000  # samples of a device's busy counter over its span (about: the window is rounded)
+
+
+def busy_window_ns(span_ns: int) -> int:
+    """The busy counter's window: span / BUSY_WINDOWS rounded up to 1, 2 or 5 x 10^k ns, 1 us at least."""
+    raw = max(1000, -(-int(span_ns) // BUSY_WINDOWS))
+    exp = 10 ** (len(str(raw)) - 1)
+    return next(m * exp for m in (1, 2, 5, 10) if m * exp >= raw)
+
+
+def busy_fractions(start: np.ndarray, end: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Share of each window [edges[i], edges[i+1]) covered by the union of the intervals
+    [start, end) (DESIGN "Busy": the union of a device's GPU rows), vectorised: the intervals are
+    merged, and the busy time before each edge read off their running total."""
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], end[order]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > reach[:-1]  # an interval that starts after everything before it ended
+    firsts = np.flatnonzero(new)
+    m_start = s[firsts]
+    # the running furthest end at a merged interval's last member is that interval's end (earlier
+    # ones ended before it started)
+    m_end = reach[np.r_[firsts[1:] - 1, len(s) - 1]] if len(s) else s
+    length = m_end - m_start
+    before = np.concatenate([[0], np.cumsum(length)])  # busy time before each merged interval
+    i = np.searchsorted(m_start, edges, side="right") - 1  # the merged interval at or before each edge
+    inside = np.where(i >= 0, np.clip(edges - m_start[np.maximum(i, 0)], 0, length[np.maximum(i, 0)]), 0)
+    busy_to = np.where(i >= 0, before[np.maximum(i, 0)] + inside, 0)
+    return np.diff(busy_to) / np.diff(edges)
+
+
+def _busy_counters(gpu: pd.DataFrame, layout: _Layout) -> bytes:
+    """Per rank and device, `GPU d busy %`: the share of each window in which at least one kernel,
+    copy or memset runs (idle is the rest), sampled at each window's start over the device's span.
+    Needs no steps: it is the idle a trace without step markers shows."""
+    events = []
+    keys = pd.DataFrame({"r": _key(gpu, "rank"), "d": _key(gpu, "device")})
+    start_all = gpu["start_ns"].to_numpy(dtype=np.int64)
+    end_all = start_all + np.maximum(gpu["dur_ns"].to_numpy(dtype=np.int64), 0)
+    for (r, d), idx in keys.groupby(["r", "d"], sort=True).indices.items():  # (one per device)
+        start, end = start_all[idx], end_all[idx]
+        lo, hi = int(start.min()), int(end.max())
+        if hi <= lo:
+            continue
+        window = busy_window_ns(hi - lo)
+        edges = np.arange(lo, hi + window, window, dtype=np.int64)
+        frac = busy_fractions(start, end, edges)
+        rank = None if r == _NONE else int(r)
+        pid = layout.pid(rank)
+        name = f"GPU {'?' if d == _NONE else int(d)} busy %"
+        for ts, v in zip(edges[:-1].tolist(), (frac * 100).tolist()):  # (~2,000 per device)
+            events.append({"ph": "C", "pid": pid, "tid": 0, "ts": _us(ts), "name": name, "args": {"value": round(v, 3)}})
+    return "".join(_dumps(e) + END for e in events).encode()
 
 
 def _host_events(t: Any, layout: _Layout) -> list[pa.Buffer]:

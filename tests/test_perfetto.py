@@ -182,3 +182,25 @@ def test_bad_output_is_one_line_and_leaves_nothing(small, tmp_path, capsys):
     assert [p.name for p in (tmp_path / "f").iterdir()] == ["x.json"]  # no temporary file left
     assert main(["export", str(small.path)]) == 2  # --perfetto is required
     assert "--perfetto" in capsys.readouterr().err
+
+
+def test_busy_fractions_by_hand():
+    from rooftop.perfetto import busy_fractions, busy_window_ns
+    import numpy as np
+    # [0,100) and [50,150) overlap (union 150), [300,400) alone; touching [400,450) joins it
+    start = np.array([300, 0, 50, 400])
+    end = np.array([400, 100, 150, 450])
+    got = busy_fractions(start, end, np.array([0, 200, 400, 600]))
+    assert got.tolist() == [150 / 200, 100 / 200, 50 / 200]
+    assert busy_window_ns(20_100) == 1000 and busy_window_ns(3_000_000) == 2000 and busy_window_ns(7_000_000) == 5000
+
+
+def test_busy_counter_needs_no_steps_and_sums_to_the_union(small, tmp_path):
+    view = View(read(write_perfetto(analyze(small), tmp_path / "out.json")))
+    busy = sorted((c["ts"], c["args"]["value"]) for c in view.counters if c["name"] == "GPU 0 busy %")
+    # device 0: [0,1000) [10000,10100) [10150,10250) [10200,10300) [20000,20100): union 1350 ns over
+    # 1 us windows (span 20.1 us / 2000, at least 1 us) from 0 to 21 us
+    assert [ts for ts, _ in busy] == [float(i) for i in range(21)]
+    assert sum(v * 1000 / 100 for _, v in busy) == pytest.approx(1350)
+    assert busy[0][1] == 100 and busy[5][1] == 0 and busy[10][1] == pytest.approx(25.0)  # 100 + 150 of [10000, 11000)
+    assert any(c["name"] == "GPU 1 busy %" for c in view.counters)  # the copy's device too
