@@ -299,3 +299,22 @@ def test_export_and_open_take_a_report_too(stub, tmp_path, capsys):
     assert len(kernels) == 12 and len(stub.calls()) == 1
     from collectors.readers.importers import check_format
     assert check_format(stub.report) == "nsys-rep"  # `rooftop FILE` goes on to the TUI (its loader: above)
+
+
+def test_tui_opens_a_report_and_names_it(stub):
+    """`rooftop run.nsys-rep`: the app exports it in its load worker and shows the report's name."""
+    import asyncio
+
+    from tui.app import RooftopApp
+    from tui.screens.overview import OverviewScreen
+
+    async def run():
+        app = RooftopApp([str(stub.report)])
+        async with app.run_test(size=(100, 40)) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert isinstance(app.screen, OverviewScreen)
+            assert len(app.analyses) == 1 and app.analyses[0].trace.label == "run.nsys-rep"
+            assert int((app.analyses[0].trace.events["kind"] == "kernel").sum()) == 12
+    asyncio.run(run())
+    assert len(stub.calls()) == 1 and nsys_rep.cached(stub.report) is not None
