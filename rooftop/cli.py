@@ -34,7 +34,7 @@ def _subparsers(parser: argparse.ArgumentParser):
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("open", help="explore one trace, or compare two, in the terminal UI")
-    p.add_argument("traces", nargs="+", metavar="TRACE", help="rooftop Parquet, Kineto JSON, nsys SQLite, ncu report/CSV")
+    p.add_argument("traces", nargs="+", metavar="TRACE", help="rooftop Parquet, Kineto JSON, nsys SQLite or .nsys-rep, ncu report/CSV")
     _device_args(p, with_source=False)
     _steps_arg(p)
     _model_args(p)
@@ -350,6 +350,8 @@ def cmd_export(args) -> int:
     from .perfetto import write_perfetto
     from .text import printable
     from .trace import check_writable
+    if isinstance(args.peaks, str) and args.peaks != "auto":
+        raise UsageError("export --peaks takes BW_TBps,TFLOPs")
     _check_output_file(args.perfetto)
     check_writable(args.perfetto)  # before the analysis, not after it
     a = _analysis(args.trace, override=_override(args), options=_model_options(args))

@@ -318,3 +318,10 @@ def test_tui_opens_a_report_and_names_it(stub):
             assert int((app.analyses[0].trace.events["kind"] == "kernel").sum()) == 12
     asyncio.run(run())
     assert len(stub.calls()) == 1 and nsys_rep.cached(stub.report) is not None
+
+
+def test_import_takes_nsys_too(stub, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nsys on PATH: only --nsys names it
+    out = tmp_path / "x.parquet"
+    assert main(["import", str(stub.report), "-o", str(out), "--nsys", str(stub.path)]) == 0
+    assert capsys.readouterr().out.strip() == str(out) and _kernels(load_trace(out)) == 12

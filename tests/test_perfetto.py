@@ -204,3 +204,11 @@ def test_busy_counter_needs_no_steps_and_sums_to_the_union(small, tmp_path):
     assert sum(v * 1000 / 100 for _, v in busy) == pytest.approx(1350)
     assert busy[0][1] == 100 and busy[5][1] == 0 and busy[10][1] == pytest.approx(25.0)  # 100 + 150 of [10000, 11000)
     assert any(c["name"] == "GPU 1 busy %" for c in view.counters)  # the copy's device too
+
+
+def test_export_peaks_are_explicit_numbers(small, tmp_path, capsys):
+    out = tmp_path / "p.json"
+    assert main(["export", str(small.path), "--perfetto", str(out), "--peaks", "datasheet"]) == 2
+    assert "BW_TBps,TFLOPs" in capsys.readouterr().err and not out.exists()
+    assert main(["export", str(small.path), "--perfetto", str(out), "--peaks", "1,100"]) == 0
+    assert read(out)["otherData"]["peaks"]["bw_bytes_per_s"] == 1e12
