@@ -18,7 +18,7 @@ from . import __version__
 # rooftop.trace (and with it pandas and pyarrow) is imported where a command needs it, not here: a
 # report served from a trace's stored summary answers before pandas could have been imported.
 
-COMMANDS = ("open", "report", "diff", "import", "collect", "predict", "calibrate", "gpus", "summarize")
+COMMANDS = ("open", "report", "diff", "import", "export", "collect", "predict", "calibrate", "gpus", "summarize")
 
 
 class UsageError(Exception):
@@ -34,7 +34,7 @@ def _subparsers(parser: argparse.ArgumentParser):
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("open", help="explore one trace, or compare two, in the terminal UI")
-    p.add_argument("traces", nargs="+", metavar="TRACE", help="rooftop Parquet, Kineto JSON, nsys SQLite, ncu report/CSV")
+    p.add_argument("traces", nargs="+", metavar="TRACE", help="rooftop Parquet, Kineto JSON, nsys SQLite or .nsys-rep, ncu report/CSV")
     _device_args(p, with_source=False)
     _steps_arg(p)
     _model_args(p)
@@ -58,6 +58,17 @@ def _subparsers(parser: argparse.ArgumentParser):
 
     p = sub.add_parser("import", help="convert a Kineto/nsys/ncu trace to a rooftop trace")
     _lazy_args(p, "collectors.readers.import_command")
+
+    p = sub.add_parser("export", help="write a trace for other viewers: --perfetto OUT (Perfetto UI, chrome://tracing)")
+    p.add_argument("trace", metavar="TRACE")
+    p.add_argument("--perfetto", metavar="OUT", required=True,
+                   help="Chrome trace JSON (.json or .json.gz) with rooftop's phases, steps and per-step counters")
+    _device_args(p, with_source=False)
+    _steps_arg(p)
+    _model_args(p)
+
+    for name in ("open", "report", "diff", "export"):
+        _nsys_arg(sub.choices[name])
 
     p = sub.add_parser("collect", help="run a built-in model under the profiler and write a trace")
     _lazy_args(p, "collectors.capture.collect")
@@ -174,6 +185,18 @@ def _use_steps(pattern: str | None, paths: list[str]) -> None:
                              "import the original Kineto/nsys file with --steps")
 
 
+def _nsys_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--nsys", metavar="PATH", help="the nsys that exports .nsys-rep reports to SQLite "
+                   "(default: $NSYS, else nsys on PATH)")
+
+
+def _use_nsys(path: str | None) -> None:
+    """`--nsys`: the nsys every .nsys-rep read in this command is exported with."""
+    if path is not None:
+        from collectors.readers.nsys_rep import use_nsys
+        use_nsys(path)
+
+
 def _lazy_args(p: argparse.ArgumentParser, module: str) -> None:
     """Let a command's own module declare its options, but only when that command is used.
 
@@ -198,6 +221,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         mod.add_arguments(p)
         if command == "import" and "--steps" not in p._option_string_actions:
             _steps_arg(p)
+        if command == "import" and "--nsys" not in p._option_string_actions:
+            _nsys_arg(p)
     return parser
 
 
@@ -320,6 +345,20 @@ def cmd_diff(args) -> int:
     return 0
 
 
+def cmd_export(args) -> int:
+    """`rooftop export TRACE --perfetto OUT`: the trace and rooftop's findings as a Perfetto timeline."""
+    from .perfetto import write_perfetto
+    from .text import printable
+    from .trace import check_writable
+    if isinstance(args.peaks, str) and args.peaks != "auto":
+        raise UsageError("export --peaks takes BW_TBps,TFLOPs")
+    _check_output_file(args.perfetto)
+    check_writable(args.perfetto)  # before the analysis, not after it
+    a = _analysis(args.trace, override=_override(args), options=_model_options(args))
+    print(printable(str(write_perfetto(a, args.perfetto))))
+    return 0
+
+
 def cmd_open(paths: list[str], override=None, options: dict | None = None) -> int:
     if len(paths) > 2:
         raise UsageError(f"rooftop opens one trace, or two to compare; got {len(paths)}: {' '.join(paths)}")
@@ -372,6 +411,9 @@ def _dispatch(argv: list[str]) -> int:
         steps = sys.modules.get("rooftop.steps")
         if steps is not None:
             steps.set_user_pattern(None)
+        nsys_rep = sys.modules.get("collectors.readers.nsys_rep")
+        if nsys_rep is not None:
+            nsys_rep.use_nsys(None)
 
 
 def _run(argv: list[str]) -> int:
@@ -383,9 +425,10 @@ def _run(argv: list[str]) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    if args.command in ("open", "report", "diff", "import"):
+    if args.command in ("open", "report", "diff", "import", "export"):
         paths = {"open": lambda: args.traces, "report": lambda: [args.trace], "diff": lambda: [args.a, args.b],
-                 "import": lambda: [args.src]}[args.command]()
+                 "import": lambda: [args.src], "export": lambda: [args.trace]}[args.command]()
+        _use_nsys(getattr(args, "nsys", None))
         _use_steps(getattr(args, "steps", None), paths)
     if args.command in ("open", "report", "diff"):
         _check_gpu(getattr(args, "gpu", None))  # a bad key is said before a trace is loaded
@@ -399,6 +442,8 @@ def _run(argv: list[str]) -> int:
         return cmd_diff(args)
     if args.command == "gpus":
         return cmd_gpus(args)
+    if args.command == "export":
+        return cmd_export(args)
     if args.command == "summarize":
         return cmd_summarize(args)
     if args.command in ("collect", "predict") and getattr(args, "output", None):
@@ -442,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
 # Batch commands whose process ends as soon as they are done: their output is written (renamed into
 # place) and said, and Python's teardown would only free every object one at a time (~0.2 s after a
 # 100k-kernel import, ~0.3 s at 1M). Not under a profiler or a coverage tracer, which write at exit.
-_DONE_AT_ONCE = ("import", "report", "diff", "summarize")
+_DONE_AT_ONCE = ("import", "report", "diff", "summarize", "export")
 
 
 def _exit_now(rc: int) -> None:
@@ -547,6 +592,9 @@ def _main(argv: list[str]) -> int:
         _error(f"{where}{'permission denied' if isinstance(exc, PermissionError) else exc.strerror or exc}")
     except Exception as exc:  # a trace rooftop cannot read; else the last line of defence: never a traceback
         if _is_trace_error(exc):
+            if hasattr(exc, "lines"):  # a message whose every word counts (an export command): wrapped, whole
+                _quiet_print("\n".join(exc.lines(_columns())))
+                return 2
             _error(str(exc))
             return 2
         if os.environ.get("ROOFTOP_DEBUG"):
@@ -560,6 +608,11 @@ def _is_trace_error(exc: BaseException) -> bool:
     where it is defined: if rooftop.errors was never imported, nothing raised one."""
     errors = sys.modules.get("rooftop.errors")
     return errors is not None and isinstance(exc, errors.TraceError)
+
+
+def _columns() -> int:
+    import shutil
+    return shutil.get_terminal_size((80, 24)).columns  # ($COLUMNS first, then the terminal's)
 
 
 def _error(message: str) -> None:

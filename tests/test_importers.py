@@ -90,10 +90,12 @@ def test_detect_plain_json_rooftop_dirs_and_unknown(fixtures_dir, tmp_path):
     assert detect(csv) == "ncu-csv"
 
 
-def test_nsys_rep_and_unknown_are_one_line_errors(tmp_path):
+def test_nsys_rep_and_unknown_are_one_line_errors(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nsys: the message gives the export command
+    monkeypatch.delenv("NSYS", raising=False)
     rep = tmp_path / "run.nsys-rep"
     rep.write_bytes(b"\x00\x01binary")
-    with pytest.raises(UnknownFormatError, match="nsys export --type sqlite") as info:
+    with pytest.raises(TraceError, match="nsys export --type sqlite") as info:  # (no nsys here: NsysMissing)
         load_any(rep)
     assert "\n" not in str(info.value)
     junk = tmp_path / "junk.json"

@@ -279,9 +279,8 @@ def _reject(path: Path, fmt: str) -> None:
     if fmt == "unknown" and path.is_file() and path.stat().st_size == 0:
         raise UnknownFormatError(path, "empty file", "the program that wrote it may have been killed before writing")
     if fmt == "nsys-rep":
-        raise UnknownFormatError(path, "Nsight Systems reports (.nsys-rep) are not read directly",
-                                 f"run `nsys export --type sqlite -o {path.with_suffix('.sqlite').name} "
-                                 f"{path.name}` and open the .sqlite")
+        from .nsys_rep import check_readable
+        check_readable(path)  # an export cached, or an nsys to make one; else the export command
     if fmt == "unknown" and path.is_dir():
         raise UnknownFormatError(path, "is a directory that holds no trace files (.parquet, Kineto .json/.json.gz)",
                                  "give a trace file, or a directory of per-rank traces")
@@ -383,6 +382,10 @@ def _read(src: Path, fmt: str, progress: Progress | None) -> tuple[pd.DataFrame 
     if fmt == "nsys-sqlite":
         from .nsys import read_nsys
         return read_nsys(src, progress)
+    if fmt == "nsys-rep":
+        from .nsys import read_nsys
+        from .nsys_rep import sqlite_for
+        return read_nsys(sqlite_for(src, progress), progress)
     if fmt == "ncu-rep":
         from .ncu import read_ncu_rep
         return read_ncu_rep(src)
@@ -425,7 +428,7 @@ def load_any(path: str | os.PathLike, progress: Progress | None = None) -> Trace
 
 # --- `rooftop import` ----------------------------------------------------------------------------
 
-_STEMS = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json", ".sqlite", ".ncu-rep", ".csv", ".parquet")
+_STEMS = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json", ".sqlite", ".ncu-rep", ".csv", ".parquet", ".nsys-rep", ".qdrep")
 
 
 def default_output(src: Path, fmt: str) -> Path:
