@@ -618,9 +618,15 @@ def _columns() -> int:
 def _error(message: str) -> None:
     from .text import printable
     text = printable(" ".join(str(message).split()))
-    if len(text) > 500:
-        text = text[:499] + "…"
+    if len(text) > ERROR_MAX:  # a name of megabytes: its middle goes, the hint at the end stays
+        from .names import fit
+        text = fit(text, ERROR_MAX)
+    # One line, never cut at the terminal's width: the terminal wraps it, and the command or the
+    # path at its end is there whole to copy.
     print(f"rooftop: error: {text}", file=sys.stderr)
+
+
+ERROR_MAX = 4000  # characters of an error line; longer ones lose their middle, never their end
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from rooftop.analysis import analyze
@@ -100,27 +101,34 @@ def test_ranges_steps_phases_and_counters_equal_the_analysis(small, tmp_path):
     view = View(read(write_perfetto(a, tmp_path / "out.json.gz")))
     ranges = view.on(RANGES_TRACK)
     assert sorted((e["name"], e["ts"], e["dur"]) for e in ranges) == [("decode", 9.0, 12.0), ("step=0", 9.5, 1.0)]
-    steps = view.on(STEPS_TRACK)
+    # one steps track per device (a step's rows on each GPU are that device's step, issue 34)
+    steps = [e for e in view.slices if view.track(e)[1].startswith(STEPS_TRACK)]
     table = a.steps
-    assert len(steps) == len(table) == 3
+    assert len(steps) == len(table) == 4 and set(table["device"]) == {0, 1}
     for row in table.itertuples():
-        s = next(e for e in steps if e["args"]["phase"] == row.phase and e["args"]["step"] == row.step)
+        s = next(e for e in steps if e["args"]["phase"] == row.phase and e["args"]["step"] == row.step
+                 and view.track(e)[1] == f"{STEPS_TRACK} · GPU {row.device}")
         assert s["ts"] * 1000 == row.start_ns and s["dur"] * 1000 == row.span_ns  # first start to last end
-        assert s["args"]["mbu"] == pytest.approx(row.mbu) and s["args"]["idle_ns"] == row.idle_ns
+        assert (s["args"]["mbu"] is None if pd.isna(row.mbu) else s["args"]["mbu"] == pytest.approx(row.mbu))
+        assert s["args"]["idle_ns"] == row.idle_ns
         assert s["args"]["bound"] == row.bound
         assert (f"{row.bound}-bound" in s["name"]) == (row.bound is not None)
-    # one sample per step and known figure, at the step's start, equal to the table's
-    mbu = sorted((c["ts"], c["args"]["value"]) for c in view.counters if c["name"] == "MBU %")
+    # one sample per step and known figure, at the step's start, equal to the table's (a counter per device)
+    def samples(base):
+        return sorted((c["ts"], c["args"]["value"]) for c in view.counters if c["name"].split(" · GPU")[0] == base)
     known = table[table["mbu"].notna()]
-    assert mbu == sorted(zip(known["start_ns"] / 1000, known["mbu"] * 100))
-    idle = sorted((c["ts"], c["args"]["value"]) for c in view.counters if c["name"] == "idle %")
-    assert idle == pytest.approx(sorted(zip(table["start_ns"] / 1000, table["idle_frac"] * 100)))
-    assert {c["name"] for c in view.counters} >= {"MBU %", "MFU %", "idle %", "AI / ridge"}
-    ratio = {c["ts"]: c["args"]["value"] for c in view.counters if c["name"] == "AI / ridge"}
-    for row in table.itertuples():
+    assert samples("MBU %") == sorted(zip(known["start_ns"] / 1000, known["mbu"] * 100))
+    assert samples("idle %") == pytest.approx(sorted(zip(table["start_ns"] / 1000, table["idle_frac"] * 100)))
+    assert {c["name"].split(" · GPU")[0] for c in view.counters} >= {"MBU %", "idle %", "AI / ridge"}
+    ratio = dict(samples("AI / ridge"))
+    for row in table[table["ai"].notna()].itertuples():
         assert (ratio[row.start_ns / 1000] < 1) == (row.bound == "memory")
-    phases = view.on(PHASES_TRACK)
-    assert sorted((e["name"], e["ts"], e["dur"]) for e in phases) == [("decode", 10.0, 10.1), ("prefill", 0.0, 1.0)]
+    # a phase slice per device: its first step's start to its last step's end
+    phases = [e for e in view.slices if view.track(e)[1].startswith(PHASES_TRACK)]
+    want = table.assign(end=table["start_ns"] + table["span_ns"]).groupby(["device", "phase"]).agg(
+        start=("start_ns", "min"), end=("end", "max")).reset_index()
+    assert sorted((e["name"], view.track(e)[1], e["ts"], e["dur"]) for e in phases) == pytest.approx(sorted(
+        (r.phase, f"{PHASES_TRACK} · GPU {r.device}", r.start / 1000, (r.end - r.start) / 1000) for r in want.itertuples()))
 
 
 def test_unknown_figures_write_no_counter_sample(tmp_path):

@@ -177,9 +177,20 @@ class KernelDetailScreen(RooftopScreen):
             return RooflinePlot(points, self.analysis.ceilings, selected=0, compact=True, id="detail-roofline")
         return Static(self._roofline_text(points), id="detail-roofline")
 
+    def _missing_costs(self) -> str:
+        """Which of FLOPs and bytes this group lacks (a group whose bytes are known is not told it
+        has neither)."""
+        shown = {label: value for label, value, _ in (self.data.metrics if self.data else [])}
+        missing = [w for w in ("FLOPs", "bytes") if shown.get(w, "—") in ("—", "", None)]
+        if missing == ["FLOPs"]:
+            return f"bytes known ({shown['bytes']}), FLOPs not: no FLOP counter or op shape for this kernel"
+        if missing == ["bytes"]:
+            return f"FLOPs known ({shown['FLOPs']}), bytes not: no DRAM counter or op shape for this kernel"
+        return "no FLOPs or bytes for this kernel"
+
     def _roofline_text(self, roof: pd.DataFrame) -> Text:
         if not len(roof):
-            return Text("Arithmetic intensity unknown (no FLOPs or bytes for this kernel): not on the roofline.")
+            return Text(f"Arithmetic intensity unknown ({self._missing_costs()}): not on the roofline.")
         r = roof.iloc[0]
         ridge = self.analysis.ridge
         text = Text()
