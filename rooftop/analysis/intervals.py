@@ -1,0 +1,120 @@
+"""Interval arithmetic over GPU rows, per group (a (rank, device) pair, a step of one): the union
+of a set of rows, how much of a query interval it covers, and the stretches it leaves free.
+
+Groups are laid end to end on one time axis (group g's times shifted by g x `stride`) so that every
+operation is one sort and a few prefix sums over all groups at once, never a loop over rows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def stride_for(start: np.ndarray, end: np.ndarray) -> int:
+    """A shift larger than any time in the rows: group g lives in [g * stride, (g + 1) * stride)."""
+    if not len(start):
+        return 1
+    lo = int(min(start.min(), 0))
+    return int(end.max()) - lo + 1
+
+
+@dataclass
+class Union:
+    """The union of intervals as disjoint sorted pieces [start, end) on the shifted axis, with
+    `before[i]`: the covered time of pieces 0..i-1 (prefix sums for `covered`)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    before: np.ndarray
+
+    @property
+    def total(self) -> int:
+        return int(self.before[-1] + (self.end[-1] - self.start[-1])) if len(self.start) else 0
+
+    def covered_until(self, t: np.ndarray) -> np.ndarray:
+        """Covered time of the union before each t."""
+        t = np.asarray(t, dtype=np.int64)
+        if not len(self.start):
+            return np.zeros(len(t), dtype=np.int64)
+        i = np.searchsorted(self.start, t, side="right") - 1
+        k = i.clip(0)
+        inside = np.minimum(t, self.end[k]) - self.start[k]
+        return np.where(i >= 0, self.before[k] + np.maximum(inside, 0), 0)
+
+    def covered(self, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
+        """Covered time of the union inside each [t0, t1)."""
+        return self.covered_until(t1) - self.covered_until(t0)
+
+    def per_group(self, stride: int, n: int) -> np.ndarray:
+        """Union length of each group 0..n-1."""
+        g = self.start // stride
+        return np.bincount(g, weights=(self.end - self.start).astype("float64"), minlength=n)[:n]
+
+
+def union(start: np.ndarray, end: np.ndarray) -> Union:
+    """The union of [start, end) (shifted times, any order)."""
+    start = np.asarray(start, dtype=np.int64)
+    end = np.asarray(end, dtype=np.int64)
+    if not len(start):
+        z = np.empty(0, np.int64)
+        return Union(z, z, z)
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], np.maximum.accumulate(end[order])
+    # a new piece begins where a row starts after everything before it has ended
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > e[:-1]
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(s) - 1)
+    ps, pe = s[first], e[last]
+    before = np.zeros(len(ps), dtype=np.int64)
+    np.cumsum((pe - ps)[:-1], out=before[1:])
+    return Union(ps, pe, before)
+
+
+def free(u: Union, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The stretches of each window [lo[w], hi[w]) that `u` leaves free: (start, end, window)."""
+    # the candidate stretches: before the first piece, between pieces, after the last
+    gs = np.concatenate([[np.iinfo(np.int64).min], u.end])
+    ge = np.concatenate([u.start, [np.iinfo(np.int64).max]])
+    lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+    # stretches overlapping window w: those k with ge[k] > lo and gs[k] < hi (sorted: a range)
+    a = np.searchsorted(ge, lo, side="right")
+    b = np.searchsorted(gs, hi, side="left")
+    count = np.maximum(b - a, 0)
+    if not count.sum():
+        z = np.empty(0, np.int64)
+        return z, z, z
+    w = np.repeat(np.arange(len(lo)), count)
+    k = np.repeat(a, count) + (np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count))
+    s = np.maximum(gs[k], lo[w])
+    e = np.minimum(ge[k], hi[w])
+    keep = e > s
+    return s[keep], e[keep], w[keep]
+
+
+KEYS = ("rank", "device", "phase", "step")  # a window: one step of one device of one rank
+
+
+def windows(rows) -> tuple[np.ndarray, "object"]:
+    """(window number per row, the windows' keys as a frame with `rank`, `device`, `phase`, `step`;
+    -1 for a missing rank, device or step, the phase label "run" where none): the groups the
+    interval sums are taken over. Every figure is per device (DESIGN: device is a dimension like
+    rank), so a sum over devices or ranks is the caller's, and says so."""
+    import pandas as pd
+    n = len(rows)
+    cols = {}
+    for k in ("rank", "device", "step"):
+        cols[k] = (rows[k].to_numpy(dtype="float64", na_value=np.nan) if k in rows.columns
+                   else np.full(n, np.nan))
+        cols[k] = np.where(np.isnan(cols[k]), -1, cols[k]).astype(np.int64)
+    ph = rows["phase"].astype(object) if "phase" in rows.columns else pd.Series([None] * n, index=rows.index)
+    cols["phase"] = ph.where(ph.notna(), "run").to_numpy(dtype=object)
+    pcode, puniq = pd.factorize(cols["phase"])
+    combo = np.stack([cols["rank"], cols["device"], pcode, cols["step"]], axis=1)
+    uniq, gid = np.unique(combo, axis=0, return_inverse=True) if n else (np.empty((0, 4), np.int64), np.empty(0, np.int64))
+    gid = np.asarray(gid).reshape(-1)
+    keys = pd.DataFrame({"rank": uniq[:, 0], "device": uniq[:, 1],
+                         "phase": np.asarray(puniq, dtype=object)[uniq[:, 2]] if len(uniq) else np.empty(0, object),
+                         "step": uniq[:, 3]})
+    return gid, keys
