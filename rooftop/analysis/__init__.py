@@ -19,6 +19,7 @@ from ..trace import STALL_COLUMNS, Trace
 from ..models import ModelSpec
 from ..names import gpu_work_counts
 from . import attention, ceilings, diff, findings, gap, groups, metrics, model_cost, stalls, tree
+from . import comm, copies, idle
 from .findings import Finding
 from .model_cost import Workload
 
@@ -191,15 +192,80 @@ class Analysis:
     @cached_property
     def findings(self) -> list[Finding]:
         out = findings.phase_findings(self.phases, self.peaks, self.trace.meta, self.attention,
-                                      self.stalls("phase"), self.trace.modeled, self.timed)
+                                      self.stalls("phase"), self.trace.modeled, self.timed, self.idle_phases)
         if not self.trace.modeled:  # a modeled kernel sits exactly on its roof
             out += findings.above_roof_findings(self.groups("short_name"), self.peaks)
+            out += findings.copy_findings(self.copies)
+            out += findings.comm_findings(self.comm_devices, self.rank_steps)
         return out
 
     @cached_property
     def _gap_split(self) -> pd.DataFrame | None:
         """The per-step split both `gap` and `gap_steps` are made from (computed once for both)."""
-        return gap.split(self.timed, self.peaks.flops, self.peaks.bw, self.steps)
+        return gap.split(self.timed, self.peaks.flops, self.peaks.bw, self.steps, self._edges)
+
+    # --- what the GPU waited for (idle by cause, exposed communication, host copies) -------------
+    @cached_property
+    def _gpu_rows(self) -> pd.DataFrame | None:
+        t = self.timed
+        if t.empty or "kind" not in t.columns or not t["kind"].isin(("kernel", "memcpy", "memset")).any():
+            return None  # a CPU-only run has ops, not GPU rows
+        return t
+
+    @cached_property
+    def idle_causes(self) -> "idle.Causes | None":
+        """The idle stretches of every (rank, device, step) window, cut by cause (`idle.Causes`)."""
+        rows = self._gpu_rows
+        if rows is None or self.trace.modeled:
+            return None
+        return idle.Causes(rows, self.trace.runtime_rows())
+
+    @cached_property
+    def idle(self) -> pd.DataFrame | None:
+        """Idle time by cause per (rank, device, phase, step) window."""
+        c = self.idle_causes
+        return None if c is None else c.table()
+
+    @cached_property
+    def _edges(self) -> pd.DataFrame | None:
+        """Edge idle per (phase, step) of the lowest rank (summed over its devices), for the gap."""
+        t = self.idle
+        if t is None or t.empty:
+            return None
+        if self.first_rank is not None:
+            t = t[t["rank"] == self.first_rank]
+        return t.groupby(["phase", "step"], sort=False)["edge_ns"].sum().reset_index()
+
+    @cached_property
+    def idle_phases(self) -> pd.DataFrame | None:
+        """Idle by cause per phase of the lowest rank, its devices summed (what the phase table,
+        which is that rank's, is read against)."""
+        t = self.idle
+        if t is None or t.empty:
+            return None
+        if self.first_rank is not None:
+            t = t[t["rank"] == self.first_rank]
+        return idle.per_phase(t.assign(device=-1))
+
+    @cached_property
+    def comm_devices(self) -> pd.DataFrame | None:
+        """Exposed communication per (rank, device), over the whole run."""
+        return None if self.overlap is None else comm.per_device(self.overlap.table())
+
+    @cached_property
+    def overlap(self) -> "comm.Overlap | None":
+        """Communication against compute per window (`comm.Overlap`); None without comm kernels."""
+        rows = self._gpu_rows
+        if rows is None:
+            return None
+        o = comm.Overlap(rows)
+        return o if o.has_comm else None
+
+    @cached_property
+    def copies(self) -> pd.DataFrame | None:
+        """Host and peer copies per (rank, device), against their link (`copies.copy_table`)."""
+        rows = self._gpu_rows
+        return None if rows is None else copies.copy_table(rows, self.peaks.gpu.key if self.peaks.gpu is not None else None)
 
     @cached_property
     def gap(self) -> pd.DataFrame | None:
