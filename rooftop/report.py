@@ -259,6 +259,8 @@ def wait_sections(a: Analysis, top: int) -> dict:
             "top_exposed": records(comm_.top_exposed(a.overlap.collectives(), top),
                                    ("rank", "device", "phase", "step", "name", "calls", "dur_ns", "exposed_ns", "bytes")),
             "stragglers": records(a.rank_steps, ("phase", "step", "straggler", "spread")) if a.rank_steps is not None else None}
+    if a.layers is not None:
+        out["layers"] = lambda: records(a.layers, ("phase", "layer", "layer_source", "kernels", "time_ns", "steps"))
     if a.copies is not None:
         from .analysis.copies import COPY_COLUMNS
         out["copies"] = lambda: records(a.copies, COPY_COLUMNS)

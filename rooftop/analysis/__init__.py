@@ -19,7 +19,7 @@ from ..trace import STALL_COLUMNS, Trace
 from ..models import ModelSpec
 from ..names import gpu_work_counts
 from . import attention, ceilings, diff, findings, gap, groups, metrics, model_cost, stalls, tree
-from . import comm, copies, idle
+from . import comm, copies, graphs, idle
 from .findings import Finding
 from .model_cost import Workload
 
@@ -69,6 +69,7 @@ class Analysis:
         """The timed rows (kernels, or ops on a CPU run), prepared once: phase label, end time,
         best-known bytes/FLOPs and their sources (see `metrics.prepare`)."""
         rows = metrics.prepare(self.trace.timed())
+        rows = graphs.with_layers(rows)  # layers of CUDA-graph replays, from their structure (labelled inferred)
         if "dtype" not in rows.columns and len(rows):
             rows = rows.assign(dtype=ceilings.kernel_dtypes(rows["name"]))
         return rows
@@ -235,6 +236,26 @@ class Analysis:
         if self.first_rank is not None:
             t = t[t["rank"] == self.first_rank]
         return t.groupby(["phase", "step"], sort=False)["edge_ns"].sum().reset_index()
+
+    @cached_property
+    def layers(self) -> pd.DataFrame | None:
+        """Kernel time per (phase, layer) of the lowest rank, with where each layer came from
+        (`layer_source`: the trace, or inferred from CUDA-graph replays); None without layers."""
+        t = self.timed
+        if "layer" not in t.columns or not t["layer"].notna().any():
+            return None
+        if self.first_rank is not None:
+            t = t[t["rank"] == self.first_rank]
+        t = t[t["layer"].notna()]
+        src = t["layer_source"] if "layer_source" in t.columns else pd.Series("trace", index=t.index)
+        f = pd.DataFrame({"phase": t["phase"].astype(object), "layer": t["layer"].astype("int64"),
+                          "layer_source": src.astype(object), "dur_ns": t["dur_ns"]})
+        g = f.groupby(["phase", "layer", "layer_source"], sort=True)
+        out = g["dur_ns"].agg(kernels="size", time_ns="sum").reset_index()
+        steps = t.groupby(["phase", "layer"], observed=True)["step"].nunique() if "step" in t.columns else None
+        if steps is not None:
+            out["steps"] = steps.reindex(pd.MultiIndex.from_frame(out[["phase", "layer"]])).to_numpy()
+        return out
 
     @cached_property
     def idle_phases(self) -> pd.DataFrame | None:

@@ -213,3 +213,23 @@ def per_phase(table: pd.DataFrame) -> pd.DataFrame:
         out[f"{c}_frac"] = out[f"{c}_ns"] / out["idle_ns"].where(out["idle_ns"] > 0)
     out["steps"] = g.size().to_numpy()
     return out
+
+
+def label(causes: Causes, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(cause, what) of each fully idle stretch [start, end) of the same rows (the timeline's
+    gaps, where no GPU row runs): the cause of the idle stretch that holds it; None where none does."""
+    g = causes.gaps
+    start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
+    cause = np.full(len(start), None, dtype=object)
+    what = np.full(len(start), None, dtype=object)
+    if g.empty or not len(start):
+        return cause, what
+    order = np.argsort(g["start_ns"].to_numpy(), kind="stable")
+    gs = g["start_ns"].to_numpy()[order]
+    ge = g["end_ns"].to_numpy()[order]
+    i = np.searchsorted(gs, start, side="right") - 1
+    ok = (i >= 0) & (ge[i.clip(0)] >= end)
+    pos = order[i.clip(0)]
+    cause[ok] = g["cause"].to_numpy(dtype=object)[pos[ok]]
+    what[ok] = g["what"].to_numpy(dtype=object)[pos[ok]]
+    return cause, what

@@ -100,7 +100,9 @@ def windows(rows) -> tuple[np.ndarray, "object"]:
     """(window number per row, the windows' keys as a frame with `rank`, `device`, `phase`, `step`;
     -1 for a missing rank, device or step, the phase label "run" where none): the groups the
     interval sums are taken over. Every figure is per device (DESIGN: device is a dimension like
-    rank), so a sum over devices or ranks is the caller's, and says so."""
+    rank), so a sum over devices or ranks is the caller's, and says so. Rows outside any step form
+    one window per stretch between steps (a window spanning the steps would count their work as
+    its idle)."""
     import pandas as pd
     n = len(rows)
     cols = {}
@@ -109,12 +111,25 @@ def windows(rows) -> tuple[np.ndarray, "object"]:
                    else np.full(n, np.nan))
         cols[k] = np.where(np.isnan(cols[k]), -1, cols[k]).astype(np.int64)
     ph = rows["phase"].astype(object) if "phase" in rows.columns else pd.Series([None] * n, index=rows.index)
-    cols["phase"] = ph.where(ph.notna(), "run").to_numpy(dtype=object)
-    pcode, puniq = pd.factorize(cols["phase"])
-    combo = np.stack([cols["rank"], cols["device"], pcode, cols["step"]], axis=1)
-    uniq, gid = np.unique(combo, axis=0, return_inverse=True) if n else (np.empty((0, 4), np.int64), np.empty(0, np.int64))
-    gid = np.asarray(gid).reshape(-1)
-    keys = pd.DataFrame({"rank": uniq[:, 0], "device": uniq[:, 1],
-                         "phase": np.asarray(puniq, dtype=object)[uniq[:, 2]] if len(uniq) else np.empty(0, object),
-                         "step": uniq[:, 3]})
+    phase = ph.where(ph.notna(), "run").to_numpy(dtype=object)
+    pcode, puniq = pd.factorize(phase)
+    # the stretch of each row outside steps: rows of a (rank, device) in time order, numbered by
+    # how many times the step changed before them
+    seg = np.zeros(n, np.int64)
+    outside = cols["step"] < 0
+    if outside.any() and (~outside).any():
+        start = rows["start_ns"].to_numpy(dtype=np.int64)
+        order = np.lexsort((start, cols["device"], cols["rank"]))
+        st, rk, dv = cols["step"][order], cols["rank"][order], cols["device"][order]
+        change = np.ones(n, bool)
+        change[1:] = (st[1:] != st[:-1]) | (rk[1:] != rk[:-1]) | (dv[1:] != dv[:-1])
+        seg[order] = np.cumsum(change)
+        seg[~outside] = 0
+    frame = pd.DataFrame({"rank": cols["rank"], "device": cols["device"], "p": pcode, "step": cols["step"], "seg": seg})
+    g = frame.groupby(["rank", "device", "p", "step", "seg"], sort=True)
+    gid = g.ngroup().to_numpy(dtype=np.int64)
+    first = g.head(1).assign(_g=lambda f: gid[f.index]).sort_values("_g")
+    keys = pd.DataFrame({"rank": first["rank"].to_numpy(), "device": first["device"].to_numpy(),
+                         "phase": np.asarray(puniq, dtype=object)[first["p"].to_numpy()] if len(first) else np.empty(0, object),
+                         "step": first["step"].to_numpy()})
     return gid, keys

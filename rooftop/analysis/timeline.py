@@ -276,6 +276,22 @@ class Timeline:
     t0: int
     t1: int
     launches: LaunchIndex
+    _causes: object = None  # idle.Causes of these rows, made on first ask (`gap_causes`)
+
+    def gap_causes(self, ks) -> tuple[np.ndarray, np.ndarray]:
+        """(cause, what) of gaps `ks` (`idle.label`): edge, launch (under the floor), sync, host
+        (`what`: the op that launched the next kernel), other. The first call classifies every
+        gap of the rows (a thread worker's call for a large trace)."""
+        from . import idle
+        if self._causes is None:
+            rows = self.gpu
+            if "kind" not in rows.columns:  # (a frame of GPU rows that does not say: kernels)
+                rows = rows.assign(kind="kernel")
+            self._causes = idle.Causes(rows, self.host if len(self.host) else None)
+        ks = np.asarray(ks)
+        if self.gaps.union is None or not len(ks):
+            return np.full(len(ks), None, dtype=object), np.full(len(ks), None, dtype=object)
+        return idle.label(self._causes, self.gaps.start(ks), self.gaps.end(ks))
 
     @property
     def host_lanes(self) -> list[Lane]:
