@@ -223,3 +223,44 @@ def test_two_gpu_nsys_capture_is_copy_bound_not_slow_kernels(fixtures_dir):
     assert g["basis"] is None or g["kernel_coverage"] >= 0.5
     t = a.idle_phases.iloc[0]
     assert t["copies_frac"] > 0.9
+
+
+def test_timeline_gaps_carry_their_cause():
+    from rooftop.analysis import timeline as tl
+    t = tl.build(metrics.prepare(GPU), HOST.assign(kind="runtime"))
+    frame = t.gaps.frame()
+    cause, what = t.gap_causes(np.arange(len(t.gaps)))
+    by_start = dict(zip(frame["start_ns"].tolist(), zip(cause.tolist(), what.tolist())))
+    assert by_start[400] == ("host", "aten::addmm")
+    assert by_start[10_500] == ("sync", "cudaStreamSynchronize")
+    assert by_start[20_600][0] == "launch" and by_start[21_700][0] == "other"
+    assert by_start[41_900][0] == "edge"
+
+
+def test_edge_idle_is_not_launch_bound():
+    # a decode step of 1 ms whose GPU is idle 60%: 55% after its last kernel (a lone late copy), 5% between
+    row = pd.Series({"phase": "decode", "idle_frac": 0.6, "idle_ns": 600_000.0, "span_ns": 1_000_000.0, "steps": 1})
+    causes = pd.Series({"edge_ns": 550_000.0, "host_ns": 40_000.0, "sync_ns": 0.0, "launch_ns": 10_000.0,
+                        "other_ns": 0.0})
+    out = findings._gap_findings(row, graphs=False, modeled=False, causes=causes)
+    assert [f.id for f in out] == ["decode-edge-idle"] and "55%" in out[0].title
+    # the same step with the idle between kernels: launch-bound, and the gaps say what they waited for
+    causes = causes.copy()
+    causes["edge_ns"], causes["host_ns"] = 0.0, 590_000.0
+    out = findings._gap_findings(row, graphs=False, modeled=False, causes=causes)
+    assert [f.id for f in out] == ["decode-launch-bound"] and "host-bound" in out[0].detail
+
+
+def test_nsys_device_to_device_copies_move_twice_their_bytes(fixtures_dir):
+    import sqlite3
+    path = fixtures_dir / "traces" / "GindaChen__nsys-ai__tests__fixtures__h100_2gpu_1s.sqlite"
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:  # CUPTI copyKind 8: device to device
+        n = db.execute("select sum(bytes) from CUPTI_ACTIVITY_KIND_MEMCPY where copyKind = 8").fetchone()[0]
+        h = db.execute("select sum(bytes) from CUPTI_ACTIVITY_KIND_MEMCPY where copyKind = 1").fetchone()[0]
+    rows = _load(path).timed()
+    names = rows["name"].astype(str)
+    assert rows.loc[names.str.contains("DtoD"), "model_bytes"].sum() == pytest.approx(2 * n)
+    prepared = _metrics.prepare(rows)
+    link = prepared["copy_class"].to_numpy() == _metrics.LINK_COPY
+    assert link.sum() == names.str.contains("HtoD|DtoH").sum()
+    assert prepared.loc[link & names.str.contains("HtoD").to_numpy(), "model_bytes"].sum() == pytest.approx(h)

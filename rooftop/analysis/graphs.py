@@ -11,8 +11,8 @@ labelled `inferred` (`layer_source`):
   attention run outside the graphs) are layer j too; those before the first or after the last
   replay (input preparation, sampling) get none;
 - one whole-model graph (one replay per step): the kernel sequence repeats once per layer; the
-  shortest period p (at least MIN_PERIOD kernels) at which at least MATCH of the names repeat gives
-  layer = (position - first position of the repeat) // p, over the repeating stretch only.
+  shortest period p (at least MIN_PERIOD kernels) whose repeating stretch holds at least COVER of
+  the kernels gives layer = (position - start of the stretch) // p, over that stretch only.
 
 Rows whose layer the trace names keep it (`layer_source` "trace").
 """
@@ -25,7 +25,7 @@ from . import intervals as iv
 
 MIN_PERIOD = 3     # a layer is more than a couple of kernels (norm, GEMMs, attention, activation)
 MIN_LAYERS = 2     # a sequence that does not repeat twice says nothing of layers
-MATCH = 0.9        # share of positions whose name equals the one a period later
+COVER = 0.5        # the repeating stretch holds at least half the replay's kernels
 
 PIECEWISE, WHOLE = "inferred: piecewise replays", "inferred: repeating sequence"
 
@@ -51,22 +51,21 @@ def replays(rows: pd.DataFrame) -> np.ndarray:
 
 
 def period(codes: np.ndarray) -> tuple[int, int, int] | None:
-    """(period, first, end) of the repeating stretch of a kernel-name sequence, or None."""
+    """(period, first, end) of the repeating stretch of a kernel-name sequence, or None: the
+    smallest period p >= MIN_PERIOD whose longest run of positions equal to the one p later makes
+    a periodic stretch of at least MIN_LAYERS periods covering at least COVER of the sequence."""
     n = len(codes)
     for p in range(MIN_PERIOD, n // MIN_LAYERS + 1):  # a loop over periods, each one vector compare
-        same = codes[:-p] == codes[p:]
-        if same.sum() < MATCH * (n - p):
+        same = np.concatenate([[False], codes[:-p] == codes[p:], [False]])
+        edges = np.flatnonzero(np.diff(same.astype(np.int8)))
+        if not len(edges):
             continue
-        # the stretch: from the first position that repeats for a whole period to the last that
-        # repeats, plus that period
-        run = np.convolve(same.astype(np.int64), np.ones(p, np.int64), mode="valid")
-        full = np.flatnonzero(run == p)
-        if not len(full):
-            continue
-        first = int(full[0])
-        last = int(np.flatnonzero(same)[-1]) + p + 1
-        if (last - first) // p >= MIN_LAYERS:
-            return p, first, min(last, n)
+        starts, ends = edges[::2], edges[1::2]  # runs of matches [start, end) in positions
+        k = int(np.argmax(ends - starts))
+        first, length = int(starts[k]), int(ends[k] - starts[k])
+        span = (length + p) // p * p  # whole periods of the stretch
+        if span // p >= MIN_LAYERS and length + p >= COVER * n:
+            return p, first, first + span
     return None
 
 
