@@ -62,10 +62,7 @@ class Overlap:
         comm = self.u_comm.per_group(self.stride, n)
         comp = self.u_compute.per_group(self.stride, n)
         overlapped = comm + comp - u_both.per_group(self.stride, n)
-        lo = np.full(n, np.iinfo(np.int64).max)
-        hi = np.full(n, np.iinfo(np.int64).min)
-        np.minimum.at(lo, self.gid, self.s)
-        np.maximum.at(hi, self.gid, self.e)
+        lo, hi = iv.group_range(self.gid, n, self.s, self.e)
         out = self.keys.copy()
         out["comm_ns"], out["compute_ns"], out["overlapped_ns"] = comm, comp, overlapped
         out["exposed_ns"] = comm - overlapped

@@ -45,14 +45,12 @@ def copy_table(rows: pd.DataFrame, gpu_key: str | None) -> pd.DataFrame | None:
     pos = np.flatnonzero(cls == LINK_COPY)
     if not len(pos):
         return None
-    gid, keys = iv.windows(rows.assign(phase="run", step=-1))  # per (rank, device): the whole run
+    gid, keys = iv.windows(pd.DataFrame({k: rows[k] for k in ("rank", "device", "start_ns") if k in rows.columns}))
+    # (no phase, no step: one window per (rank, device), the whole run)
     start = rows["start_ns"].to_numpy(dtype=np.int64)
     end = start + rows["dur_ns"].to_numpy(dtype=np.int64)
     n = len(keys)
-    lo = np.full(n, np.iinfo(np.int64).max)
-    hi = np.full(n, np.iinfo(np.int64).min)
-    np.minimum.at(lo, gid, start)
-    np.maximum.at(hi, gid, end)
+    lo, hi = iv.group_range(gid, n, start, end)
     codes, uniq = pd.factorize(rows["name"].iloc[pos].astype(object))
     dirs = np.array([direction(u) for u in uniq] + ["host"], dtype=object)[codes]
     nbytes = rows["model_bytes"].to_numpy(dtype="float64", na_value=np.nan)[pos] if "model_bytes" in rows.columns \

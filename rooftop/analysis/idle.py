@@ -61,7 +61,8 @@ def _host_keys(frame: pd.DataFrame, rank_col: np.ndarray | None) -> np.ndarray:
 
 class Causes:
     """The idle stretches of some GPU rows, cut by cause (see the module doc). `gaps`: one row per
-    stretch; `table()`: the causes summed per window."""
+    stretch (`cause` a categorical of CAUSES, `what` the op or call named); `table()`: the causes
+    summed per window."""
 
     def __init__(self, rows: pd.DataFrame, host: pd.DataFrame | None = None, floor_ns: float = LAUNCH_FLOOR_NS):
         self.rows = rows
@@ -73,18 +74,10 @@ class Causes:
         s, e = start + shift, end + shift
         comm, compute = _masks(rows)
         n = len(self.keys)
-        lo = np.full(n, np.iinfo(np.int64).max)
-        hi = np.full(n, np.iinfo(np.int64).min)
-        np.minimum.at(lo, gid, s)
-        np.maximum.at(hi, gid, e)
-        wlo, whi = lo.copy(), lo.copy()  # first start / last end of compute (none: the window's start)
-        if compute.any():
-            wlo = np.full(n, np.iinfo(np.int64).max)
-            whi = np.full(n, np.iinfo(np.int64).min)
-            np.minimum.at(wlo, gid[compute], s[compute])
-            np.maximum.at(whi, gid[compute], e[compute])
-            none = wlo == np.iinfo(np.int64).max
-            wlo, whi = np.where(none, lo, wlo), np.where(none, lo, whi)
+        lo, hi = iv.group_range(gid, n, s, e)
+        wlo, whi = iv.group_range(gid, n, s, e, compute)  # first start / last end of compute
+        none = wlo == np.iinfo(np.int64).max  # (no compute kernel: the whole window is edge)
+        wlo, whi = np.where(none, lo, wlo), np.where(none, lo, whi)
         u_comp = iv.union(s[compute], e[compute])
         gs, ge, w = iv.free(u_comp, lo, hi)
         other = ~compute
@@ -94,8 +87,9 @@ class Causes:
         copy_ns = u_any.covered(gs, ge) - comm_ns
         rest = (ge - gs) - comm_ns - copy_ns
         edge = (ge <= wlo[w]) | (gs >= whi[w])
-        cause = np.where(edge, "edge", np.where(ge - gs < floor_ns, "launch", "other")).astype(object)
-        what = np.full(len(gs), None, dtype=object)
+        cause = np.where(edge, _C["edge"], np.where(ge - gs < floor_ns, _C["launch"], _C["other"])).astype(np.int8)
+        self._vocab: list = []
+        what = np.full(len(gs), -1, dtype=np.int64)
         # the compute kernel that ends each interior stretch (it starts exactly where the stretch ends)
         cpos = np.flatnonzero(compute)
         corder = cpos[np.argsort(s[cpos], kind="stable")]
@@ -103,32 +97,42 @@ class Causes:
         if len(corder):
             j = np.searchsorted(s[corder], ge, side="left").clip(0, len(corder) - 1)
             nxt = np.where(~edge & (s[corder[j]] == ge), corder[j], -1)
-        judge = (cause == "other") & (rest > 0) & (nxt >= 0)
+        judge = (cause == _C["other"]) & (rest > 0) & (nxt >= 0)
         if host is not None and len(host) and judge.any():
             self._by_host(rows, host, gs - w * stride, ge - w * stride, nxt, judge, cause, what)
         if "op" in rows.columns:  # the op that launched the next kernel, where the host did not say
-            op = rows["op"].astype(object).to_numpy()
-            k = np.flatnonzero((cause == "host") & (nxt >= 0))
-            named = np.array([isinstance(x, str) for x in op[nxt[k]]], dtype=bool) if len(k) else np.empty(0, bool)
-            what[k[named]] = op[nxt[k[named]]]
+            k = np.flatnonzero((cause == _C["host"]) & (nxt >= 0) & (what < 0))
+            if len(k):
+                codes, uniq = _codes(rows["op"], nxt[k])
+                what[k] = np.where(codes >= 0, self._add(uniq) + codes, -1)
         self.stride, self.gid = stride, gid
         self.gaps = pd.DataFrame({
             "window": w, "start_ns": gs - w * stride, "end_ns": ge - w * stride, "dur_ns": ge - gs,
-            "comm_ns": comm_ns, "copies_ns": copy_ns, "idle_ns": rest, "cause": cause, "what": what,
+            "comm_ns": comm_ns, "copies_ns": copy_ns, "idle_ns": rest,
+            "cause": pd.Categorical.from_codes(cause, categories=list(CAUSES)),
+            "what": pd.Categorical.from_codes(what, categories=pd.Index(self._vocab, dtype=object).unique())
+            if len(set(self._vocab)) == len(self._vocab) else _labels(what, self._vocab),
             "next": nxt})
         self.n = n
         self.span = (hi - lo).astype("float64")
+
+    def _add(self, values) -> int:
+        """Append names to the vocabulary of `what`; the offset of the first."""
+        off = len(self._vocab)
+        self._vocab.extend(values)
+        return off
 
     def _by_host(self, rows, host, g0, g1, nxt, judge, cause, what) -> None:
         """`sync`, `host` or `other` for the stretches under `judge`, from the launching call of the
         kernel after each (matched by correlation, and rank where the trace has ranks)."""
         multi = "rank" in rows.columns and "rank" in host.columns and rows["rank"].notna().any()
-        rk = rows["rank"].to_numpy(dtype="float64", na_value=-1) if multi else None
         hk = host["rank"].to_numpy(dtype="float64", na_value=-1) if multi else None
         hkey = _host_keys(host, hk)
         order = np.argsort(hkey, kind="stable")
         hkey_s = hkey[order]
-        gkey = _host_keys(rows.iloc[nxt.clip(0)], rk[nxt.clip(0)] if multi else None)
+        q = nxt.clip(0)
+        nrows = pd.DataFrame({"correlation": rows["correlation"].to_numpy(dtype="float64", na_value=np.nan)[q]})
+        gkey = _host_keys(nrows, rows["rank"].to_numpy(dtype="float64", na_value=-1)[q] if multi else None)
         at = np.searchsorted(hkey_s, gkey).clip(0, max(len(hkey_s) - 1, 0))
         found = judge & (gkey >= 0) & (hkey_s[at] == gkey) if len(hkey_s) else np.zeros(len(g0), bool)
         call = order[at]
@@ -138,33 +142,33 @@ class Causes:
             else np.zeros(len(host), np.int64)
         if hk is not None:
             thread = thread + (hk.astype(np.int64) + 1) * (1 << 40)
-        names = host["name"].astype(object).to_numpy()
+        ncodes, names = _codes(host["name"])
         # synchronising calls on each thread, sorted by (thread, end): the first ending at or after
         # the stretch's start on the launching thread is the candidate
-        codes, uniq = pd.factorize(names)
-        blocking = np.array([is_blocking(u) for u in uniq] + [False], dtype=bool)[codes]
+        blocking = np.array([is_blocking(u) for u in names] + [False], dtype=bool)[ncodes]
         bpos = np.flatnonzero(blocking)
-        tcode, tuniq = pd.factorize(thread)
+        tcode, _ = pd.factorize(thread)
         tstride = int(max(he.max(), 1) - min(hs.min(), 0) + 1) if len(hs) else 1
         b_end = tcode[bpos].astype(np.int64) * tstride + he[bpos]
         border = np.argsort(b_end, kind="stable")
         bpos, b_end = bpos[border], b_end[border]
         launch_thread = np.where(found, tcode[call], -1).astype(np.int64)
-        q = launch_thread * tstride + (g0 - TOLERANCE_NS)
         sync = np.zeros(len(g0), bool)
-        sync_name = np.full(len(g0), None, dtype=object)
+        c = np.zeros(len(g0), np.int64)
         if len(bpos):
-            i = np.searchsorted(b_end, q, side="left").clip(0, len(bpos) - 1)
+            i = np.searchsorted(b_end, launch_thread * tstride + (g0 - TOLERANCE_NS), side="left").clip(0, len(bpos) - 1)
             c = bpos[i]
             sync = (found & (tcode[c] == launch_thread) & (he[c] >= g0 - TOLERANCE_NS)
                     & (he[c] <= g1 + TOLERANCE_NS) & (hs[c] < g0))
-            sync_name = np.where(sync, names[c], None)
         late = found & ~sync & (hs[call] >= g0 - TOLERANCE_NS)
-        cause[sync] = "sync"
-        what[sync] = sync_name[sync]
-        cause[late] = "host"
-        hop = host["op"].astype(object).to_numpy() if "op" in host.columns else np.full(len(host), None, object)
-        what[late] = np.where([isinstance(x, str) for x in hop[call[late]]], hop[call[late]], names[call[late]])
+        off = self._add(names)
+        cause[sync] = _C["sync"]
+        what[sync] = off + ncodes[c[sync]]
+        cause[late] = _C["host"]
+        # the launch call's own op where the trace joined one, else (below) the kernel's op
+        if "op" in host.columns:
+            ocodes, ops = _codes(host["op"], call[late])
+            what[np.flatnonzero(late)] = np.where(ocodes >= 0, self._add(ops) + ocodes, -1)
 
     def table(self) -> pd.DataFrame:
         """Per window: `idle_ns` and each cause's time (`<cause>_ns`) and share of the idle time
@@ -173,16 +177,16 @@ class Causes:
         g = self.gaps
         out = self.keys.copy()
         w = g["window"].to_numpy()
-        parts = {"comm": g["comm_ns"].to_numpy("float64"), "copies": g["copies_ns"].to_numpy("float64")}
         rest = g["idle_ns"].to_numpy("float64")
-        cause = g["cause"].to_numpy(dtype=object)
-        for c in ("edge",) + HOST_CAUSES:
-            parts[c] = np.where(cause == c, rest, 0.0)
-        idle = np.bincount(w, weights=g["dur_ns"].to_numpy("float64"), minlength=self.n)
+        code = g["cause"].cat.codes.to_numpy()
+        parts = {"comm": g["comm_ns"].to_numpy("float64"), "copies": g["copies_ns"].to_numpy("float64")}
         out["span_ns"] = self.span
-        out["idle_ns"] = idle
+        out["idle_ns"] = np.bincount(w, weights=g["dur_ns"].to_numpy("float64"), minlength=self.n)
+        # the four host causes and edge: one bincount over (window, cause) pairs
+        per = np.bincount(w * len(CAUSES) + code, weights=rest, minlength=self.n * len(CAUSES)).reshape(self.n, len(CAUSES))
         for c in CAUSES:
-            out[f"{c}_ns"] = np.bincount(w, weights=parts[c], minlength=self.n)
+            out[f"{c}_ns"] = (np.bincount(w, weights=parts[c], minlength=self.n) if c in parts
+                              else per[:, _C[c]])
         out["launch_gaps_ns"] = sum(out[f"{c}_ns"] for c in HOST_CAUSES)
         for c in CAUSES:
             out[f"{c}_frac"] = out[f"{c}_ns"] / out["idle_ns"].where(out["idle_ns"] > 0)
@@ -190,16 +194,43 @@ class Causes:
 
     def listed(self, min_ns: float = LAUNCH_FLOOR_NS) -> pd.DataFrame:
         """The stretches at least `min_ns` long, largest first, with their window's keys and the
-        cause that holds most of each (`cause`, `what`: the op or call named)."""
+        cause that holds most of each (`main`; `what`: the op or call named)."""
         g = self.gaps[self.gaps["dur_ns"] >= min_ns]
         if g.empty:
             return g.assign(rank=[], device=[], phase=[], step=[], main=[])
         parts = np.stack([g["comm_ns"].to_numpy(), g["copies_ns"].to_numpy(), g["idle_ns"].to_numpy()], axis=1)
-        main = np.where(parts.argmax(axis=1) == 0, "comm", np.where(parts.argmax(axis=1) == 1, "copies",
-                                                                      g["cause"].to_numpy(dtype=object)))
+        top = parts.argmax(axis=1)
+        main = np.where(top == 0, "comm", np.where(top == 1, "copies", g["cause"].astype(object).to_numpy()))
         keys = self.keys.iloc[g["window"].to_numpy()].reset_index(drop=True)
-        out = pd.concat([keys, g.reset_index(drop=True)], axis=1).assign(main=main)
+        out = pd.concat([keys, g.reset_index(drop=True)], axis=1).assign(
+            main=main, cause=g["cause"].astype(object).to_numpy(), what=g["what"].astype(object).to_numpy())
         return out.sort_values("dur_ns", ascending=False, kind="stable").reset_index(drop=True)
+
+
+_C = {c: i for i, c in enumerate(CAUSES)}
+
+
+def _codes(col: pd.Series, at: np.ndarray | None = None) -> tuple[np.ndarray, list]:
+    """Codes (-1: missing) and distinct values of a text column (at positions `at`), each distinct
+    value once: a categorical's own codes, else factorized."""
+    if at is not None:
+        col = col.iloc[at]
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return col.cat.codes.to_numpy().astype(np.int64), [str(x) for x in col.cat.categories]
+    codes, uniq = pd.factorize(col.astype(object), use_na_sentinel=True)
+    keep = [isinstance(u, str) for u in uniq]  # (NaN that factorize kept, numbers: no name)
+    if not all(keep):
+        remap = np.cumsum(keep) - 1
+        codes = np.where(codes >= 0, np.where(np.array(keep)[codes.clip(0)], remap[codes.clip(0)], -1), -1)
+        uniq = [u for u, k in zip(uniq, keep) if k]
+    return codes.astype(np.int64), [str(u) for u in uniq]
+
+
+def _labels(what: np.ndarray, vocab: list) -> pd.Categorical:
+    """`what` codes into `vocab` (which may repeat a name) as a categorical of distinct names."""
+    uniq, inverse = np.unique(np.asarray(vocab, dtype=object), return_inverse=True) if vocab else (np.empty(0, object), np.empty(0, np.int64))
+    codes = np.where(what >= 0, np.asarray(inverse, dtype=np.int64)[what.clip(0)] if len(vocab) else -1, -1)
+    return pd.Categorical.from_codes(codes, categories=pd.Index(uniq, dtype=object))
 
 
 def per_phase(table: pd.DataFrame) -> pd.DataFrame:

@@ -125,11 +125,43 @@ def windows(rows) -> tuple[np.ndarray, "object"]:
         change[1:] = (st[1:] != st[:-1]) | (rk[1:] != rk[:-1]) | (dv[1:] != dv[:-1])
         seg[order] = np.cumsum(change)
         seg[~outside] = 0
-    frame = pd.DataFrame({"rank": cols["rank"], "device": cols["device"], "p": pcode, "step": cols["step"], "seg": seg})
-    g = frame.groupby(["rank", "device", "p", "step", "seg"], sort=True)
-    gid = g.ngroup().to_numpy(dtype=np.int64)
-    first = g.head(1).assign(_g=lambda f: gid[f.index]).sort_values("_g")
-    keys = pd.DataFrame({"rank": first["rank"].to_numpy(), "device": first["device"].to_numpy(),
-                         "phase": np.asarray(puniq, dtype=object)[first["p"].to_numpy()] if len(first) else np.empty(0, object),
-                         "step": first["step"].to_numpy()})
+    r, d = cols["rank"] + 1, cols["device"] + 1
+    # the step field: step + 1 in a step, 2**35 + the stretch outside steps (after every step)
+    field = np.where(outside, (1 << 35) + seg, cols["step"] + 1)
+    if n and (r.max() >= 1 << 11 or d.max() >= 1 << 8 or len(puniq) >= 1 << 8 or field.max() >= 1 << 36
+              or min(r.min(), d.min(), field.min()) < 0):  # (numbers too wide to pack: grouped by pandas)
+        frame = pd.DataFrame({"rank": cols["rank"], "device": cols["device"], "p": pcode, "f": field})
+        g = frame.groupby(["rank", "device", "p", "f"], sort=True)
+        gid = g.ngroup().to_numpy(dtype=np.int64)
+        first = frame.iloc[np.unique(gid, return_index=True)[1]]
+        uniq = np.stack([first["rank"], first["device"], first["p"], first["f"]], axis=1).astype(np.int64)
+    else:
+        # one int64 per row, ordered as (rank, device, phase, step): a 1-D unique, not a group-by
+        key = (r << 52) | (d << 44) | (pcode.astype(np.int64) << 36) | field
+        ukey, gid = np.unique(key, return_inverse=True)
+        uniq = np.stack([(ukey >> 52) - 1, ((ukey >> 44) & 0xFF) - 1, (ukey >> 36) & 0xFF,
+                         ukey & ((1 << 36) - 1)], axis=1)
+    gid = np.asarray(gid, dtype=np.int64).reshape(-1)
+    f = uniq[:, 3] if len(uniq) else np.empty(0, np.int64)
+    keys = pd.DataFrame({"rank": uniq[:, 0], "device": uniq[:, 1],
+                         "phase": np.asarray(puniq, dtype=object)[uniq[:, 2]] if len(uniq) else np.empty(0, object),
+                         "step": np.where(f >= 1 << 35, -1, f - 1)})
     return gid, keys
+
+
+def group_range(gid: np.ndarray, n: int, start: np.ndarray, end: np.ndarray,
+                mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per group 0..n-1: the first start and last end of its rows (under `mask`); a group without
+    such rows gets (int64 max, int64 min)."""
+    lo = np.full(n, np.iinfo(np.int64).max)
+    hi = np.full(n, np.iinfo(np.int64).min)
+    if mask is not None:
+        gid, start, end = gid[mask], start[mask], end[mask]
+    if not len(gid):
+        return lo, hi
+    order = np.argsort(gid, kind="stable")
+    g = gid[order]
+    at = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    lo[g[at]] = np.minimum.reduceat(start[order], at)
+    hi[g[at]] = np.maximum.reduceat(end[order], at)
+    return lo, hi
