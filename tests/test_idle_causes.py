@@ -264,3 +264,10 @@ def test_nsys_device_to_device_copies_move_twice_their_bytes(fixtures_dir):
     link = prepared["copy_class"].to_numpy() == _metrics.LINK_COPY
     assert link.sum() == names.str.contains("HtoD|DtoH").sum()
     assert prepared.loc[link & names.str.contains("HtoD").to_numpy(), "model_bytes"].sum() == pytest.approx(h)
+
+
+def test_timeline_states_its_communication():
+    from rooftop.analysis import timeline as tl
+    t = tl.build(metrics.prepare(GPU), HOST.assign(kind="runtime"))
+    assert t.comm_summary() == (150.0, 50.0, 100.0)
+    assert tl.build(metrics.prepare(GPU[GPU["category"] != "comm"])).comm_summary() is None

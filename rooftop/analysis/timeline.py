@@ -293,6 +293,19 @@ class Timeline:
             return np.full(len(ks), None, dtype=object), np.full(len(ks), None, dtype=object)
         return idle.label(self._causes, self.gaps.start(ks), self.gaps.end(ks))
 
+    _comm: object = None  # (comm_ns, overlapped_ns, exposed_ns) of these rows, made on first ask
+
+    def comm_summary(self) -> tuple[float, float, float] | None:
+        """Communication kernel time of these rows, the part compute on other streams hid, and the
+        exposed rest (`comm.Overlap`, summed over the rows' steps); None without communication."""
+        if self._comm is None:
+            from . import comm
+            rows = self.gpu if "kind" in self.gpu.columns else self.gpu.assign(kind="kernel")
+            t = comm.overlap_table(rows) if len(rows) and "category" in rows.columns else None
+            self._comm = (() if t is None or t.empty else
+                          (float(t["comm_ns"].sum()), float(t["overlapped_ns"].sum()), float(t["exposed_ns"].sum())))
+        return self._comm or None
+
     @property
     def host_lanes(self) -> list[Lane]:
         return [ln for ln in self.lanes if ln.host]

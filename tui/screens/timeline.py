@@ -98,6 +98,7 @@ class TimelineScreen(RooftopScreen):
             t = tl.build(gpu, calls, within)
             if len(t.gaps) and len(t.gaps) <= 1_000_000:
                 t.gap_causes(t.gaps.order[:1])  # classify the gaps here, off the UI thread
+            t.comm_summary()
         post_if_current(self, TimelineReady(t, rank))  # (which gives the build's freed heap back)
 
     async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -259,6 +260,11 @@ class TimelineScreen(RooftopScreen):
         lo, hi = max(v.t0, t.t0) - t.t0, min(v.t1, t.t1) - t.t0
         text.append(f"{fmt_count(len(t.gpu), 'row')} in {total} · {fmt_count(n, 'gap')}{largest} · "
                     f"view +{fmt_ns(lo)}–{fmt_ns(hi)}", "dim")
+        comm = t.comm_summary()
+        if comm:
+            c, o, x = comm
+            text.append(f"\ncommunication {fmt_ns(c)}: {fmt_ns(o)} overlapped by compute, {fmt_ns(x)} exposed "
+                        f"({x / c:.0%})" if c > 0 else "", "bold" if c > 0 and x / c >= 0.5 else "")
         if v.gap is not None and self.gap_rank >= 0:
             self._describe_gap(text)
         sel = v.selected()
