@@ -21,16 +21,23 @@ import numpy as np
 import pandas as pd
 
 from . import intervals as iv
+from .metrics import distinct_codes
 
 COMM_COLUMNS = ("rank", "device", "phase", "step", "comm_ns", "compute_ns", "overlapped_ns", "exposed_ns",
                 "exposed_frac", "span_ns", "exposed_share")
 
 
+def _is(rows: pd.DataFrame, col: str, value: str) -> np.ndarray:
+    """rows[col] == value, through the column's codes (one compare per distinct value)."""
+    codes, uniq = distinct_codes(rows[col])
+    hit = np.array([u == value for u in uniq] + [False], dtype=bool)
+    return hit[np.where(codes >= 0, codes, len(uniq))]
+
+
 def _masks(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    kind = rows["kind"].astype(object).to_numpy() if "kind" in rows.columns else np.full(len(rows), "kernel", object)
-    cat = rows["category"].astype(object).to_numpy() if "category" in rows.columns else np.full(len(rows), None, object)
-    kernel = kind == "kernel"
-    comm = kernel & (cat == "comm")
+    """(communication kernels, compute kernels): kernels of category `comm`, and the other kernels."""
+    kernel = _is(rows, "kind", "kernel") if "kind" in rows.columns else np.ones(len(rows), bool)
+    comm = kernel & _is(rows, "category", "comm") if "category" in rows.columns else np.zeros(len(rows), bool)
     return comm, kernel & ~comm
 
 

@@ -110,9 +110,15 @@ def windows(rows) -> tuple[np.ndarray, "object"]:
         cols[k] = (rows[k].to_numpy(dtype="float64", na_value=np.nan) if k in rows.columns
                    else np.full(n, np.nan))
         cols[k] = np.where(np.isnan(cols[k]), -1, cols[k]).astype(np.int64)
-    ph = rows["phase"].astype(object) if "phase" in rows.columns else pd.Series([None] * n, index=rows.index)
-    phase = ph.where(ph.notna(), "run").to_numpy(dtype=object)
-    pcode, puniq = pd.factorize(phase)
+    if "phase" in rows.columns:  # (through the column's codes: a categorical's are free)
+        from .metrics import distinct_codes
+        pcode, puniq = distinct_codes(rows["phase"])
+        puniq = list(puniq)
+        if "run" not in puniq:
+            puniq.append("run")
+        pcode = np.where(pcode >= 0, pcode, puniq.index("run")).astype(np.int64)
+    else:
+        pcode, puniq = np.zeros(n, np.int64), ["run"]
     # the stretch of each row outside steps: rows of a (rank, device) in time order, numbered by
     # how many times the step changed before them
     seg = np.zeros(n, np.int64)
