@@ -215,17 +215,28 @@ _GAP_PARTS = (
     _c("ideal_ns", "ideal", "ns", "ns", "each costed kernel at its roofline time (basis kernels), or the model bytes at the roof"),
     _c("slow_kernels_ns", "slow kernels", "ns", "ns", "time of the costed kernels beyond their roofline time"),
     _c("extra_bytes_ns", "extra bytes", "ns", "ns", "roofline time of the measured bytes above the model's minimum"),
-    _c("launch_gaps_ns", "launch gaps", "ns", "ns", "span - busy: the GPU idle between kernels"),
+    _c("launch_gaps_ns", "launch gaps", "ns", "ns", "span - busy - edge idle: the GPU idle between kernels of the work"),
     _c("unmodeled_ns", "unmodeled", "ns", "ns", "time of kernels with no cost (norms, elementwise, copies): reported, not judged"),
     _c("ideal_frac", "ideal %", "fraction", "pct", "ideal / measured"),
-    _c("basis", "basis", "", "text", "`kernels` (per-kernel costs cover half the kernel time), `model` (the step's model bytes); a phase whose steps differ: `mixed`"),
+    _c("basis", "basis", "", "text", "`kernels` (per-kernel costs cover half the kernel time), `model` (the step's model bytes); a phase whose steps differ: `mixed`; null: unknown (`basis_reason`)"),
 )
 
-GAP = Table("gap", "gap to ideal per phase, on one rank", (_PHASE, *_GAP_PARTS))
+# new keys of the gap tables (after the existing ones, so `report --json` keeps their order)
+_GAP_NEW = (
+    _c("copies_ns", "host copies", "ns", "ns", "time of host/peer copies (PCIe, NVLink-C2C, NVLink): judged against their link, not HBM, and not slow kernels"),
+    _c("edge_idle_ns", "edge idle", "ns", "ns", "idle before the first or after the last compute kernel of the step (not launch gaps)"),
+    _c("basis_reason", "why unknown", "", "text", "why the gap has no basis: per-kernel costs cover under half the kernel time and no model was given"),
+)
+
+GAP = Table("gap", "gap to ideal per phase, on one rank", (
+    _PHASE, *_GAP_PARTS, *_GAP_NEW,
+    _c("kernel_coverage", "costed", "fraction", "pct", "share of the phase's kernel time with per-kernel costs"),
+))
 
 GAP_STEPS = Table("gap_steps", "gap to ideal per step, on one rank", (
     _PHASE, _STEP, *_GAP_PARTS,
     _c("kernel_coverage", "costed", "fraction", "pct", "share of the step's kernel time with per-kernel costs"),
+    *_GAP_NEW,
 ))
 
 RANK_PHASES = Table("rank_phases", "the phase table of every rank (multi-rank runs)", (_RANK, *PHASES.columns))

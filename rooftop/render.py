@@ -161,12 +161,44 @@ def _gap_lines(gap: list[dict]) -> list[str]:
     if not gap:
         return []
     rows = [[str(r.get("phase")), fmt_ns(r.get("measured_ns")), fmt_ns(r.get("ideal_ns")), fmt_ns(r.get("slow_kernels_ns")),
-             fmt_ns(r.get("extra_bytes_ns")), fmt_ns(r.get("launch_gaps_ns")), fmt_ns(r.get("unmodeled_ns")),
-             _word(r.get("basis"))] for r in gap]
+             fmt_ns(r.get("extra_bytes_ns")), fmt_ns(r.get("launch_gaps_ns")), fmt_ns(r.get("edge_idle_ns")),
+             fmt_ns(r.get("copies_ns")), fmt_ns(r.get("unmodeled_ns")),
+             _word(r.get("basis")) if r.get("basis") else "unknown"] for r in gap]
+    why = [f"  {r.get('phase')}: no basis: {_printable(r['basis_reason'])}" for r in gap if r.get("basis_reason")]
     return ["gap to ideal (basis: kernels = each costed kernel at its roofline time; model = the step's"
-            " model bytes at the roof)",
-            _table(["phase", "measured", "ideal", "slow kernels", "extra bytes", "launch gaps", "unmodeled", "basis"],
-                   rows, right=set(range(1, 7))), ""]
+            " model bytes at the roof; host copies: judged against their link, not HBM)",
+            _table(["phase", "measured", "ideal", "slow kernels", "extra bytes", "launch gaps", "edge idle",
+                    "host copies", "unmodeled", "basis"], rows, right=set(range(1, 9)))] + why + [""]
+
+
+def _idle_lines(idle: list[dict] | None) -> list[str]:
+    """Idle time by cause per phase (shares of the time no compute kernel ran)."""
+    if not idle:
+        return []
+    causes = (("comm", "comm"), ("copies", "copies"), ("edge", "edge"), ("host", "host"), ("sync", "sync"),
+              ("launch", "floor"), ("other", "other"))
+    rows = [[str(r.get("phase")), "all" if (r.get("device") or 0) < 0 else fmt_num(r.get("device")), fmt_ns(r.get("idle_ns"))]
+            + [fmt_pct(r.get(f"{c}_frac"), 0) for c, _ in causes] for r in idle]
+    return ["idle by cause (time no compute kernel ran; shares: comm/copies running, edge = before the first or after"
+            " the last kernel, host = waiting on framework/Python work, sync = after a blocking call, floor = gaps"
+            " under the launch floor)",
+            _table(["phase", "device", "idle"] + [h for _, h in causes], rows, right=set(range(1, 10))), ""]
+
+
+def _comm_lines(comm: dict | None) -> list[str]:
+    """Exposed communication per device and the collectives that showed most."""
+    if not comm or not comm.get("devices"):
+        return []
+    rows = [[fmt_num(r.get("rank")) if (r.get("rank") or 0) >= 0 else "—", fmt_num(r.get("device")),
+             fmt_ns(r.get("comm_ns")), fmt_ns(r.get("overlapped_ns")), fmt_ns(r.get("exposed_ns")),
+             fmt_pct(r.get("exposed_frac"), 0), fmt_pct(r.get("exposed_share"), 0)] for r in comm["devices"]]
+    out = ["communication (kernel time, the part overlapped by compute on other streams, the exposed rest)",
+           _table(["rank", "device", "comm", "overlapped", "exposed", "exposed %", "of span"], rows, right=set(range(7)))]
+    for r in (comm.get("top_exposed") or [])[:5]:
+        size = f", {fmt_bytes(r['bytes'])}" if r.get("bytes") is not None else ""
+        out.append(f"  {_printable(r.get('name'))} step {fmt_num(r.get('step'))}: {fmt_ns(r.get('exposed_ns'))} exposed"
+                   f" of {fmt_ns(r.get('dur_ns'))} ({fmt_num(r.get('calls'))} calls{size})")
+    return out + [""]
 
 
 def _spread_lines(rank_steps: list[dict] | None) -> list[str]:
@@ -194,6 +226,8 @@ def render_report(doc: dict) -> str:
     lines += _device_lines(doc)
     lines += _group_lines(doc.get("top_groups") or [])
     lines += _gap_lines(doc.get("gap") or [])
+    lines += _idle_lines(doc.get("idle_phases"))
+    lines += _comm_lines(doc.get("comm"))
     lines += _spread_lines((doc.get("ranks") or {}).get("steps") if doc.get("ranks") else None)
     lines.append("findings")
     sym = {"info": "·", "warn": "!", "bad": "✗"}

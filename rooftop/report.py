@@ -162,7 +162,7 @@ def top_groups(a: Analysis, top: int) -> list[dict]:
 
 # What the text report reads of the document (rooftop/render.py): the rest is computed for JSON only.
 TEXT_KEYS = ("trace", "device", "identity", "model", "model_phases", "phases", "top_groups", "gap", "ranks",
-             "findings", "warnings", "devices", "devices_note")
+             "findings", "warnings", "devices", "devices_note", "idle_phases", "comm")
 
 
 def report_dict(a: Analysis, top: int = 10, keys: tuple[str, ...] | None = None, skip: tuple[str, ...] = ()) -> dict:
@@ -227,6 +227,7 @@ def _sections(a: Analysis, top: int) -> dict:
     if a.devices is not None:  # one rank driving several GPUs: each device's own figures (per_device.py)
         sections["devices"] = lambda: records(a.devices, DEVICE_KEYS)
         sections["devices_note"] = lambda: a.devices_note
+    sections.update(wait_sections(a, top))
     if a.rank_steps is not None:
         sections["ranks"] = lambda: {
             "phases": records(a.rank_phases, ("rank",) + PHASE_KEYS),
@@ -248,6 +249,39 @@ def steps_found(meta: dict) -> dict | None:
     return {"count": len(steps), "rule": meta.get("step_rule"),
             "inferred_phases": sum(s.get("phase_source") == "inferred" for s in steps),
             "no_phase": sum(s.get("phase") is None for s in steps)}
+
+
+IDLE_KEYS = ("rank", "device", "phase", "step", "span_ns", "idle_ns", "launch_gaps_ns") + tuple(
+    f"{c}_{x}" for x in ("ns", "frac") for c in ("comm", "copies", "edge", "launch", "sync", "host", "other"))
+COMM_KEYS = ("rank", "device", "phase", "step", "comm_ns", "compute_ns", "overlapped_ns", "exposed_ns",
+             "exposed_frac", "span_ns", "exposed_share")
+GAP_LIST_KEYS = ("rank", "device", "phase", "step", "start_ns", "dur_ns", "main", "cause", "what",
+                 "comm_ns", "copies_ns", "idle_ns")
+
+
+def wait_sections(a: Analysis, top: int) -> dict:
+    """What the GPU waited for (new keys): idle by cause per step and phase with the largest gaps,
+    exposed communication per step and device with the top exposed collectives, host copies
+    against their link. Absent where the trace has no GPU rows (or no communication / copies)."""
+    out = {}
+    if a.idle is not None:
+        out["idle"] = lambda: records(a.idle, IDLE_KEYS)
+        out["idle_phases"] = lambda: records(a.idle_phases, ("phase", "device", "steps") + IDLE_KEYS[4:])
+        out["idle_gaps"] = lambda: records(a.idle_causes.listed().head(top), GAP_LIST_KEYS)
+    if a.overlap is not None:
+        from .analysis import comm as comm_
+        out["comm"] = lambda: {
+            "steps": records(a.overlap.table(), COMM_KEYS),
+            "devices": records(a.comm_devices, ("rank", "device", "steps") + COMM_KEYS[4:]),
+            "top_exposed": records(comm_.top_exposed(a.overlap.collectives(), top),
+                                   ("rank", "device", "phase", "step", "name", "calls", "dur_ns", "exposed_ns", "bytes")),
+            "stragglers": records(a.rank_steps, ("phase", "step", "straggler", "spread")) if a.rank_steps is not None else None}
+    if a.layers is not None:
+        out["layers"] = lambda: records(a.layers, ("phase", "layer", "layer_source", "kernels", "time_ns", "steps"))
+    if a.copies is not None:
+        from .analysis.copies import COPY_COLUMNS
+        out["copies"] = lambda: records(a.copies, COPY_COLUMNS)
+    return out
 
 
 def report_text(a: Analysis, top: int = 10) -> str:

@@ -33,9 +33,12 @@ JSON_STEP_KEYS = ('rank', 'phase', 'step', 'kernels', 'start_ns', 'span_ns', 'bu
                   'bytes_coverage', 'flops_coverage', 'ai', 'ai_coverage', 'mbu_status', 'mfu_status',
                   'phase_source', 'phase_reason', 'model_bound', 'device')
 JSON_GAP_KEYS = ('phase', 'measured_ns', 'ideal_ns', 'slow_kernels_ns', 'extra_bytes_ns', 'launch_gaps_ns',
-                 'unmodeled_ns', 'ideal_frac', 'basis')
+                 'unmodeled_ns', 'ideal_frac', 'basis',
+                 # new keys (issue 33: host copies, edge idle, why no basis; the phase's coverage)
+                 'copies_ns', 'edge_idle_ns', 'basis_reason', 'kernel_coverage')
 JSON_GAP_STEP_KEYS = ('phase', 'step', 'measured_ns', 'ideal_ns', 'slow_kernels_ns', 'extra_bytes_ns',
-                      'launch_gaps_ns', 'unmodeled_ns', 'ideal_frac', 'basis', 'kernel_coverage')
+                      'launch_gaps_ns', 'unmodeled_ns', 'ideal_frac', 'basis', 'kernel_coverage',
+                      'copies_ns', 'edge_idle_ns', 'basis_reason')
 JSON_GROUP_KEYS = ('key', 'category', 'phase', 'count', 'time_ns', 'time_share', 'mean_ns', 'flops', 'bytes',
                    'bytes_source', 'ai', 'tflops', 'tbps', 'pct_of_roof', 'bound', 'dtype', 'peak_flops',
                    'flops_source', 'flops_coverage', 'bytes_coverage', 'ai_coverage')

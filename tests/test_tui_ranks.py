@@ -95,9 +95,10 @@ def test_calibrated_trace_shows_both_ceilings_gap_and_compare_key(tmp_path):
         gap = lines(s.query_one("#gap"))
         assert gap[0] == "prefill decode" and gap[1] == "measured 841 µs 464 µs"
         assert [r.split()[1] if r[0] in "=+" else None for r in gap[2:]] == [
-            "ideal", "slow", "extra", "launch", "unmodeled"]
+            "ideal", "slow", "extra", "launch", "edge", "host", "unmodeled"]
         a = app.analyses[0].gap.set_index("phase").loc["decode"]
-        parts = a[["ideal_ns", "slow_kernels_ns", "extra_bytes_ns", "launch_gaps_ns", "unmodeled_ns"]].sum()
+        parts = a[["ideal_ns", "slow_kernels_ns", "extra_bytes_ns", "launch_gaps_ns", "edge_idle_ns", "copies_ns",
+                   "unmodeled_ns"]].sum()
         assert abs(parts - 464_000) < 1 and a["launch_gaps_ns"] == 36_000 and a["extra_bytes_ns"] > 0
         assert not s.query("#rank-phases")  # one rank: no ranks section
         assert "1-7 screens" in keybar(app)  # two traces: Compare is a screen too

@@ -19,6 +19,7 @@ from ..trace import STALL_COLUMNS, Trace
 from ..models import ModelSpec
 from ..names import gpu_work_counts
 from . import attention, ceilings, diff, findings, gap, groups, metrics, model_cost, per_device, stalls, tree
+from . import comm, copies, graphs, idle
 from .findings import Finding
 from .model_cost import Workload
 
@@ -68,6 +69,7 @@ class Analysis:
         """The timed rows (kernels, or ops on a CPU run), prepared once: phase label, end time,
         best-known bytes/FLOPs and their sources (see `metrics.prepare`)."""
         rows = metrics.prepare(self.trace.timed())
+        rows = graphs.with_layers(rows)  # layers of CUDA-graph replays, from their structure (labelled inferred)
         if "dtype" not in rows.columns and len(rows):
             rows = rows.assign(dtype=ceilings.kernel_dtypes(rows["name"]))
         return rows
@@ -208,15 +210,100 @@ class Analysis:
     @cached_property
     def findings(self) -> list[Finding]:
         out = findings.phase_findings(self.phases, self.peaks, self.trace.meta, self.attention,
-                                      self.stalls("phase"), self.trace.modeled, self.timed)
+                                      self.stalls("phase"), self.trace.modeled, self.timed, self.idle_phases)
         if not self.trace.modeled:  # a modeled kernel sits exactly on its roof
             out += findings.above_roof_findings(self.groups("short_name"), self.peaks)
+            out += findings.copy_findings(self.copies)
+            out += findings.comm_findings(self.comm_devices, self.rank_steps)
         return out
 
     @cached_property
     def _gap_split(self) -> pd.DataFrame | None:
         """The per-step split both `gap` and `gap_steps` are made from (computed once for both)."""
-        return gap.split(self.timed, self.peaks.flops, self.peaks.bw, self.steps)
+        return gap.split(self.timed, self.peaks.flops, self.peaks.bw, self.steps, self._edges)
+
+    # --- what the GPU waited for (idle by cause, exposed communication, host copies) -------------
+    @cached_property
+    def _gpu_rows(self) -> pd.DataFrame | None:
+        t = self.timed
+        if t.empty or "kind" not in t.columns or not t["kind"].isin(("kernel", "memcpy", "memset")).any():
+            return None  # a CPU-only run has ops, not GPU rows
+        return t
+
+    @cached_property
+    def idle_causes(self) -> "idle.Causes | None":
+        """The idle stretches of every (rank, device, step) window, cut by cause (`idle.Causes`)."""
+        rows = self._gpu_rows
+        if rows is None or self.trace.modeled:
+            return None
+        return idle.Causes(rows, self.trace.runtime_rows())
+
+    @cached_property
+    def idle(self) -> pd.DataFrame | None:
+        """Idle time by cause per (rank, device, phase, step) window."""
+        c = self.idle_causes
+        return None if c is None else c.table()
+
+    @cached_property
+    def _edges(self) -> pd.DataFrame | None:
+        """Edge idle per (phase, step) of the lowest rank (summed over its devices), for the gap."""
+        t = self.idle
+        if t is None or t.empty:
+            return None
+        if self.first_rank is not None:
+            t = t[t["rank"] == self.first_rank]
+        return t.groupby(["phase", "step"], sort=False)["edge_ns"].sum().reset_index()
+
+    @cached_property
+    def layers(self) -> pd.DataFrame | None:
+        """Kernel time per (phase, layer) of the lowest rank, with where each layer came from
+        (`layer_source`: the trace, or inferred from CUDA-graph replays); None without layers."""
+        t = self.timed
+        if "layer" not in t.columns or not t["layer"].notna().any():
+            return None
+        if self.first_rank is not None:
+            t = t[t["rank"] == self.first_rank]
+        t = t[t["layer"].notna()]
+        src = t["layer_source"] if "layer_source" in t.columns else pd.Series("trace", index=t.index)
+        f = pd.DataFrame({"phase": t["phase"].astype(object), "layer": t["layer"].astype("int64"),
+                          "layer_source": src.astype(object), "dur_ns": t["dur_ns"]})
+        g = f.groupby(["phase", "layer", "layer_source"], sort=True)
+        out = g["dur_ns"].agg(kernels="size", time_ns="sum").reset_index()
+        steps = t.groupby(["phase", "layer"], observed=True)["step"].nunique() if "step" in t.columns else None
+        if steps is not None:
+            out["steps"] = steps.reindex(pd.MultiIndex.from_frame(out[["phase", "layer"]])).to_numpy()
+        return out
+
+    @cached_property
+    def idle_phases(self) -> pd.DataFrame | None:
+        """Idle by cause per phase of the lowest rank, its devices summed (what the phase table,
+        which is that rank's, is read against)."""
+        t = self.idle
+        if t is None or t.empty:
+            return None
+        if self.first_rank is not None:
+            t = t[t["rank"] == self.first_rank]
+        return idle.per_phase(t.assign(device=-1))
+
+    @cached_property
+    def comm_devices(self) -> pd.DataFrame | None:
+        """Exposed communication per (rank, device), over the whole run."""
+        return None if self.overlap is None else comm.per_device(self.overlap.table())
+
+    @cached_property
+    def overlap(self) -> "comm.Overlap | None":
+        """Communication against compute per window (`comm.Overlap`); None without comm kernels."""
+        rows = self._gpu_rows
+        if rows is None:
+            return None
+        o = comm.Overlap(rows)
+        return o if o.has_comm else None
+
+    @cached_property
+    def copies(self) -> pd.DataFrame | None:
+        """Host and peer copies per (rank, device), against their link (`copies.copy_table`)."""
+        rows = self._gpu_rows
+        return None if rows is None else copies.copy_table(rows, self.peaks.gpu.key if self.peaks.gpu is not None else None)
 
     @cached_property
     def gap(self) -> pd.DataFrame | None:

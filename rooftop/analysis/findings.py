@@ -50,7 +50,10 @@ def _cov(x) -> float | None:
 
 
 def phase_findings(phases: pd.DataFrame, peaks, meta: dict, verdicts: list[Verdict],
-                   stalls: pd.DataFrame | None, modeled: bool, timed: pd.DataFrame | None = None) -> list[Finding]:
+                   stalls: pd.DataFrame | None, modeled: bool, timed: pd.DataFrame | None = None,
+                   idle: pd.DataFrame | None = None) -> list[Finding]:
+    """`idle`: the idle time by cause per phase (`idle.per_phase`, one rank's devices summed), which
+    takes edge idle out of the launch gaps and names what the gaps waited for."""
     out: list[Finding] = []
     if modeled:
         out.append(Finding("modeled", "info", "MODELED trace: analytic roofline times, not a measurement",
@@ -68,7 +71,11 @@ def phase_findings(phases: pd.DataFrame, peaks, meta: dict, verdicts: list[Verdi
             out += _ideal_findings(row, peaks, timed)
         else:
             out += _utilization_findings(row, peaks)
-        out += _gap_findings(row, graphs, modeled)
+        causes = None
+        if idle is not None and not idle.empty:
+            hit = idle[idle["phase"] == row["phase"]]
+            causes = hit.iloc[0] if len(hit) else None
+        out += _gap_findings(row, graphs, modeled, causes)
     for v in verdicts:
         if v.verdict == "unknown":
             continue
@@ -151,10 +158,45 @@ def _utilization_findings(row: pd.Series, peaks) -> list[Finding]:
     return out
 
 
-def _gap_findings(row: pd.Series, graphs: bool, modeled: bool = False) -> list[Finding]:
+def _gap_findings(row: pd.Series, graphs: bool, modeled: bool = False, causes: pd.Series | None = None) -> list[Finding]:
+    """Launch gaps: the idle between kernels of the work. Idle before the first and after the last
+    kernel (a lone late copy, a capture's tail) is edge idle, said apart and never launch-bound."""
     ph, idle = row["phase"], _get(row, "idle_frac")
+    out: list[Finding] = []
+    if causes is not None and idle is not None and not modeled:
+        edge = min(float(causes["edge_ns"]), float(row["idle_ns"]))
+        span = float(row["span_ns"])
+        if span > 0 and edge / span >= GAPS_NOTE:
+            out.append(Finding(f"{ph}-edge-idle", "info",
+                               f"{fmt_pct(edge / span, 0)} of the {ph} is edge idle: before its first or after its last kernel",
+                               f"{fmt_ns(edge)} of {fmt_ns(span)} the GPU had not begun or had finished the work (a lone "
+                               "late copy, the tail of the capture window); not launch gaps",
+                               "idle stretches outside the first-to-last compute kernel of each step", 1.0))
+        row = row.copy()
+        row["idle_ns"] = float(row["idle_ns"]) - edge
+        idle = row["idle_ns"] / span if span > 0 else None
+        row["idle_frac"] = idle
     if idle is None or idle < GAPS_NOTE:
-        return []
+        return out
+    return out + _launch_gap_findings(row, graphs, modeled, idle, causes)
+
+
+def _why_idle(causes: pd.Series | None) -> str:
+    """What the launch gaps waited for, largest first: ` Of the gaps: host-bound 60%, sync 20%.`"""
+    if causes is None:
+        return ""
+    names = {"host": "host-bound (framework/Python work before the launch)", "sync": "synchronisation",
+             "launch": "launch floor", "other": "queued behind other work"}
+    parts = {c: float(causes[f"{c}_ns"]) for c in names}
+    total = sum(parts.values())
+    if total <= 0:
+        return ""
+    words = [f"{names[c]} {fmt_pct(v / total, 0)}" for c, v in sorted(parts.items(), key=lambda kv: -kv[1]) if v > 0]
+    return " Of the gaps: " + ", ".join(words[:3]) + "."
+
+
+def _launch_gap_findings(row: pd.Series, graphs: bool, modeled: bool, idle: float, causes) -> list[Finding]:
+    ph = row["phase"]
     steps = _get(row, "steps")
     evidence = (f"span minus the union of kernel intervals, over {int(steps)} step(s)" if steps
                 else "span minus the union of kernel intervals (no step ranges: the whole phase is one span)")
@@ -165,12 +207,13 @@ def _gap_findings(row: pd.Series, graphs: bool, modeled: bool = False) -> list[F
         return [Finding(f"{ph}-launch-bound", "bad",
                         f"launch-bound: {fmt_pct(idle, 0)} of each {ph} step is launch gaps; use CUDA graphs",
                         f"{fmt_ns(row['idle_ns'])} of {fmt_ns(row['span_ns'])} the GPU waits between kernels; "
-                        "capture the decode step in a CUDA graph (torch.compile mode='reduce-overhead' or --cuda-graphs).",
+                        "capture the decode step in a CUDA graph (torch.compile mode='reduce-overhead' or --cuda-graphs)."
+                        + _why_idle(causes),
                         evidence, 1.0)]
     what = f"each {ph} step" if ph in ("prefill", "decode") and steps else f"the {ph}"
     return [Finding(f"{ph}-gaps", "warn" if idle >= GAPS_BOUND else "info",
                     f"{fmt_pct(idle, 0)} of {what} is launch gaps (GPU idle between kernels)",
-                    f"{fmt_ns(row['idle_ns'])} idle of {fmt_ns(row['span_ns'])} span", evidence, 1.0)]
+                    f"{fmt_ns(row['idle_ns'])} idle of {fmt_ns(row['span_ns'])} span." + _why_idle(causes), evidence, 1.0)]
 
 
 def _ideal_findings(row: pd.Series, peaks, timed: pd.DataFrame | None) -> list[Finding]:
@@ -259,3 +302,66 @@ def above_roof_findings(groups: pd.DataFrame, peaks) -> list[Finding]:
               "and bound are not evidence.")
     evidence = f"achieved rate from {worst.get('bytes_source') or 'unknown'} bytes over the launches' time"
     return [Finding("above-roof", "warn", title, detail, evidence, float(share) if share == share else None)]
+
+
+COPY_BOUND = 0.25    # host copies busy a quarter of a device's span: the run waits on its link
+COMM_EXPOSED = 0.05  # exposed communication worth a word: 5% of the span
+
+
+def _where(r) -> str:
+    rank, dev = int(r["rank"]), int(r["device"])
+    return (f"rank {rank} " if rank >= 0 else "") + (f"GPU {dev}" if dev >= 0 else "the GPU")
+
+
+def copy_findings(copies: pd.DataFrame | None) -> list[Finding]:
+    """A copy-bound finding where host/peer copies keep a device busy for at least COPY_BOUND of
+    its span: their share of the time and their rate against the link (never against HBM)."""
+    if copies is None or copies.empty:
+        return []
+    allr = copies[copies["direction"] == "all"].sort_values("share", ascending=False, kind="stable")
+    bound = allr[allr["share"] >= COPY_BOUND]
+    if bound.empty:
+        return []
+    r = bound.iloc[0]
+    others = len(bound) - 1
+    dirs = copies[(copies["rank"] == r["rank"]) & (copies["device"] == r["device"]) & (copies["direction"] != "all")]
+    parts = []
+    for d in dirs.sort_values("time_ns", ascending=False).to_dict("records"):
+        rate = d.get("rate")
+        link = (f", {fmt_pct(d['link_frac'], 0)} of {d['link']} ({d['link_bw'] / 1e9:.0f} GB/s per direction)"
+                if d.get("link") and d.get("link_frac") == d.get("link_frac") and d.get("link_frac") is not None
+                else " (link unknown for this device)")
+        rate_s = f"{rate / 1e9:.3g} GB/s" if rate == rate and rate is not None else "rate unknown"
+        parts.append(f"{d['direction']} {fmt_bytes(d['bytes'])} in {fmt_ns(d['time_ns'])} at {rate_s}{link}")
+    title = (f"copy-bound: host/peer copies keep {_where(r)} busy {fmt_pct(r['share'], 0)} of the "
+             f"{fmt_ns(r['span_ns'])} span" + (f" (and {others} other device{'s' if others > 1 else ''})" if others else ""))
+    detail = ("; ".join(parts) + ". The copies run at the link's speed, not HBM's: pin host memory, overlap copies "
+              "with compute on another stream, or keep the data on the GPU.")
+    src = dirs["link_source"].dropna()
+    evidence = "memcpy rows (direction from their names, bytes from the trace) over the device's span" + (
+        f"; link: {src.iloc[0]}" if len(src) else "")
+    return [Finding("copy-bound", "warn", title, detail, evidence, None)]
+
+
+def comm_findings(per_device: pd.DataFrame | None, rank_steps: pd.DataFrame | None = None) -> list[Finding]:
+    """Exposed communication of the worst device (comm kernel time not hidden by compute on other
+    streams, `comm.Overlap`), and the straggler rank across steps where the run has ranks."""
+    if per_device is None or per_device.empty:
+        return []
+    worst = per_device.sort_values("exposed_share", ascending=False, kind="stable").iloc[0]
+    share, frac = _get(worst, "exposed_share"), _get(worst, "exposed_frac")
+    if share is None or share < COMM_EXPOSED:
+        return []
+    title = (f"exposed communication: {fmt_pct(share, 0)} of {_where(worst)}'s time is communication "
+             f"not hidden by compute")
+    detail = (f"{fmt_ns(worst['exposed_ns'])} exposed of {fmt_ns(worst['comm_ns'])} communication kernel time "
+              f"({fmt_pct(frac, 0)} exposed, {fmt_pct(1 - frac, 0)} overlapped by compute on other streams)")
+    if rank_steps is not None and not rank_steps.empty and "straggler" in rank_steps:
+        s = rank_steps["straggler"].dropna()
+        if len(s):
+            top = s.astype(int).value_counts()
+            detail += (f"; the slowest rank is rank {top.index[0]} in {top.iloc[0]} of {len(s)} steps "
+                       f"(spread up to {fmt_pct(rank_steps['spread'].max(), 0)})")
+    evidence = ("interval arithmetic over the kernel rows: |comm ∪| - |comm ∩ compute| per step and device "
+                "(Holistic Trace Analysis's comm/comp overlap)")
+    return [Finding("comm-exposed", "warn" if share >= GAPS_BOUND / 3 else "info", title, detail, evidence, 1.0)]

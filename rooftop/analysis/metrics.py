@@ -273,7 +273,7 @@ def known_sums(rows: pd.DataFrame, gid: np.ndarray, n: int) -> dict[str, np.ndar
     dur = rows["dur_ns"].to_numpy(dtype="float64")
     cls = rows["copy_class"].to_numpy() if "copy_class" in rows else np.zeros(len(rows), np.int8)
     compute, hbm = cls == COMPUTE, cls != LINK_COPY
-    kb, kf = ~np.isnan(b), ~np.isnan(f) & compute
+    kb, kf = ~np.isnan(b) & hbm, ~np.isnan(f) & compute  # host/peer copy bytes cross a link, not HBM
     both = kb & kf
     sums = _MaskedSums(gid, n)
     out = {"flops": sums.known(f, ~np.isnan(f)), "bytes": sums.known(b, kb),

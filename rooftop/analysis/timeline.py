@@ -276,6 +276,35 @@ class Timeline:
     t0: int
     t1: int
     launches: LaunchIndex
+    _causes: object = None  # idle.Causes of these rows, made on first ask (`gap_causes`)
+
+    def gap_causes(self, ks) -> tuple[np.ndarray, np.ndarray]:
+        """(cause, what) of gaps `ks` (`idle.label`): edge, launch (under the floor), sync, host
+        (`what`: the op that launched the next kernel), other. The first call classifies every
+        gap of the rows (a thread worker's call for a large trace)."""
+        from . import idle
+        if self._causes is None:
+            rows = self.gpu
+            if "kind" not in rows.columns:  # (a frame of GPU rows that does not say: kernels)
+                rows = rows.assign(kind="kernel")
+            self._causes = idle.Causes(rows, self.host if len(self.host) else None)
+        ks = np.asarray(ks)
+        if self.gaps.union is None or not len(ks):
+            return np.full(len(ks), None, dtype=object), np.full(len(ks), None, dtype=object)
+        return idle.label(self._causes, self.gaps.start(ks), self.gaps.end(ks))
+
+    _comm: object = None  # (comm_ns, overlapped_ns, exposed_ns) of these rows, made on first ask
+
+    def comm_summary(self) -> tuple[float, float, float] | None:
+        """Communication kernel time of these rows, the part compute on other streams hid, and the
+        exposed rest (`comm.Overlap`, summed over the rows' steps); None without communication."""
+        if self._comm is None:
+            from . import comm
+            rows = self.gpu if "kind" in self.gpu.columns else self.gpu.assign(kind="kernel")
+            t = comm.overlap_table(rows) if len(rows) and "category" in rows.columns else None
+            self._comm = (() if t is None or t.empty else
+                          (float(t["comm_ns"].sum()), float(t["overlapped_ns"].sum()), float(t["exposed_ns"].sum())))
+        return self._comm or None
 
     @property
     def host_lanes(self) -> list[Lane]:

@@ -113,7 +113,8 @@ def ceilings_table(phases: pd.DataFrame | list[dict]) -> Table:
     return table
 
 
-GAP_PARTS = GAP.pick("ideal_ns", "slow_kernels_ns", "extra_bytes_ns", "launch_gaps_ns", "unmodeled_ns")
+GAP_PARTS = GAP.pick("ideal_ns", "slow_kernels_ns", "extra_bytes_ns", "launch_gaps_ns", "edge_idle_ns", "copies_ns",
+                     "unmodeled_ns")
 
 
 def _add_columns(table: Table, columns) -> None:
@@ -138,6 +139,21 @@ def gap_table(gap: pd.DataFrame | list[dict]) -> Table:
             share = value / total if not is_unknown(value) and not is_unknown(total) and total > 0 else None
             cells.append(f"{fmt_ns(value)} {fmt_pct(share, 0):>4}")
         table.add_row(f"{'=' if i == 0 else '+'} {part.label}", *cells)
+    if any(r.get("basis_reason") for r in records):
+        table.add_row("basis", *(safe_text("unknown: " + r["basis_reason"]) if r.get("basis_reason")
+                                 else safe_text(r.get("basis") or "—") for r in records))
+    return table
+
+
+def comm_table(devices: pd.DataFrame) -> Table:
+    """Per rank and device: communication kernel time, the part compute hid, the exposed rest."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for label in ("rank", "device", "comm", "overlapped", "exposed", "exposed %", "of time"):
+        table.add_column(label, justify="right", no_wrap=True)
+    for r in devices.to_dict("records"):
+        table.add_row("—" if r["rank"] < 0 else str(int(r["rank"])), "—" if r["device"] < 0 else str(int(r["device"])),
+                      fmt_ns(r["comm_ns"]), fmt_ns(r["overlapped_ns"]), fmt_ns(r["exposed_ns"]),
+                      fmt_pct(r["exposed_frac"], 0), fmt_pct(r["exposed_share"], 0))
     return table
 
 
@@ -373,6 +389,11 @@ class OverviewScreen(RooftopScreen):
         if gap is not None and len(gap):
             yield Static("Gap to ideal (where the measured time goes)", classes="section-title")
             yield Static(gap_table(gap), id="gap")
+        computed = getattr(a, "is_computed", None)  # (a stored summary has no such table)
+        comm = a.comm_devices if computed is not None and computed("comm_devices") else None  # (findings made it)
+        if comm is not None and len(comm):
+            yield Static("Communication (exposed: not hidden by compute on other streams)", classes="section-title")
+            yield Static(comm_table(comm), id="comm")
         if len(ranks) > 1 and a.rank_phases is not None:
             yield Static(f"Ranks ({len(ranks)})", classes="section-title")
             yield Static(rank_phase_table(a.rank_phases), id="rank-phases")

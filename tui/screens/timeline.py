@@ -96,6 +96,9 @@ class TimelineScreen(RooftopScreen):
             if calls is not None and rank is not None and "rank" in calls.columns:
                 within = (calls["rank"] == rank).fillna(False).to_numpy(dtype=bool)
             t = tl.build(gpu, calls, within)
+            if len(t.gaps) and len(t.gaps) <= 1_000_000:
+                t.gap_causes(t.gaps.order[:1])  # classify the gaps here, off the UI thread
+            t.comm_summary()
         post_if_current(self, TimelineReady(t, rank))  # (which gives the build's freed heap back)
 
     async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -230,10 +233,13 @@ class TimelineScreen(RooftopScreen):
         g = t.gaps.frame(t.gaps.order[:limit])
         after = g["after"].to_numpy()
         col = "short_name" if "short_name" in t.gpu.columns else "name"
+        cause, what = t.gap_causes(t.gaps.order[:limit])
         return pd.DataFrame({
             "rank": np.arange(1, len(g) + 1), "dur_ns": g["dur_ns"], "at_ns": g["start_ns"] - t.t0,
             "next_kernel": t.gpu[col].iloc[after].astype(object).to_numpy(),
             "launch_ns": t.launch_to_start(after),
+            "cause": [CAUSE_WORDS.get(c, "—") for c in cause],
+            "what": [w if isinstance(w, str) else "" for w in what],
         })
 
     def export_frame(self) -> pd.DataFrame | None:
@@ -254,6 +260,11 @@ class TimelineScreen(RooftopScreen):
         lo, hi = max(v.t0, t.t0) - t.t0, min(v.t1, t.t1) - t.t0
         text.append(f"{fmt_count(len(t.gpu), 'row')} in {total} · {fmt_count(n, 'gap')}{largest} · "
                     f"view +{fmt_ns(lo)}–{fmt_ns(hi)}", "dim")
+        comm = t.comm_summary()
+        if comm:
+            c, o, x = comm
+            text.append(f"\ncommunication {fmt_ns(c)}: {fmt_ns(o)} overlapped by compute, {fmt_ns(x)} exposed "
+                        f"({x / c:.0%})" if c > 0 else "", "bold" if c > 0 and x / c >= 0.5 else "")
         if v.gap is not None and self.gap_rank >= 0:
             self._describe_gap(text)
         sel = v.selected()
@@ -277,6 +288,13 @@ class TimelineScreen(RooftopScreen):
         dur = end - start
         text.append(f"\nGap {self.gap_rank + 1} of {len(t.gaps):,} (by size): ", "bold")
         text.append(f"{fmt_ns(dur)} idle at +{fmt_ns(start - t.t0)}")
+        cause, what = t.gap_causes([k])
+        if cause[0] is not None:
+            text.append(" · cause: ", "bold")
+            text.append(CAUSE_WORDS.get(cause[0], str(cause[0])))
+            if isinstance(what[0], str):
+                text.append(" in ")
+                text.append(sanitize(what[0]))
         hosts = t.host_lanes
         if not hosts:
             text.append("\nHost: unknown (no CUDA runtime calls in this trace; Kineto and nsys imports carry them)",
@@ -326,8 +344,12 @@ def legend(timeline: tl.Timeline) -> Text:
     return text
 
 
+# What a gap's cause means on screen (rooftop.analysis.idle: the definitions).
+CAUSE_WORDS = {"edge": "edge", "launch": "launch floor", "sync": "sync", "host": "host-bound", "other": "queued"}
+
 GAP_COLS = [
     Col("rank", "#", "int"), Col("dur_ns", "idle µs", "ns"), Col("at_ns", "at µs", "ns"),
+    Col("cause", "cause", "text"), Col("what", "host op / call", "text"),
     Col("launch_ns", "launch→start µs", "ns"), Col("next_kernel", "next kernel", "text"),
 ]
 
