@@ -219,7 +219,9 @@ def test_two_gpu_nsys_capture_is_copy_bound_not_slow_kernels(fixtures_dir):
         assert c.loc[(dev, "all"), "share"] > 0.9  # 921 ms of 969 ms
         assert c.loc[(dev, "HtoD"), "bytes"] == pytest.approx(25.5e9, rel=0.01)
     g = a.gap.iloc[0]
-    assert g["copies_ns"] > 1.8e9  # both GPUs' HtoD: their link's time, not slow kernels
+    # the gap table is the headline device's (issue 34: one GPU at a time): GPU 0's 921 ms of HtoD
+    # are its link's time, not slow kernels
+    assert 0.9e9 < g["copies_ns"] < 0.97e9
     assert g["basis"] is None or g["kernel_coverage"] >= 0.5
     t = a.idle_phases.iloc[0]
     assert t["copies_frac"] > 0.9

@@ -175,8 +175,10 @@ def test_gap_from_model_bytes(tmp_path, llama):
     g = a.gap.set_index("phase").loc["decode"]
     assert g["basis"] == "model" and g["ideal_ns"] == pytest.approx(3 * ideal)
     assert g["ideal_ns"] + g["slow_kernels_ns"] + g["launch_gaps_ns"] == pytest.approx(g["measured_ns"])
-    # without a model nothing is costed: no split at all
-    assert analyze(t).gap is None
+    # without a model nothing is costed: the parts are unknown (never 0) and the reason names --model
+    g = analyze(t).gap.set_index("phase").loc["decode"]
+    assert g["basis"] is None and pd.isna(g["ideal_ns"]) and pd.isna(g["slow_kernels_ns"])
+    assert "no kernel has per-kernel costs" in g["basis_reason"] and "--model" in g["basis_reason"]
 
 
 def test_gap_prefers_kernel_costs_where_they_cover_the_step(tmp_path, llama):
