@@ -502,9 +502,10 @@ _CATEGORY_RULES: list[tuple[str, str]] = [
                 r"histogram|index)|moe_?(?:histogram|sum|permute|unpermute|gate|routing|fused_gate)|routing(?:indices|main|"
                 r"kernel)|(?:^|::)routing::|finalize_?moe|finalizemoerouting|moe::dev::finalize|expand_?input_?rows|"
                 r"compute_?(?:expert|problem_sizes|arg_sorts)|shuffle_?(?:input_?)?rows|(?:^|::|_)(?:un)?permute_?(?:tokens|rows)|moe_?softmax"),
-    # KV-cache writes read like attention (`reshape_and_cache_flash`) but only copy.
+    # KV-cache writes read like attention (`reshape_and_cache_flash`) but only copy (vLLM
+    # csrc/cache_kernels.cu, FlashInfer page.cuh `AppendPagedKVCacheKernel`, Triton `store_kvcache_kernel`).
     ("memory", r"reshape_and_cache|concat_and_cache|copy_blocks|swap_blocks|kv_?cache_?(?:write|store|copy)|"
-               r"set_kv_buffer|store_kvcache"),
+               r"set_kv_buffer|store_kv_?cache|append_?paged_?kv_?cache"),
     # Attention kernels only: flash (not FlashInfer's norm/sampling/rope), fmha, FlashInfer prefill/
     # decode, paged attention, xformers, cuDNN SDPA, TensorRT-LLM XQA/MMHA, MLA.
     ("attention", r"flash(?!infer)|fmha|attention|attn|sdpa|(?:batch|single)_?(?:prefill|decode)_?with|"
