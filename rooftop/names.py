@@ -19,7 +19,11 @@ import re
 
 import numpy as np
 import pandas as pd
-from pycxxfilt import itanium_demangle as _itanium_demangle
+
+try:  # a missing or broken demangler must not take every command down: names then stay as stored
+    from pycxxfilt import itanium_demangle as _itanium_demangle
+except ImportError:  # pragma: no cover - exercised by tests/test_collect_ready.py in a subprocess
+    _itanium_demangle = None
 
 from .codes import categorical, first_rows
 
@@ -31,7 +35,7 @@ CATEGORIES = ("gemm", "attention", "norm", "elementwise", "reduction", "comm", "
 
 def demangle(name: str | None) -> str | None:
     """The C++ name of an Itanium-mangled symbol; any other text (or a malformed symbol) unchanged."""
-    if not isinstance(name, str) or not name.startswith(("_Z", "__Z")):
+    if not isinstance(name, str) or not name.startswith(("_Z", "__Z")) or _itanium_demangle is None:
         return name
     try:
         return _itanium_demangle(name[1:] if name.startswith("__Z") else name) or name

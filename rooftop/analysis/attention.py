@@ -149,7 +149,7 @@ def _name_flags(rows: pd.DataFrame) -> dict[str, np.ndarray]:
     of its column over all the rows (a phase's rows share their categories with the whole trace:
     tested per phase, the ~250k distinct paths of a long decode run were tested once per phase)."""
     name, op = rows["name"], rows["op"]
-    cat = rows["category"].astype(object) if "category" in rows.columns else pd.Series(None, index=rows.index)
+    cat = rows["category"] if "category" in rows.columns else pd.Series(None, index=rows.index, dtype=object)
     return {"sdpa": matches(op, SDPA_RE), "bmm": matches(op, BMM_RE),
             "path": matches(rows["path"], _attention_path), "softmax": matches(name, SOFTMAX_RE),
             "not_softmax": matches(name, NOT_SOFTMAX_RE) | matches(op, NOT_SOFTMAX_RE),
