@@ -87,7 +87,7 @@ def test_a_whole_decode_step_is_refused_before_ncu_starts():
 def test_readme_and_script_counter_examples_are_within_budget():
     ev = _eager_llama_timeline()
     text = (ROOT / "README.md").read_text() + (ROOT / "scripts" / "record_gpu_samples.sh").read_text()
-    specs = re.findall(r"--counter-steps[ =]([\w:,/=-]+)", text)
+    specs = [m.rstrip(":,") for m in re.findall(r"--counter-steps[ =]([\w:,/=-]+)", text)]
     assert specs, "the README and the script show --counter-steps"
     for spec in specs:
         n, est, why = check_budget(ev, parse_counter_steps(spec), DEFAULT_BUDGET_S)
@@ -383,3 +383,25 @@ def test_recorder_gpu_kernel_rows_go_through_the_kineto_importer(tmp_path, fixtu
     assert len(k) > 100 and k["stream"].notna().all() and k["grid"].notna().any()
     assert recorded.events.equals(imported.events)
     assert "attn_ran" in recorded.meta["workload"]
+
+
+# --- the recording script -------------------------------------------------------------------------------
+
+def test_script_stops_at_once_without_a_gpu(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: the script would record")
+    out = tmp_path / "out"
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "record_gpu_samples.sh"), str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHON": sys.executable, "PYTHONPATH": str(ROOT),
+                               "WORK": str(tmp_path / "work")})
+    assert proc.returncode == 1 and "torch sees no CUDA GPU" in proc.stderr
+    assert not list(out.glob("*"))  # nothing half-recorded
+
+
+def test_script_fits_its_time_budget():
+    text = (ROOT / "scripts" / "record_gpu_samples.sh").read_text()
+    assert int(re.search(r"BUDGET=\$\{BUDGET:-(\d+)\}", text).group(1)) <= 480  # 8 minutes
+    # every long step runs under `timeout`, and the big Kineto files go to WORK, not OUT
+    assert "--kineto \"$WORK/" in text and "timeout $limit $PY -m rooftop collect" in text
+    assert re.search(r"pytest -q -m gpu .*\n\s+tests/test_collect.py tests/test_record.py tests/test_collect_ready.py", text)
