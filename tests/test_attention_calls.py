@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from rooftop.analysis import analyze
@@ -183,21 +184,30 @@ def test_moe_router_softmax_is_not_attention(tmp_path):
 
 
 def test_triples_never_span_streams_or_too_many_kernels():
-    z = np.full(5, np.nan)
     soft = np.array([0, 0, 1, 0, 0], bool)
     gemm = np.array([1, 0, 0, 0, 1], bool)
     filler = np.array([0, 1, 0, 1, 0], bool)
     same = np.zeros(5, np.int64)
-    assert st.find_triples(same, gemm, soft, filler, z).tolist() == [[0, 2, 4]]
-    assert st.find_triples(np.array([0, 0, 0, 1, 1]), gemm, soft, filler, z).tolist() == []
+    assert st.find_triples(same, gemm, soft, filler, gemm).tolist() == [[0, 2, 4]]
+    assert st.find_triples(np.array([0, 0, 0, 1, 1]), gemm, soft, filler, gemm).tolist() == []
     # more than MAX_FILLERS kernels between: not adjacent
     n = st.MAX_FILLERS + 1
     soft2 = np.r_[False, np.zeros(n, bool), True, False]
     gemm2 = np.r_[True, np.zeros(n, bool), False, True]
     filler2 = np.r_[False, np.ones(n, bool), False, False]
-    assert st.find_triples(np.zeros(n + 3, np.int64), gemm2, soft2, filler2, np.full(n + 3, np.nan)).tolist() == []
-    # different batches (grid z) on the two GEMMs: not one attention
-    assert st.find_triples(same, gemm, soft, filler, np.array([12, np.nan, np.nan, np.nan, 4.0])).tolist() == []
+    assert st.find_triples(np.zeros(n + 3, np.int64), gemm2, soft2, filler2, gemm2).tolist() == []
+    # no op: the grids decide; z > 1 on both and the same batch (B x heads)
+    no_op = np.zeros(5, bool)
+    grids = pd.Series([[8, 16, 12], None, None, None, [1, 16, 12]], dtype=object)
+
+    def grid(at):
+        return grids.iloc[at]
+    assert st.find_triples(same, gemm, soft, filler, no_op, grid).tolist() == [[0, 2, 4]]
+    grids[4] = [1, 16, 4]
+    assert st.find_triples(same, gemm, soft, filler, no_op, grid).tolist() == []
+    grids[0], grids[4] = [8, 16, 1], [1, 16, 1]   # not batched: a plain GEMM's grid
+    assert st.find_triples(same, gemm, soft, filler, no_op, grid).tolist() == []
+    assert st.find_triples(same, gemm, soft, filler, no_op, None).tolist() == []  # no op, no grid: no structure
 
 
 NCU_HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'

@@ -153,11 +153,10 @@ def _name_flags(rows: pd.DataFrame) -> dict[str, np.ndarray]:
     return {"sdpa": matches(op, SDPA_RE), "bmm": matches(op, BMM_RE),
             "path": matches(rows["path"], _attention_path), "softmax": matches(name, SOFTMAX_RE),
             "not_softmax": matches(name, NOT_SOFTMAX_RE) | matches(op, NOT_SOFTMAX_RE),
-            "fused_name": matches(name, FUSED_RE), "fused_op": matches(op, FUSED_RE),
+            "fused_name": matches(name, FUSED_RE),
             "not_attention": matches(name, NOT_ATTENTION_RE),
             "kv_cache": matches(name, KV_CACHE_RE),
             "combine": matches(name, COMBINE_RE) | matches(name, SCHEDULE_RE),
-            "op_batched": matches(op, structure.BATCHED_OP_RE), "op_plain": matches(op, structure.PLAIN_OP_RE),
             "category": (cat == "attention").to_numpy(dtype=bool),
             "gemm": (cat == "gemm").to_numpy(dtype=bool),
             "routing": (cat == "routing").to_numpy(dtype=bool),
@@ -188,11 +187,21 @@ def attention_rows(rows: pd.DataFrame) -> pd.DataFrame:
 def _stream_order(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """The rows' positions in stream order (rank, device, stream, phase, then start) and one integer
     per row naming its (rank, device, stream, phase)."""
-    keys = [c for c in ("rank", "device", "stream", "phase") if c in rows.columns]
-    group = (rows.groupby(keys, dropna=False, sort=False, observed=True).ngroup().to_numpy()
-             if keys else np.zeros(len(rows), dtype=np.int64))
+    group = np.zeros(len(rows), dtype=np.int64)
+    for c in ("rank", "device", "stream", "phase"):
+        if c in rows.columns:  # (codes combined in numpy: a groupby over four keys took ~0.5 s at 1M rows)
+            col = rows[c]
+            if isinstance(col.dtype, pd.CategoricalDtype):
+                codes, n = col.cat.codes.to_numpy(), len(col.cat.categories)
+            else:
+                codes, uniq = pd.factorize(col, use_na_sentinel=True)
+                n = len(uniq)
+            group = group * (n + 1) + (codes.astype(np.int64) + 1)
     start = rows["start_ns"].to_numpy() if "start_ns" in rows.columns else np.arange(len(rows))
-    order = np.lexsort((start, group))
+    if len(start) < 2 or bool((start[1:] >= start[:-1]).all()):
+        order = np.argsort(group, kind="stable")  # rows already in time order (the usual case): ~3x faster
+    else:
+        order = np.lexsort((start, group))
     return order, group
 
 
@@ -202,9 +211,11 @@ def _triples(rows: pd.DataFrame, f: dict[str, np.ndarray]) -> np.ndarray:
     if not soft.any() or not f["gemm"].any():
         return np.empty((0, 3), dtype=np.int64)
     order, group = _stream_order(rows)
-    bgemm, z = structure.batched_gemm(rows, f["gemm"], f["op_batched"], f["op_plain"])
+    op = rows["op"]  # (the ops are read only when a softmax and GEMMs are there to be ordered)
+    gemm = f["gemm"] & ~matches(op, structure.PLAIN_OP_RE)
     filler = f["filler"] & ~soft & ~f["gemm"]
-    t = structure.find_triples(group[order], bgemm[order], soft[order], filler[order], z[order])
+    grid = (lambda at: rows["grid"].iloc[order[at]]) if "grid" in rows.columns else None
+    t = structure.find_triples(group[order], gemm[order], soft[order], filler[order], matches(op, structure.BATCHED_OP_RE)[order], grid)
     return order[t] if len(t) else t
 
 
@@ -221,10 +232,11 @@ def _calls(rows: pd.DataFrame, main: np.ndarray) -> int:
     return int(main.sum())
 
 
-def min_attention_bytes(meta: dict) -> pd.Series:
-    """Per phase, the IO-minimal attention bytes summed over its steps and layers; empty if unknown."""
+def min_attention_bytes(meta: dict, steps: pd.DataFrame | None = None) -> pd.Series:
+    """Per phase, the IO-minimal attention bytes summed over its steps and layers; empty if unknown.
+    `steps`: `step_meta(meta)` where the caller has it already."""
     cfg = ModelConfig.from_meta(meta.get("model"))
-    steps = step_meta(meta)
+    steps = step_meta(meta) if steps is None else steps
     if cfg is None or steps.empty:
         return pd.Series(dtype="float64")
     b = elem_bytes(meta)
@@ -241,14 +253,17 @@ def min_attention_bytes(meta: dict) -> pd.Series:
 _VERDICT_COLUMNS = ("counters", "dram_read", "dram_write", "model_bytes", "dur_ns")
 
 
-def _scores_checked(rows: pd.DataFrame, soft_at: np.ndarray, meta: dict) -> tuple[int, int, float | None]:
+def _scores_per_call(meta: dict, steps: pd.DataFrame) -> pd.Series:
+    cfg = ModelConfig.from_meta(meta.get("model"))
+    return structure.scores_bytes_per_call(steps, cfg.heads if cfg else None, elem_bytes(meta))
+
+
+def _scores_checked(rows: pd.DataFrame, soft_at: np.ndarray, per_call: pd.Series) -> tuple[int, int, float | None]:
     """Of the triples' softmax rows (positions `soft_at`) with DRAM counters and a step whose S x S
-    scores are known: how many, how many moved at least the scores through DRAM, and the smallest
-    bytes/scores ratio."""
+    scores are known (`per_call`, by phase and step): how many, how many moved at least the scores
+    through DRAM, and the smallest bytes/scores ratio."""
     if not len(soft_at) or "counters" not in rows.columns:
         return 0, 0, None
-    cfg = ModelConfig.from_meta(meta.get("model"))
-    per_call = structure.scores_bytes_per_call(step_meta(meta), cfg.heads if cfg else None, elem_bytes(meta))
     if per_call.empty:
         return 0, 0, None
     sm = rows.iloc[soft_at]
@@ -257,8 +272,8 @@ def _scores_checked(rows: pd.DataFrame, soft_at: np.ndarray, meta: dict) -> tupl
         return 0, 0, None
     sm = sm[counted]
     idx = pd.MultiIndex.from_arrays([sm["phase"].astype(object), sm["step"].astype("float64")])
-    per_call.index = pd.MultiIndex.from_arrays([per_call.index.get_level_values(0).astype(object),
-                                                per_call.index.get_level_values(1).astype("float64")])
+    per_call = pd.Series(per_call.to_numpy(), index=pd.MultiIndex.from_arrays(
+        [per_call.index.get_level_values(0).astype(object), per_call.index.get_level_values(1).astype("float64")]))
     scores = per_call.reindex(idx).to_numpy(dtype="float64")
     moved = (sm["dram_read"].fillna(0) + sm["dram_write"].fillna(0)).to_numpy(dtype="float64")
     known = ~np.isnan(scores) & (scores > 0)
@@ -268,10 +283,16 @@ def _scores_checked(rows: pd.DataFrame, soft_at: np.ndarray, meta: dict) -> tupl
     return int(known.sum()), int((r >= 1.0).sum()), float(r.min())
 
 
+# The name tests a phase's verdict reads (the others serve the structure search over all rows).
+_PHASE_FLAGS = ("sdpa", "bmm", "path", "softmax", "not_softmax", "fused_name", "not_attention", "kv_cache",
+                "combine", "category", "routing")
+
+
 def verdicts(timed: pd.DataFrame, meta: dict, modeled: bool = False) -> list[Verdict]:
     """One verdict per phase over its attention calls (docs/definitions.md, "Attention verdict")."""
     rows = labelled(timed)
-    mins = min_attention_bytes(meta)
+    steps = step_meta(meta)
+    mins = min_attention_bytes(meta, steps)
     out: list[Verdict] = []
     if rows.empty:
         return out
@@ -284,9 +305,12 @@ def verdicts(timed: pd.DataFrame, meta: dict, modeled: bool = False) -> list[Ver
     model_flops = (rows["model_flops"].to_numpy(dtype="float64", na_value=np.nan)
                    if "model_flops" in rows.columns and not modeled else np.full(len(rows), np.nan))
     positions = pd.Series(np.arange(len(rows)), index=rows.index)
+    scores = None  # the S x S scores per call, by (phase, step): read from the metadata once, when needed
     for phase, at in positions.groupby(rows["phase"], sort=False):  # (the phases as rows.groupby gives them)
         at = at.to_numpy()
-        f = {k: v[at] for k, v in flags.items()}
+        f = {k: v[at] for k, v in flags.items() if k in _PHASE_FLAGS}
+        in_phase = np.zeros(len(rows), dtype=bool)
+        in_phase[at] = True
         mask = _attention_mask(f) | in_triple[at]
         kv = int((f["kv_cache"] & ~mask).sum())
         if not mask.any():
@@ -296,8 +320,8 @@ def verdicts(timed: pd.DataFrame, meta: dict, modeled: bool = False) -> list[Ver
         combine = f["combine"] & mask & ~f["kv_cache"]
         main = (f["fused_name"] & mask & ~combine)
         fused = int(main.sum())
-        fused_calls = _calls(rows.iloc[at], main)
-        ph_triples = triples[np.isin(triples[:, 1], at)]
+        fused_calls = _calls(rows[[c for c in ("rank", "step", "layer") if c in rows.columns]].iloc[at], main)
+        ph_triples = triples[in_phase[triples[:, 1]]] if len(triples) else triples
         n_tri = len(ph_triples)
         loose = mask & f["softmax"] & ~f["not_softmax"] & ~soft_of_triple[at]
         n_loose = int(loose.sum())
@@ -324,7 +348,9 @@ def verdicts(timed: pd.DataFrame, meta: dict, modeled: bool = False) -> list[Ver
             verdict = "mixed"
         else:
             verdict = "unknown"
-        n_checked, n_pass, worst = _scores_checked(rows, ph_triples[:, 1], meta) if n_tri else (0, 0, None)
+        if n_tri and scores is None:
+            scores = _scores_per_call(meta, steps)
+        n_checked, n_pass, worst = _scores_checked(rows, ph_triples[:, 1], scores) if n_tri else (0, 0, None)
         shapes = structure.shapes_agree(model_flops, ph_triples) if n_tri else False
         # what the verdict rests on (the strongest evidence that backs it)
         agree = (verdict == "fused" and not big) or (verdict in ("materialized", "mixed") and big)

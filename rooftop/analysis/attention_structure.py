@@ -10,7 +10,7 @@ hidden state, a softmax over the expert logits, then the experts' GEMMs) is not 
 A GEMM is batched when its op is a batched-GEMM op (`aten::bmm`, `aten::baddbmm`, `aten::matmul`)
 or, where no op is known (an ncu report), when its launch grid spans z > 1 (cuBLAS puts the batch in
 gridDim.z); an op that is a plain GEMM (`aten::mm`, `aten::addmm`, `aten::linear`) is never batched.
-Where both grids are known the two GEMMs must run over the same batch (the same grid z).
+Where the grids decide, the two GEMMs must run over the same batch (the same grid z).
 
 Op shapes back the structure when both GEMMs carry FLOPs from their op shapes: Q K^T and P V do
 the same number of FLOPs (2 x batch.heads x Sq x Sk x d each), which a router's gate and its experts
@@ -45,33 +45,41 @@ def grid_z(grid: pd.Series) -> np.ndarray:
     return vals[codes]
 
 
-def batched_gemm(rows: pd.DataFrame, is_gemm: np.ndarray, op_batched: np.ndarray, op_plain: np.ndarray) -> tuple:
-    """Per row: whether it is a batched GEMM, and its grid z (NaN unknown)."""
-    z = grid_z(rows["grid"]) if "grid" in rows.columns else np.full(len(rows), np.nan)
-    batched = is_gemm & ~op_plain & (op_batched | (z > 1))
-    return batched, z
-
-
-def find_triples(order_keys: np.ndarray, is_bgemm: np.ndarray, is_soft: np.ndarray, is_filler: np.ndarray,
-                 z: np.ndarray) -> np.ndarray:
+def find_triples(order_keys: np.ndarray, is_gemm: np.ndarray, is_soft: np.ndarray, is_filler: np.ndarray,
+                 op_batched: np.ndarray, grid=None) -> np.ndarray:
     """Positions (into the given rows, already in stream order) of (GEMM, softmax, GEMM) triples.
 
     `order_keys` is one integer per row naming its stream (rank, device, stream): a triple never
-    spans two streams. Returns an (n, 3) array of row positions."""
-    n = len(is_bgemm)
+    spans two streams. `is_gemm` holds the GEMMs that may be batched (not a plain-GEMM op);
+    `op_batched` those whose op says they are. `grid(positions)` (the launch grids of rows at those
+    positions, a Series) decides the others, read only for the GEMMs next to a softmax. Returns an
+    (n, 3) array."""
+    n = len(is_gemm)
+    empty = np.empty((0, 3), dtype=np.int64)
     if n < 3 or not is_soft.any():
-        return np.empty((0, 3), dtype=np.int64)
+        return empty
     sig = np.flatnonzero(~is_filler)            # the kernels that count; fillers are skipped
     if len(sig) < 3:
-        return np.empty((0, 3), dtype=np.int64)
+        return empty
     prev, mid, nxt = sig[:-2], sig[1:-1], sig[2:]
-    ok = is_soft[mid] & is_bgemm[prev] & is_bgemm[nxt]
+    ok = is_soft[mid] & is_gemm[prev] & is_gemm[nxt]
     ok &= (order_keys[prev] == order_keys[mid]) & (order_keys[mid] == order_keys[nxt])
     ok &= (mid - prev - 1 <= MAX_FILLERS) & (nxt - mid - 1 <= MAX_FILLERS)
-    # both grids known: the same batch (B x heads) on both GEMMs
-    zp, zn = z[prev], z[nxt]
-    ok &= np.isnan(zp) | np.isnan(zn) | (zp == zn)
-    return np.stack([prev[ok], mid[ok], nxt[ok]], axis=1)
+    prev, mid, nxt = prev[ok], mid[ok], nxt[ok]
+    if not len(mid):
+        return empty
+    # batched: by its op, else by a grid with z > 1; both grids known: the same batch (B x heads).
+    # Grids are read only where an op does not already say both GEMMs are batched.
+    by_op = op_batched[prev] & op_batched[nxt]
+    zp = zn = np.full(len(mid), np.nan)
+    ask = np.flatnonzero(~by_op)
+    if grid is not None and len(ask):
+        zp, zn = zp.copy(), zn.copy()
+        zp[ask] = grid_z(grid(prev[ask]))
+        zn[ask] = grid_z(grid(nxt[ask]))
+    keep = (op_batched[prev] | (zp > 1)) & (op_batched[nxt] | (zn > 1))
+    keep &= np.isnan(zp) | np.isnan(zn) | (zp == zn)
+    return np.stack([prev[keep], mid[keep], nxt[keep]], axis=1)
 
 
 def shapes_agree(model_flops: np.ndarray, triples: np.ndarray) -> bool:
