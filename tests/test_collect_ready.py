@@ -222,6 +222,15 @@ def test_collect_checks_memory_before_building_the_model(monkeypatch, capsys):
     assert collect._check_memory(preset("tiny"), _args(), "cpu", "fp32", fake) is None
 
 
+def test_out_of_memory_in_the_run_is_one_line(monkeypatch, capsys, tmp_path):
+    def oom(*a, **kw):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 32.00 GiB")
+    monkeypatch.setattr(collect, "_record", oom)
+    rc = collect.run(_args("--device", "cpu", "--prompt-len", "4", "--gen-len", "1", "-o", str(tmp_path / "x.parquet")))
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.count("\n") == 0 and "out of GPU memory" in err and "--batch" in err
+
+
 # --- the model on its device, in its dtype -----------------------------------------------------------
 
 def test_the_8b_model_is_built_on_its_device_in_its_dtype():

@@ -138,7 +138,15 @@ def run(args: argparse.Namespace) -> int:
     meta = {"device": dev, "source": {"tool": "rooftop collect", "command": " ".join(sys.argv)}}
 
     child = bool(getattr(args, "counters_child", False))
-    _record(args, cfg, device, dtype, workload, meta, child)
+    try:
+        _record(args, cfg, device, dtype, workload, meta, child)
+    except torch.cuda.OutOfMemoryError:
+        # the estimate (collectors/capture/memory.py) let it start; say so in one line, not a traceback
+        from . import memory
+        need = memory.plan(cfg, B, S, N, dtype, args.attn).total
+        print(f"rooftop: error: out of GPU memory during the run (estimated {need / 1e9:.1f} GB for batch {B} x "
+              f"prompt {S} with --attn {args.attn}): try a smaller --batch or --prompt-len", file=sys.stderr)
+        return 2
     if child:
         return 0
     if args.counters:

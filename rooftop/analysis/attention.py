@@ -64,7 +64,7 @@ class Verdict:
     min_bytes: float | None
     ratio: float | None
     bytes_source: str | None
-    confirmed: bool = True  # True only where bytes or op shapes back the verdict (evidence_kind)
+    confirmed: bool = False  # True only where bytes or op shapes back the verdict (evidence_kind)
     # Attention calls (one per layer per step): fused calls plus (GEMM, softmax, GEMM) triples.
     calls: int | None = None
     # What the verdict rests on: "bytes" (DRAM bytes against the S x S scores or the IO minimum),
