@@ -1,9 +1,12 @@
-"""Is attention really fused? The verdict per phase, from kernel names and (with counters) bytes.
+"""Is attention really fused? The verdict per phase over its attention calls (docs/definitions.md).
 
-Attention verdict: fused (FlashAttention-like: one fused kernel, bytes near the minimum) or
-materialized (separate QK^T GEMM, softmax and PV GEMM kernels, or bytes far above the minimum),
-with the measured/minimum byte ratio when counters exist. The minimum is read Q, K, V once and
-write O once (docs/definitions.md), computed from the model shapes and the step metadata.
+The unit is the attention call (one per layer per step). KV-cache writes are KV-cache work, never
+calls; split-KV combine and scheduling kernels belong to the call they finish. Fused: FlashAttention-
+like kernels (bytes near the minimum where counters exist). Materialized: the structure of unfused
+attention (batched GEMM -> softmax -> batched GEMM on one stream, attention_structure.py), a softmax
+inside an attention range, or bytes far above the minimum. The minimum is read Q, K, V once and
+write O once, from the model shapes and the step metadata. A verdict is `confirmed` only where bytes
+or op shapes back it; otherwise it says "by name".
 """
 from __future__ import annotations
 
