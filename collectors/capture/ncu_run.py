@@ -2,10 +2,13 @@
 
 The collector writes the timeline trace first, then calls `run_counters(args, trace_path)`.
 That re-runs the same workload as a child process under `ncu`, profiling only the kernels inside
-the chosen NVTX ranges (`--counter-steps prefill,decode:0-2`), reads the report and joins the
-counters onto the timeline's kernels by NVTX path and launch order, then rewrites the trace
-atomically. Whatever fails (no `ncu`, no permission, a replay error), the timeline trace stays as
-it was and the message says what to do.
+the chosen NVTX ranges (`--counter-steps`, by default one layer of one decode step:
+`decode/step=0/layer=0/`), reads the report and joins the counters onto the timeline's kernels by
+NVTX path and launch order, then rewrites the trace atomically. Before ncu starts, the kernels
+under the filters are counted in the timeline and the replay estimate checked against the budget;
+ncu runs in its own process group, stopped past the time limit. Whatever fails (no `ncu`,
+restricted counters, over budget, a replay error, a hang, nothing joined), the timeline trace
+stays as it was, the exit status is 3 and the message says what to do.
 
 Contract with the collector (`collectors/capture/collect.py`): the child command is
 `python -m rooftop collect <same workload options> --counters-child`, and `--counters-child` means
@@ -334,19 +337,18 @@ def run_counters(args: Any, trace_path: str | os.PathLike, *, ncu: str | None = 
     if status is None:
         return fail(f"ncu ran past {limit:.0f} s and was stopped (its process group killed): a hung replay or "
                     f"workload; {_error_lines(output) or 'no output'}")
-    proc = subprocess.CompletedProcess(cmd, status, output)
-    if "ERR_NVGPUCTRPERM" in proc.stdout:
+    if "ERR_NVGPUCTRPERM" in output:
         return fail(PERMISSION_HELP)
-    if proc.returncode != 0:
-        return fail(f"ncu exited with status {proc.returncode}: {_error_lines(proc.stdout)}")
+    if status != 0:
+        return fail(f"ncu exited with status {status}: {_error_lines(output)}")
     if not report.is_file():
-        return fail(f"ncu wrote no report {report}: {_error_lines(proc.stdout)}")
+        return fail(f"ncu wrote no report {report}: {_error_lines(output)}")
     try:
         from collectors.readers.ncu_rep import read_ncu_rep
 
         rows, rep_meta = read_ncu_rep(report)
     except NcuError as exc:
-        return fail(f"{exc}: {_error_lines(proc.stdout)}")
+        return fail(f"{exc}: {_error_lines(output)}")
 
     joined, summary = join_counters(trace.events, rows)
     if not summary["matched"]:
