@@ -19,7 +19,11 @@ import re
 
 import numpy as np
 import pandas as pd
-from pycxxfilt import itanium_demangle as _itanium_demangle
+
+try:  # a missing or broken demangler must not take every command down: names then stay as stored
+    from pycxxfilt import itanium_demangle as _itanium_demangle
+except ImportError:  # pragma: no cover - exercised by tests/test_collect_ready.py in a subprocess
+    _itanium_demangle = None
 
 from .codes import categorical, first_rows
 
@@ -31,7 +35,7 @@ CATEGORIES = ("gemm", "attention", "norm", "elementwise", "reduction", "comm", "
 
 def demangle(name: str | None) -> str | None:
     """The C++ name of an Itanium-mangled symbol; any other text (or a malformed symbol) unchanged."""
-    if not isinstance(name, str) or not name.startswith(("_Z", "__Z")):
+    if not isinstance(name, str) or not name.startswith(("_Z", "__Z")) or _itanium_demangle is None:
         return name
     try:
         return _itanium_demangle(name[1:] if name.startswith("__Z") else name) or name
@@ -502,9 +506,10 @@ _CATEGORY_RULES: list[tuple[str, str]] = [
                 r"histogram|index)|moe_?(?:histogram|sum|permute|unpermute|gate|routing|fused_gate)|routing(?:indices|main|"
                 r"kernel)|(?:^|::)routing::|finalize_?moe|finalizemoerouting|moe::dev::finalize|expand_?input_?rows|"
                 r"compute_?(?:expert|problem_sizes|arg_sorts)|shuffle_?(?:input_?)?rows|(?:^|::|_)(?:un)?permute_?(?:tokens|rows)|moe_?softmax"),
-    # KV-cache writes read like attention (`reshape_and_cache_flash`) but only copy.
+    # KV-cache writes read like attention (`reshape_and_cache_flash`) but only copy (vLLM
+    # csrc/cache_kernels.cu, FlashInfer page.cuh `AppendPagedKVCacheKernel`, Triton `store_kvcache_kernel`).
     ("memory", r"reshape_and_cache|concat_and_cache|copy_blocks|swap_blocks|kv_?cache_?(?:write|store|copy)|"
-               r"set_kv_buffer|store_kvcache"),
+               r"set_kv_buffer|store_kv_?cache|append_?paged_?kv_?cache"),
     # Attention kernels only: flash (not FlashInfer's norm/sampling/rope), fmha, FlashInfer prefill/
     # decode, paged attention, xformers, cuDNN SDPA, TensorRT-LLM XQA/MMHA, MLA.
     ("attention", r"flash(?!infer)|fmha|attention|attn|sdpa|(?:batch|single)_?(?:prefill|decode)_?with|"

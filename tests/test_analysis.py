@@ -257,6 +257,8 @@ def test_kv_append_named_flash_is_not_attention(tmp_path):
             k("void (anonymous namespace)::softmax_warp_forward<float>(...)", 100, 100, "decode/step=0/layer=0/attn")]
     v = analyze(build(tmp_path, rows)).attention
     assert [x.verdict for x in v] == ["materialized"] and v[0].fused_kernels == 0
+    # the KV write is KV-cache work, not a call; the lone softmax is a call by name only
+    assert v[0].kv_cache_kernels == 1 and v[0].calls == 1 and not v[0].confirmed
 
 
 def test_percent_of_datasheet_and_of_measured(tmp_path):
@@ -306,7 +308,9 @@ def test_unconfirmed_materialized_attention_is_hedged(tmp_path):
     a = analyze(build(tmp_path, rows))
     assert [(v.verdict, v.confirmed) for v in a.attention] == [("materialized", False)]
     f = [x for x in a.findings if x.id.endswith("-attention")][0]
-    assert f.severity == "warn" and "looks materialized" in f.title and "kernel names alone" in f.detail
+    # no attention range, no op shapes, no bytes: the structure is found, the verdict says "by name"
+    assert f.severity == "warn" and "looks materialized" in f.title and "by name" in f.title
+    assert "by name" in f.detail and a.attention[0].evidence_kind == "structure"
 
 
 def test_kernel_detail_says_unknown_never_nan(tmp_path):

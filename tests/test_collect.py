@@ -128,6 +128,8 @@ def test_counters_without_ncu_keeps_the_timeline(tmp_path, capsys, monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", no_ncu)
     monkeypatch.delitem(sys.modules, "collectors.capture.ncu_run", raising=False)
+    # --counters needs a GPU and nvtx (tests/test_collect_ready.py); the subject here is the runner missing
+    monkeypatch.setattr(collect, "_resolve", lambda args, torch: ("cpu", "fp32"))
     out = tmp_path / "c.parquet"
     rc = collect.run(_args("--device", "cpu", "--prompt-len", "8", "--gen-len", "1", "--warmup", "0",
                            "--counters", "-o", str(out)))

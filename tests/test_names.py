@@ -236,6 +236,9 @@ CASES = {
         "__nv_bfloat16 const*, __nv_bfloat16 const*, unsigned char*, unsigned char*, long const*, long)",
         "void vllm::concat_and_cache_mla_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>("
         "__nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16*, long const*)",
+        # FlashInfer include/flashinfer/page.cuh: the KV-cache append of a paged cache
+        "void flashinfer::AppendPagedKVCacheKernel<8u, 16u, __nv_bfloat16, int>(flashinfer::paged_kv_t<__nv_bfloat16, "
+        "int>, __nv_bfloat16*, __nv_bfloat16*, int*, int*, unsigned int, unsigned int, unsigned int, unsigned int)",
         # the parameter list names attention; the kernel copies
         "void at::native::copy_kernel_impl<float>(FlashAttnParams const*, float*)",
     ],

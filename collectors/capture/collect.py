@@ -33,7 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--counters", action="store_true",
                         help="also collect Nsight Compute counters for a few steps (needs ncu)")
     parser.add_argument("--counter-steps", default=None,
-                        help="steps to profile with ncu, e.g. 'prefill,decode:0-2'")
+                        help="what to profile with ncu: PHASE[:N[-M]][/layer=L], comma-separated "
+                             "(default decode:0/layer=0, one layer of decode step 0)")
+    parser.add_argument("--counter-budget", type=float, default=None, metavar="SECONDS",
+                        help="refuse to start ncu when the replay estimate is over this (default 240)")
+    parser.add_argument("--counter-timeout", type=float, default=None, metavar="SECONDS",
+                        help="stop ncu (its whole process group) after this (default budget + 180)")
     parser.add_argument("-o", "--output", default="run.parquet", help="trace file to write")
     parser.add_argument("--kineto", default=None, metavar="PATH",
                         help="also keep the profiler's own Kineto JSON (the trace is read from it either way)")
@@ -74,15 +79,36 @@ def _resolve(args, torch) -> tuple[str, str]:
         raise SystemExit("rooftop: error: --cuda-graphs needs --device cuda")
     if device == "cpu" and args.attn in ("efficient", "cudnn"):
         raise SystemExit(f"rooftop: error: --attn {args.attn} needs a CUDA GPU (use auto, flash or math on cpu)")
+    # (the ncu child is started only after the parent passed these; it needs the ranges all the same)
+    counters = bool(getattr(args, "counters", False))
+    if counters and device != "cuda":
+        raise SystemExit("rooftop: error: --counters needs a CUDA GPU (Nsight Compute profiles GPU kernels); "
+                         "torch sees none" if not torch.cuda.is_available() else
+                         "rooftop: error: --counters needs --device cuda")
+    if counters or getattr(args, "counters_child", False):
+        from .record import nvtx_available
+        if not nvtx_available():
+            raise SystemExit("rooftop: error: --counters needs the `nvtx` package (pip install nvtx): without it "
+                             "the ranges ncu filters on are never emitted and it would profile 0 kernels")
     return device, dtype
+
+
+def _check_memory(cfg, args, device: str, dtype: str, torch) -> str | None:
+    """One line when the run would not fit in the GPU's free memory (before anything is built)."""
+    if device != "cuda":
+        return None
+    from . import memory
+
+    free, _total = torch.cuda.mem_get_info()
+    return memory.check(cfg, args.batch, args.prompt_len, args.gen_len, dtype, args.attn, float(free),
+                        torch.cuda.get_device_name())
 
 
 def run(args: argparse.Namespace) -> int:
     import torch
 
     from .calibrate import load_cached
-    from .record import Recorder, device_meta
-    from .workloads.llama import Llama, GraphedDecode, attention_backend
+    from .record import device_meta
 
     try:
         cfg = preset(args.preset)
@@ -97,6 +123,10 @@ def run(args: argparse.Namespace) -> int:
     except SystemExit as exc:
         print(exc, file=sys.stderr)
         return 2
+    too_big = _check_memory(cfg, args, device, dtype, torch)
+    if too_big:
+        print(f"rooftop: error: {too_big}", file=sys.stderr)
+        return 2
     B, S, N = args.batch, args.prompt_len, args.gen_len
     workload = {"batch": B, "prompt_len": S, "gen_len": N, "attn": args.attn, "cuda_graphs": bool(args.cuda_graphs),
                 "dtype": dtype, "device": device, "seed": args.seed, "preset": args.preset}
@@ -107,31 +137,56 @@ def run(args: argparse.Namespace) -> int:
         dev["calibration"] = cal
     meta = {"device": dev, "source": {"tool": "rooftop collect", "command": " ".join(sys.argv)}}
 
-    progress = Progress(args.warmup + 1 + N + 1)
+    child = bool(getattr(args, "counters_child", False))
     try:
-        child = bool(getattr(args, "counters_child", False))
-        rec = Recorder(args.output, model=cfg, workload=workload, meta=meta, device=device, profile=not child,
-                       kineto=getattr(args, "kineto", None))
-        model = Llama(cfg, batch=B, max_len=S + N, dtype=dtype, device=device, attn=args.attn, seed=args.seed)
-        gen = torch.Generator(device="cpu").manual_seed(args.seed)
-        prompt = torch.randint(0, cfg.vocab, (B, S), generator=gen).to(device)
-        with attention_backend(args.attn):
-            for _ in range(args.warmup):
-                _generate(model, prompt, min(N, 2), None, None)
-                progress.advance("warm-up")
-            graphed = GraphedDecode(model) if args.cuda_graphs else None
-            with rec:
-                _generate(model, prompt, N, rec, graphed, progress)
-        progress.advance("write")
-    except TraceError:
-        raise  # the CLI prints it as one line, exit 2
+        _record(args, cfg, device, dtype, workload, meta, child)
+    except torch.cuda.OutOfMemoryError:
+        # the estimate (collectors/capture/memory.py) let it start; say so in one line, not a traceback
+        from . import memory
+        need = memory.plan(cfg, B, S, N, dtype, args.attn).total
+        print(f"rooftop: error: out of GPU memory during the run (estimated {need / 1e9:.1f} GB for batch {B} x "
+              f"prompt {S} with --attn {args.attn}): try a smaller --batch or --prompt-len", file=sys.stderr)
+        return 2
     if child:
-        progress.finish(f"ran {cfg.name} for ncu: prefill {B}x{S} + {N} decode steps")
         return 0
-    progress.finish(f"wrote {args.output}: {cfg.name}, prefill {B}x{S} + {N} decode steps on {dev['name']}")
     if args.counters:
+        # the recording's model, cache and tensors are gone with `_record`'s frame: give the
+        # allocator's cached blocks back too, so the ncu child has the whole GPU
+        import gc
+        gc.collect()
+        if device == "cuda":
+            torch.cuda.empty_cache()
         return _counters(args)
     return 0
+
+
+def _record(args, cfg, device: str, dtype: str, workload: dict, meta: dict, child: bool) -> None:
+    """Build the model on the device, warm up, and record the run (the ncu child: ranges only).
+    Everything it allocates on the GPU is local to this call."""
+    import torch
+
+    from .record import Recorder
+    from .workloads.llama import Llama, GraphedDecode, attention_backend
+
+    B, S, N = args.batch, args.prompt_len, args.gen_len
+    progress = Progress(args.warmup + 1 + N + 1)
+    rec = Recorder(args.output, model=cfg, workload=workload, meta=meta, device=device, profile=not child,
+                   kineto=getattr(args, "kineto", None))
+    model = Llama(cfg, batch=B, max_len=S + N, dtype=dtype, device=device, attn=args.attn, seed=args.seed)
+    gen = torch.Generator(device="cpu").manual_seed(args.seed)
+    prompt = torch.randint(0, cfg.vocab, (B, S), generator=gen).to(device)
+    with attention_backend(args.attn):
+        for _ in range(args.warmup):
+            _generate(model, prompt, min(N, 2), None, None)
+            progress.advance("warm-up")
+        graphed = GraphedDecode(model) if args.cuda_graphs else None
+        with rec:
+            _generate(model, prompt, N, rec, graphed, progress)
+    progress.advance("write")
+    if child:
+        progress.finish(f"ran {cfg.name} for ncu: prefill {B}x{S} + {N} decode steps")
+    else:
+        progress.finish(f"wrote {args.output}: {cfg.name}, prefill {B}x{S} + {N} decode steps on {meta['device']['name']}")
 
 
 def _generate(model, prompt, n: int, rec, graphed, progress: Progress | None = None) -> None:
@@ -155,7 +210,9 @@ def _generate(model, prompt, n: int, rec, graphed, progress: Progress | None = N
         progress.advance("prefill")
     with rec.phase("decode") if rec is not None else contextlib.nullcontext():
         for i in range(n):
-            with step("decode", i, S + i + 1, 1):
+            # graphed flash decode attends over the whole static cache (no mask): that is its context
+            context = model.max_len if graphed is not None and not model.static_mask else S + i + 1
+            with step("decode", i, context, 1):
                 if graphed is not None:
                     logits = graphed.step(tokens, S + i)
                 else:

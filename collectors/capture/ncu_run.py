@@ -2,10 +2,13 @@
 
 The collector writes the timeline trace first, then calls `run_counters(args, trace_path)`.
 That re-runs the same workload as a child process under `ncu`, profiling only the kernels inside
-the chosen NVTX ranges (`--counter-steps prefill,decode:0-2`), reads the report and joins the
-counters onto the timeline's kernels by NVTX path and launch order, then rewrites the trace
-atomically. Whatever fails (no `ncu`, no permission, a replay error), the timeline trace stays as
-it was and the message says what to do.
+the chosen NVTX ranges (`--counter-steps`, by default one layer of one decode step:
+`decode/step=0/layer=0/`), reads the report and joins the counters onto the timeline's kernels by
+NVTX path and launch order, then rewrites the trace atomically. Before ncu starts, the kernels
+under the filters are counted in the timeline and the replay estimate checked against the budget;
+ncu runs in its own process group, stopped past the time limit. Whatever fails (no `ncu`,
+restricted counters, over budget, a replay error, a hang, nothing joined), the timeline trace
+stays as it was, the exit status is 3 and the message says what to do.
 
 Contract with the collector (`collectors/capture/collect.py`): the child command is
 `python -m rooftop collect <same workload options> --counters-child`, and `--counters-child` means
@@ -28,7 +31,13 @@ import pandas as pd
 
 from collectors.readers.ncu import NcuError, join_counters
 
-DEFAULT_STEPS = "prefill,decode:0-2"
+# One layer of one step by default: a Llama-3-8B decode step launches ~1,200 kernels, about
+# 1,200 s of replay at the planning figures below; one layer is ~35 kernels, about 35 s.
+DEFAULT_STEPS = "decode/step=0/layer=0/"
+# The replay budget checked before ncu starts (`--counter-budget`), and the wall-clock limit of the
+# whole ncu run on top of it: the child re-builds the model and runs its warm-up under ncu too.
+DEFAULT_BUDGET_S = 240.0
+CHILD_SETUP_S = 180.0
 EXIT_OK = 0
 EXIT_NO_COUNTERS = 3  # the timeline trace was written, the counters could not be added
 
@@ -67,24 +76,37 @@ NO_NCU_HELP = ("`ncu` (Nsight Compute CLI) is not on PATH. It ships with the CUD
                "(e.g. /usr/local/cuda/bin/ncu) or as NVIDIA's nsight-compute package; no PyPI package "
                "has it. Add it to PATH and run again with --counters.")
 
-_STEP_ITEM = re.compile(r"^(prefill|decode)(?::(\d+)(?:-(\d+))?)?$")
+# `PHASE`, `PHASE:N`, `PHASE:N-M`, each optionally `/layer=L`; or the NVTX path itself,
+# `PHASE/step=N/` or `PHASE/step=N/layer=L/`.
+_STEP_ITEM = re.compile(r"^(prefill|decode)(?::(\d+)(?:-(\d+))?)?(?:/layer=(\d+))?/?$")
+_PATH_ITEM = re.compile(r"^(prefill|decode)/step=(\d+)(?:/layer=(\d+))?/?$")
 
 
 def parse_counter_steps(spec: str | None) -> list[str]:
-    """`prefill,decode:0-2` -> NVTX push/pop include filters for `ncu --nvtx-include`.
+    """`decode:0/layer=0` (the default, `decode/step=0/layer=0/`) -> NVTX push/pop include
+    filters for `ncu --nvtx-include`.
 
-    Items: `PHASE` (every step of it), `PHASE:N` or `PHASE:N-M` (steps N..M inclusive). The
-    Recorder pushes `PHASE`, then `step=N`, as nested ranges in the default domain, so the filters
-    are `prefill/` and `decode/step=0/`...; push/pop filters need the trailing slash.
+    Items: `PHASE` (every step of it), `PHASE:N` or `PHASE:N-M` (steps N..M inclusive), each
+    optionally narrowed to one layer with `/layer=L`; or an NVTX path `PHASE/step=N[/layer=L]/`.
+    The Recorder pushes `PHASE`, `step=N`, `layer=L` as nested ranges in the default domain, so the
+    filters are `decode/step=0/layer=0/`...; push/pop filters need the trailing slash.
     """
     spec = (spec or DEFAULT_STEPS).strip()
     filters: list[str] = []
     for item in (s.strip() for s in spec.split(",")):
-        m = _STEP_ITEM.match(item)
-        if not m:
-            raise NcuError(None, f"bad --counter-steps item {item!r}",
-                           "use PHASE or PHASE:N or PHASE:N-M, e.g. prefill,decode:0-2")
-        phase, lo, hi = m.group(1), m.group(2), m.group(3)
+        m = _PATH_ITEM.match(item)
+        if m:
+            phase, lo, hi, layer = m.group(1), m.group(2), None, m.group(3)
+        else:
+            m = _STEP_ITEM.match(item)
+            if not m:
+                raise NcuError(None, f"bad --counter-steps item {item!r}",
+                               "use PHASE[:N[-M]][/layer=L] or an NVTX path, e.g. decode:0/layer=0")
+            phase, lo, hi, layer = m.groups()
+        if layer is not None and lo is None:
+            raise NcuError(None, f"bad --counter-steps item {item!r}: a layer needs a step",
+                           f"e.g. {phase}:0/layer={layer}")
+        suffix = f"layer={int(layer)}/" if layer is not None else ""
         if lo is None:
             new = [f"{phase}/"]
         else:
@@ -94,7 +116,7 @@ def parse_counter_steps(spec: str | None) -> list[str]:
             if last - first >= 64:
                 raise NcuError(None, f"--counter-steps {item!r} asks for {last - first + 1} steps",
                                "profile a few steps: every kernel costs tens of replay passes")
-            new = [f"{phase}/step={i}/" for i in range(first, last + 1)]
+            new = [f"{phase}/step={i}/{suffix}" for i in range(first, last + 1)]
         filters += [f for f in new if f not in filters]
     return filters
 
@@ -103,7 +125,7 @@ def _last_decode_step(filters: list[str]) -> int | None:
     """The last decode step the filters need, or None when all decode steps are wanted."""
     if "decode/" in filters:
         return None
-    steps = [int(m.group(1)) for f in filters if (m := re.match(r"decode/step=(\d+)/$", f))]
+    steps = [int(m.group(1)) for f in filters if (m := re.match(r"decode/step=(\d+)/", f))]
     return max(steps) if steps else -1
 
 
@@ -159,9 +181,89 @@ def _matches(path: Any, filters: list[str]) -> bool:
     return False
 
 
+def filtered_kernels(events: pd.DataFrame, filters: list[str]) -> pd.Series:
+    """Which rows are kernels inside one of the NVTX `filters` (each distinct path tested once)."""
+    if "path" not in events.columns or events.empty:
+        return pd.Series(False, index=events.index)
+    kernel = (events["kind"].astype(object) == "kernel") if "kind" in events.columns else pd.Series(True, index=events.index)
+    codes, uniques = pd.factorize(events["path"].astype(object), use_na_sentinel=True)
+    hit = [_matches(u, filters) for u in uniques] + [False]
+    return kernel & pd.Series(pd.array(hit, dtype=bool)[codes], index=events.index).astype(bool)
+
+
 def count_filtered_kernels(events: pd.DataFrame, filters: list[str]) -> int:
-    kernels = events[events["kind"].astype(object) == "kernel"] if "kind" in events.columns else events
-    return int(sum(_matches(p, filters) for p in kernels["path"])) if "path" in kernels.columns else 0
+    return int(filtered_kernels(events, filters).sum())
+
+
+def check_budget(events: pd.DataFrame, filters: list[str], budget_s: float) -> tuple[int, float, str | None]:
+    """Kernels under `filters`, their replay estimate, and why not to start ncu (None: go).
+
+    Nothing matching is an error (ncu would profile 0 kernels); an estimate over the budget is one
+    too, with the estimate of one layer of one step as the bounded alternative."""
+    n = count_filtered_kernels(events, filters)
+    est = estimate_replay_seconds(n)
+    if n == 0:
+        paths = events.loc[events["kind"].astype(object) == "kernel", "path"].dropna().astype(str) \
+            if "path" in events.columns and "kind" in events.columns else pd.Series(dtype=object)
+        seen = sorted({"/".join(p.split("/")[:3]) for p in paths.head(2000)})[:3]
+        return n, est, (f"no kernel of the timeline trace lies inside {', '.join(filters)}: ncu would profile "
+                        f"nothing (ranges seen: {', '.join(seen) or 'none'})")
+    if est > budget_s:
+        one = parse_counter_steps(DEFAULT_STEPS)
+        n1 = count_filtered_kernels(events, one)
+        hint = (f"; one layer of one step ({one[0]}: {n1} kernel(s)) takes about {estimate_replay_seconds(n1):.0f} s"
+                if 0 < n1 < n else "")
+        return n, est, (f"profiling {n} kernel(s) would take about {est:.0f} s of replay, over the budget of "
+                        f"{budget_s:.0f} s (--counter-budget){hint}: narrow --counter-steps, "
+                        f"e.g. --counter-steps decode:0/layer=0")
+    return n, est, None
+
+
+def counters_restricted(params: str | os.PathLike = "/proc/driver/nvidia/params",
+                        status: str | os.PathLike = "/proc/self/status", euid: int | None = None) -> bool:
+    """True when the driver keeps the performance counters to admins (RmProfilingAdminOnly: 1) and
+    this process is neither root nor holds CAP_SYS_ADMIN (bit 21) or CAP_PERFMON (bit 38)."""
+    try:
+        text = Path(params).read_text(errors="replace")
+    except OSError:
+        return False  # not readable: leave it to ncu's own message
+    m = re.search(r"RmProfilingAdminOnly:\s*(\d+)", text)
+    if not m or m.group(1) == "0":
+        return False
+    euid = euid if euid is not None else (os.geteuid() if hasattr(os, "geteuid") else None)
+    if euid == 0:
+        return False
+    try:
+        cap = re.search(r"CapEff:\s*([0-9a-fA-F]+)", Path(status).read_text())
+    except OSError:
+        cap = None
+    eff = int(cap.group(1), 16) if cap else 0
+    return not (eff >> 21 & 1 or eff >> 38 & 1)
+
+
+def run_bounded(cmd: list[str], timeout_s: float, env: dict | None = None) -> tuple[int | None, str]:
+    """Run `cmd` in its own process group, output captured; past `timeout_s`, the whole group
+    (ncu, the workload it launched, their children) is terminated, then killed. Returns (status,
+    output); status None when it timed out."""
+    import signal
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                            env=env, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+        return proc.returncode, out
+    except subprocess.TimeoutExpired:
+        for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(proc.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                break
+            try:
+                out, _ = proc.communicate(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                out = ""
+        return None, out or ""
 
 
 def ncu_version(ncu: str) -> str | None:
@@ -179,8 +281,19 @@ def _error_lines(output: str, limit: int = 5) -> str:
     return " | ".join(lines[-limit:])
 
 
+def _nothing_joined(rows: pd.DataFrame, summary: dict, filters: list[str]) -> str:
+    """Why no counter row joined the timeline, naming the first range that did not match."""
+    if rows is None or rows.empty:
+        return (f"ncu profiled 0 kernels inside {', '.join(filters)}: were the NVTX ranges emitted in the re-run "
+                "(the `nvtx` package installed)?")
+    first = next(((p, st) for p, st in summary["paths"].items() if st["counters"] and not st["matched"]), None)
+    where = (f"first unmatched range {first[0] or '(no NVTX range)'!r}: {first[1]['counters']} profiled kernel(s) "
+             f"against {first[1]['timeline']} timeline kernel(s) there") if first else "no range matched"
+    return f"none of the {len(rows)} profiled kernel(s) joined the timeline ({where})"
+
+
 def run_counters(args: Any, trace_path: str | os.PathLike, *, ncu: str | None = None,
-                 out: TextIO | None = None) -> int:
+                 out: TextIO | None = None, check_permission: bool = True) -> int:
     """Profile the chosen steps under ncu and join the counters into the trace at `trace_path`.
 
     Returns EXIT_OK (0) when counters were joined, EXIT_NO_COUNTERS (3) when they could not be
@@ -204,31 +317,42 @@ def run_counters(args: Any, trace_path: str | os.PathLike, *, ncu: str | None = 
     exe = ncu or shutil.which("ncu")
     if exe is None:
         return fail(NO_NCU_HELP)
+    if check_permission and counters_restricted():
+        return fail(PERMISSION_HELP)
     trace = load_trace(trace_path)
     report = trace_path.with_name(trace_path.name.removesuffix(".parquet") + ".ncu-rep")
     cmd = build_ncu_command(filters, report, child_command(args, filters), ncu=exe)
-    n = count_filtered_kernels(trace.events, filters)
+    budget = float(getattr(args, "counter_budget", None) or DEFAULT_BUDGET_S)
+    n, est, why_not = check_budget(trace.events, filters, budget)
+    if why_not:
+        return fail(why_not)
+    limit = float(getattr(args, "counter_timeout", None) or (budget + CHILD_SETUP_S))
     print(f"rooftop: profiling {n} kernel(s) x ~{PASSES_ESTIMATE} replay passes with Nsight Compute, "
-          f"about {estimate_replay_seconds(n):.0f} s:\n  {shlex.join(cmd)}", file=out, flush=True)
+          f"about {est:.0f} s (budget {budget:.0f} s, stopped at {limit:.0f} s):\n  {shlex.join(cmd)}",
+          file=out, flush=True)
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              errors="replace", env={**os.environ, "LC_ALL": "C"})
+        status, output = run_bounded(cmd, limit, env={**os.environ, "LC_ALL": "C"})
     except OSError as exc:
         return fail(f"could not start {exe}: {exc.strerror or exc}")
-    if "ERR_NVGPUCTRPERM" in proc.stdout:
+    if status is None:
+        return fail(f"ncu ran past {limit:.0f} s and was stopped (its process group killed): a hung replay or "
+                    f"workload; {_error_lines(output) or 'no output'}")
+    if "ERR_NVGPUCTRPERM" in output:
         return fail(PERMISSION_HELP)
-    if proc.returncode != 0:
-        return fail(f"ncu exited with status {proc.returncode}: {_error_lines(proc.stdout)}")
+    if status != 0:
+        return fail(f"ncu exited with status {status}: {_error_lines(output)}")
     if not report.is_file():
-        return fail(f"ncu wrote no report {report}: {_error_lines(proc.stdout)}")
+        return fail(f"ncu wrote no report {report}: {_error_lines(output)}")
     try:
         from collectors.readers.ncu_rep import read_ncu_rep
 
         rows, rep_meta = read_ncu_rep(report)
     except NcuError as exc:
-        return fail(f"{exc}: {_error_lines(proc.stdout)}")
+        return fail(f"{exc}: {_error_lines(output)}")
 
     joined, summary = join_counters(trace.events, rows)
+    if not summary["matched"]:
+        return fail(_nothing_joined(rows, summary, filters))
     meta = dict(trace.meta)
     device = dict(meta.get("device") or {})
     peaks = dict(device.get("peaks") or {})

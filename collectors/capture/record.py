@@ -27,10 +27,15 @@ from rooftop.models import ModelConfig
 from rooftop.summary import write_summarized
 from rooftop.trace import TraceError, check_writable
 
-try:  # NVTX is optional: without it only the profiler sees the ranges.
+try:  # NVTX is optional: without it only the profiler sees the ranges (and ncu none: see nvtx_available).
     import nvtx as _nvtx
 except ImportError:  # pragma: no cover - nvtx is in the collect extra
     _nvtx = None
+
+
+def nvtx_available() -> bool:
+    """Whether the ranges reach NVTX (the `nvtx` package): `--counters` filters ncu on them."""
+    return _nvtx is not None
 
 
 def _rooftop_version() -> str | None:
@@ -164,6 +169,9 @@ class Recorder:
             if note:
                 print(note, file=sys.stderr)
             rows, found = import_session(self._prof, self.kineto)
+            if "attn" in self.workload:  # the built-in workload: say which SDPA backend really ran
+                from .backends import attention_backends
+                self.workload["attn_ran"] = attention_backends(rows)
             # with the report's summary in the footer (rooftop/summary.py): `report` answers at once
             self.written = write_summarized(self.path, rows, self.build_meta(incomplete, found))
         except (TraceError, OSError, RuntimeError) as err:

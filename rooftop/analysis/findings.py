@@ -79,18 +79,7 @@ def phase_findings(phases: pd.DataFrame, peaks, meta: dict, verdicts: list[Verdi
     for v in verdicts:
         if v.verdict == "unknown":
             continue
-        sev = {"fused": "info", "materialized": "bad", "mixed": "warn"}[v.verdict]
-        title = {"fused": f"{v.phase} attention is fused (FlashAttention-like)",
-                 "materialized": f"{v.phase} attention is materialized: the S x S scores go through HBM",
-                 "mixed": f"{v.phase} attention is partly fused, partly materialized"}[v.verdict]
-        if not v.confirmed:
-            sev = "warn"
-            title = f"{v.phase} attention looks materialized (separate softmax and batched GEMMs, no fused kernel)"
-        basis = (f"attention bytes ({v.bytes_source}) against the IO minimum" if v.ratio is not None
-                 else "kernel names and attention ranges/ops" if v.confirmed else "kernel names alone")
-        out.append(Finding(f"{v.phase}-attention", sev, title, v.evidence,
-                           f"{v.fused_kernels} fused and {v.softmax_kernels} softmax kernels; {basis}",
-                           _phase_share(timed, v.phase, v.attn_ns)))
+        out.append(_attention_finding(v, timed))
     if stalls is not None:
         for ph, shares in stalls.iterrows():
             top = top_reason(shares)
@@ -101,6 +90,35 @@ def phase_findings(phases: pd.DataFrame, peaks, meta: dict, verdicts: list[Verdi
                                    "warp-state counters (Nsight Compute), duration-weighted over the kernels that have them",
                                    _counter_coverage(timed, ph)))
     return out
+
+
+def _attention_finding(v: Verdict, timed: pd.DataFrame) -> Finding:
+    """The attention verdict in words: how many calls, which way, and what backs it ("by name"
+    where neither bytes nor op shapes do)."""
+    sev = {"fused": "info", "materialized": "bad", "mixed": "warn"}[v.verdict]
+    calls = f" ({v.calls} call{'s' if v.calls != 1 else ''})" if v.calls else ""
+    title = {"fused": f"{v.phase} attention is fused (FlashAttention-like){calls}",
+             "materialized": f"{v.phase} attention is materialized{calls}: the S x S scores go through HBM",
+             "mixed": f"{v.phase} attention is partly fused, partly materialized{calls}"}[v.verdict]
+    backed = {"bytes": "from DRAM bytes", "shapes": "from op shapes"}
+    if v.confirmed:
+        title += f", {backed.get(v.evidence_kind, v.evidence_kind)}"
+    elif v.evidence_kind == "model":
+        title += ", modeled"  # the analytic model's own kernels and bytes: a prediction, not a proof
+    else:
+        sev = "warn" if sev == "bad" else sev
+        looks = {"fused": f"{v.phase} attention looks fused (FlashAttention-like kernels){calls}",
+                 "materialized": f"{v.phase} attention looks materialized (batched GEMM, softmax, batched GEMM){calls}",
+                 "mixed": f"{v.phase} attention looks partly fused, partly materialized{calls}"}[v.verdict]
+        title = looks + (", by name and kernel order" if v.evidence_kind == "structure" else ", by name")
+    basis = {"bytes": f"attention bytes ({v.bytes_source or 'measured'}) against the S x S scores or the IO minimum",
+             "shapes": "op shapes of the two batched GEMMs (Q K^T and P V do the same FLOPs)",
+             "model": "the analytic model's bytes against the IO minimum (modeled trace)",
+             "structure": "kernel order on the stream and launch grids; kernel names",
+             "names": "kernel names alone"}[v.evidence_kind]
+    return Finding(f"{v.phase}-attention", sev, title, v.evidence,
+                   f"{v.calls or 0} attention calls: {v.fused_kernels} fused and {v.softmax_kernels} softmax kernels; "
+                   f"{basis}", _phase_share(timed, v.phase, v.attn_ns))
 
 
 def _utilization_findings(row: pd.Series, peaks) -> list[Finding]:

@@ -40,9 +40,9 @@ def _layer_scope(rec, i):
 
 
 class RMSNorm(nn.Module):
-    def __init__(self, dim: int, eps: float):
+    def __init__(self, dim: int, eps: float, **factory):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(dim))
+        self.weight = nn.Parameter(torch.ones(dim, **factory))
         self.eps = eps
 
     def forward(self, x):
@@ -57,17 +57,17 @@ def _rotate(x, cos, sin):
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: ModelConfig, repeat_kv: bool):
+    def __init__(self, cfg: ModelConfig, repeat_kv: bool, **factory):
         super().__init__()
         d = cfg.d
         self.heads, self.kv_heads, self.d = cfg.heads, cfg.kv_heads, d
         self.repeat_kv = repeat_kv
-        self.attn_norm = RMSNorm(cfg.hidden, cfg.norm_eps)
-        self.wqkv = nn.Linear(cfg.hidden, (cfg.heads + 2 * cfg.kv_heads) * d, bias=False)
-        self.wo = nn.Linear(cfg.heads * d, cfg.hidden, bias=False)
-        self.mlp_norm = RMSNorm(cfg.hidden, cfg.norm_eps)
-        self.w_gate_up = nn.Linear(cfg.hidden, 2 * cfg.ffn, bias=False)
-        self.w_down = nn.Linear(cfg.ffn, cfg.hidden, bias=False)
+        self.attn_norm = RMSNorm(cfg.hidden, cfg.norm_eps, **factory)
+        self.wqkv = nn.Linear(cfg.hidden, (cfg.heads + 2 * cfg.kv_heads) * d, bias=False, **factory)
+        self.wo = nn.Linear(cfg.heads * d, cfg.hidden, bias=False, **factory)
+        self.mlp_norm = RMSNorm(cfg.hidden, cfg.norm_eps, **factory)
+        self.w_gate_up = nn.Linear(cfg.hidden, 2 * cfg.ffn, bias=False, **factory)
+        self.w_down = nn.Linear(cfg.ffn, cfg.hidden, bias=False, **factory)
 
     def attention(self, x, cos, sin, k_cache, v_cache, pos, length, mask):
         b, t, _ = x.shape
@@ -103,16 +103,27 @@ class Llama(nn.Module):
         super().__init__()
         self.cfg, self.batch, self.max_len, self.attn = cfg, batch, max_len, attn
         torch.manual_seed(seed)
+        if str(device).startswith("cuda"):
+            torch.cuda.manual_seed_all(seed)
         # EFFICIENT and MATH refuse enable_gqa for dense inputs: expand K/V for them (and count it).
         repeat = attn in ("efficient", "math")
-        self.embed = nn.Embedding(cfg.vocab, cfg.hidden)
-        self.blocks = nn.ModuleList(Block(cfg, repeat) for _ in range(cfg.layers))
-        self.norm = RMSNorm(cfg.hidden, cfg.norm_eps)
-        self.head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
-        for p in self.parameters():  # small weights keep bf16 activations finite over many layers
-            if p.dim() > 1:
-                nn.init.normal_(p, std=0.02)
-        self.to(device=device, dtype=DTYPES[dtype])
+        # Built on the device in its dtype: an 8B model built on the CPU in fp32 first took 32 GB of
+        # host memory and about a minute per run.
+        factory = {"device": device, "dtype": DTYPES[dtype]}
+        self.embed = nn.Embedding(cfg.vocab, cfg.hidden, **factory)
+        self.blocks = nn.ModuleList(Block(cfg, repeat, **factory) for _ in range(cfg.layers))
+        self.norm = RMSNorm(cfg.hidden, cfg.norm_eps, **factory)
+        self.head = nn.Linear(cfg.hidden, cfg.vocab, bias=False, **factory)
+        with torch.no_grad():
+            for p in self.parameters():  # small weights keep bf16 activations finite over many layers
+                if p.dim() > 1:
+                    p.normal_(0.0, 0.02)
+        # Graph-captured decode attends over the whole static cache. Flash attention takes no mask
+        # (SDPA's flash backend refuses one: "No available kernel"), so under `flash` the graphed
+        # step attends, unmasked, over all `max_len` cached positions: the work of a full cache,
+        # recorded as such (the graphed steps' context is `max_len`). The other backends take the
+        # causal mask.
+        self.static_mask = attn != "flash"
         kv = (batch, cfg.kv_heads, max_len, cfg.d)
         self.k_cache = [torch.zeros(kv, device=device, dtype=DTYPES[dtype]) for _ in range(cfg.layers)]
         self.v_cache = [torch.zeros(kv, device=device, dtype=DTYPES[dtype]) for _ in range(cfg.layers)]
@@ -133,8 +144,9 @@ class Llama(nn.Module):
         mask = None
         if static:
             length = self.max_len
-            keys = torch.arange(self.max_len, device=pos.device)
-            mask = (keys[None, :] <= pos[:, None])[None, None]  # [1, 1, T, max_len]
+            if self.static_mask:
+                keys = torch.arange(self.max_len, device=pos.device)
+                mask = (keys[None, :] <= pos[:, None])[None, None]  # [1, 1, T, max_len]
         with _scope(rec, "embed"):
             x = self.embed(tokens)
         for i, block in enumerate(self.blocks):
