@@ -303,11 +303,12 @@ def gate_measure(v: dict, metric: str = "auto") -> tuple[dict | None, str]:
 
 def gate(v: dict, fail_above: float, metric: str = "auto") -> tuple[int, str]:
     """Exit status and its reason: 1 when B is slower than A by more than `fail_above` percent on
-    the gate's measure AND outside the noise (unknown noise does not excuse a regression), else 0;
-    2 when the measure cannot be computed."""
+    the gate's measure AND outside the noise (unknown noise does not excuse a regression), else 0,
+    also when the measure cannot be computed (no decode steps for `--metric decode`, runs that did
+    different work): then the reason says so."""
     m, words = gate_measure(v, metric)
     if m is None or m.get("change") is None:
-        return 2, f"gate: cannot compare: {words if m is None else m.get('noise_basis', 'no matched work')}"
+        return 0, f"gate: no verdict: {words if m is None else m.get('noise_basis', 'no matched work')}"
     pct = 100 * m["change"]
     noise = m.get("noise")
     noise_words = ("noise unknown" if noise is None else f"noise ±{100 * noise:.1f}%")
