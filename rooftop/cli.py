@@ -337,6 +337,7 @@ def cmd_diff(args) -> int:
         print()
         print(diff_text(a, b, args.top))
     if reason is not None and fmt != "text":
+        sys.stdout.flush()
         print(reason, file=sys.stderr)  # the one line a CI log shows, whatever went to stdout
     return status
 

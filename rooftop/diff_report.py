@@ -28,17 +28,19 @@ def _arrow(fmt, a, b) -> str:
 
 
 def noise_words(v: dict) -> str:
+    """`outside noise (±3.2%)`, `within noise (±4.5%)`, `noise unknown`; empty for "no change"."""
     n = v.get("noise")
     if v.get("direction") == "no change":
         return ""
     if n is None:
-        return "noise unknown" + (f" ({v['noise_basis']})" if v.get("noise_basis") else "")
-    where = "within noise" if v.get("within_noise") else "outside noise"
-    return f"{where} (±{100 * n:.1f}%, {v.get('noise_basis')})"
+        return "noise unknown"
+    return f"{'within' if v.get('within_noise') else 'outside'} noise (±{100 * n:.1f}%)"
 
 
 def verdict_line(v: dict) -> str:
-    """One line: `decode: B 12.3% slower per step (decode step time 1.23 ms → 1.38 ms; …), outside noise (…)`."""
+    """One line, the most important words first (a narrow screen cuts the end):
+    `decode: B 12.3% slower per step, outside noise (±2.1%): decode step time 1.23 ms → 1.38 ms;
+    tokens/s …; MBU … [noise: step-to-step spread (16 and 16 steps)]`."""
     phase = _p(v["phase"])
     if v.get("change") is None:
         return f"{phase}: no verdict: {v.get('noise_basis') or 'nothing to compare'}"
@@ -60,7 +62,8 @@ def verdict_line(v: dict) -> str:
     else:
         head = f"{phase}: B {_pct(v['change'])} {v['direction']} {unit}"
     tail = noise_words(v)
-    return f"{head} ({'; '.join(extra)})" + (f", {tail}" if tail else "")
+    basis = f" [noise: {v['noise_basis']}]" if tail and v.get("noise_basis") else ""
+    return head + (f", {tail}" if tail else "") + ": " + "; ".join(extra) + basis
 
 
 def hardware_lines(hw: list[dict]) -> list[str]:

@@ -15,8 +15,8 @@ from textual.app import App
 
 from rooftop.analysis import analyze
 from rooftop.trace import load_trace
-from tui.screens.compare import (CompareDetailScreen, CompareScreen, change_text, changed_title, group_rows,
-                                 rel_change, verdict)
+from tui.screens.compare import (CompareDetailScreen, CompareScreen, change_text, changed_title, rel_change,
+                                 verdict)
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tui_helpers import STYLESHEET, second_trace, small_trace  # noqa: E402
@@ -69,13 +69,17 @@ def test_compare_deltas(tmp_path):
             # MBU is a fraction: its change is in points, not relative.
             mbu = rows[("decode", "MBU")]
             assert mbu[3].endswith(("pts worse", "pts better", "pts")) and "%" not in mbu[3]
+            # The lower table starts on decode: its causes per step. The GEMM family gains 24 µs over
+            # 4 steps, 6 µs per step; the other families and idle do not change.
             groups = screen.query_one("#compare-groups").view
-            assert groups["key"].iloc[0].startswith("sm90_xmma_gemm") and groups["time_delta"].iloc[0] == 24_000
-            assert list(groups["time_delta"].iloc[1:]) == [0, 0]
+            assert "decode" in str(screen.query_one("#compare-groups-title").render())
+            assert groups["key"].iloc[0].startswith("sm90_xmma_gemm") and groups["delta_ns"].iloc[0] == 6_000
+            assert list(groups["delta_ns"].iloc[1:]) == [0, 0, 0]
             assert "Findings:" in str(screen.query_one("#compare-findings").render())
-            await pilot.press("s")
-            await pilot.pause()
-            assert "by |Δ bytes|" in str(screen.query_one("#compare-groups-title").render())
+            # The verdict, in `rooftop diff`'s words: 464 -> 488 µs over 4 steps, 116 -> 122 µs a step.
+            verdict_text = str(screen.query_one("#compare-verdict").render())
+            assert "decode: B 5.2% slower per step" in verdict_text
+            assert "prefill: no change per step" in verdict_text
 
     asyncio.run(run())
 
@@ -88,12 +92,8 @@ def test_groups_only_one_run_has_rank_by_their_own_size():
         return pd.DataFrame([{"key": k, "category": "x", "count": 1, "time_ns": t, "bytes": b} for k, t, b in rows])
 
     # A: gemm 100 µs / 10 MB, old 50 µs / 80 MB. B: gemm 110 µs / 11 MB, new 30 µs / 60 MB.
-    d = group_rows(group_diff(g([("gemm", 100e3, 10e6), ("old", 50e3, 80e6)]),
-                              g([("gemm", 110e3, 11e6), ("new", 30e3, 60e6)])))
-    by_time = d.sort_values("abs_time_change", ascending=False)["key"].tolist()
-    by_bytes = d.sort_values("abs_bytes_change", ascending=False)["key"].tolist()
-    assert by_time == ["old", "new", "gemm"]            # |−50|, |+30|, |+10| µs
-    assert by_bytes == ["old", "new", "gemm"]           # |−80|, |+60|, |+1| MB (not unknown for old/new)
+    d = group_diff(g([("gemm", 100e3, 10e6), ("old", 50e3, 80e6)]), g([("gemm", 110e3, 11e6), ("new", 30e3, 60e6)]))
+    assert d["key"].tolist() == ["old", "new", "gemm"]            # |−50|, |+30|, |+10| µs
     assert d.set_index("key")["bytes_change"].to_dict() == {"gemm": 1e6, "old": -80e6, "new": 60e6}
 
 
@@ -146,3 +146,90 @@ def test_findings_added_and_removed(tmp_path):
                 assert "no change" in text
 
     asyncio.run(run())
+
+
+def _panel(screen, wid: str):
+    return screen.query_one(wid)
+
+
+def test_every_phase_and_step_reachable_by_keys_at_80x24(tmp_path):
+    """`p` cycles the phases, `t` flips between a phase's kernel families and its steps; both keys
+    are in the key bar; at 80x24 the verdict, the phase table and the lower table all have rows.
+    By hand (tui_helpers): decode step i spans 113 + 2i µs in A, 113 + 6i µs in B."""
+    a = analyze(load_trace(small_trace(tmp_path, counters=True)))
+    b = analyze(load_trace(second_trace(tmp_path, counters=True)))
+
+    async def run():
+        app = Two(a, b)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _settle(pilot)
+            screen = app.screen
+            bar = screen.query_one("#keybar").render().plain
+            assert "p Phase" in bar and "t Steps/Kernels" in bar
+            for wid in ("#compare-verdict-box", "#compare-phases", "#compare-groups"):
+                r = _panel(screen, wid).region
+                assert r.height >= 3 and r.y + r.height <= 23, (wid, r)
+            assert screen.phase == "decode"
+            await pilot.press("t")
+            await _settle(pilot)
+            steps = screen.query_one("#compare-steps")
+            assert steps.display and not screen.query_one("#compare-groups").display
+            rows = steps.view.set_index("step")
+            assert rows.loc["3"].tolist() == ["119 µs", "131 µs", "+12 µs", "+10.1% worse"]
+            assert rows.loc["0", "change"] == "+0.0%"
+            seen = set()
+            for _ in range(len(screen.phase_names)):
+                seen.add((screen.phase, tuple(screen.query_one("#compare-steps").view["step"])))
+                await pilot.press("p")
+                await _settle(pilot)
+            assert seen == {("decode", ("0", "1", "2", "3")), ("prefill", ("0",))}
+            await pilot.press("t")
+            await _settle(pilot)
+            assert screen.query_one("#compare-groups").display
+
+    asyncio.run(run())
+
+
+HTA = "facebookresearch__HolisticTraceAnalysis__tests__data__trace_filter__sampled_rank-{}.json.gz"
+
+
+def _sign_ok(view) -> int:
+    """Every step row: slower is 'worse', faster is 'better'; returns how many rows changed."""
+    changed = 0
+    for r in view.to_dict("records"):
+        if r["delta"].startswith("+"):
+            assert "better" not in r["change"], r
+            changed += "worse" in r["change"]
+        elif r["delta"].startswith("−"):
+            assert "worse" not in r["change"], r
+            changed += "better" in r["change"]
+    return changed
+
+
+def test_slower_is_never_better_on_a_real_pair_in_both_orders(fixtures_dir):
+    from rooftop.cli import _analysis
+    from rooftop.analysis.verdict import verdicts
+    from rooftop.diff_report import verdict_line
+
+    r0, r1 = (_analysis(str(fixtures_dir / "traces" / HTA.format(i))) for i in (0, 1))
+
+    async def run(a, b):
+        app = Two(a, b)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _settle(pilot)
+            screen = app.screen
+            # The same verdict line as `rooftop diff`.
+            line = verdict_line(verdicts(a, b)["phases"][0])
+            assert line in str(screen.query_one("#compare-verdict").render()).replace("\n", "")
+            await pilot.press("t")
+            await _settle(pilot)
+            view = screen.query_one("#compare-steps").view
+            assert list(view["step"]) == ["551", "552"]
+            return _sign_ok(view), view
+
+    n_ab, ab = asyncio.run(run(r0, r1))
+    n_ba, ba = asyncio.run(run(r1, r0))
+    assert n_ab >= 1 and n_ba >= 1
+    # The other order swaps A and B, so each step's word flips.
+    for x, y in zip(ab["change"], ba["change"]):
+        assert ("worse" in x) == ("better" in y)

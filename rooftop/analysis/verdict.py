@@ -239,6 +239,9 @@ def overall(phases: list[dict]) -> dict:
     if ta and all(n is not None for n in noises):
         noise = math.sqrt(sum((n * p["a_ns"] * p["units_a"]) ** 2 for n, p in zip(noises, known))) / ta
     change = tb / ta - 1 if ta else None
+    if len(known) == 1:  # one phase: its words (work ratio, per-call change) are the overall's
+        out.update({k: known[0].get(k) for k in ("work_ratio", "per_call_change", "units_a", "units_b")})
+        out["measure"] = known[0]["measure"]
     out.update(a_ns=ta, b_ns=tb, change=change, noise=noise, direction=_direction(change),
                within_noise=None if noise is None or change is None or abs(change) < SAME else abs(change) <= noise,
                noise_basis="combined over phases" if noise is not None else "noise unknown in some phase")
