@@ -54,7 +54,8 @@ def verdict_line(v: dict) -> str:
                             ("mbu", fmt_pct, "MBU"), ("mfu", fmt_pct, "MFU")):
         a, b = v.get(f"{col}_a"), v.get(f"{col}_b")
         if not (is_unknown(a) and is_unknown(b)):
-            extra.append(f"{words} {_arrow(fmt, a, b)}")
+            rank = "" if v.get("metrics_rank") is None else f" (rank {v['metrics_rank']})"
+            extra.append(f"{words}{rank} {_arrow(fmt, a, b)}")
     if v.get("basis") == "work" and v.get("per_call_change") is not None:
         extra.append(f"per call of matched kernels {100 * v['per_call_change']:+.1f}%")
     if v["direction"] == "no change":
@@ -64,6 +65,23 @@ def verdict_line(v: dict) -> str:
     tail = noise_words(v)
     basis = f" [noise: {v['noise_basis']}]" if tail and v.get("noise_basis") else ""
     return head + (f", {tail}" if tail else "") + ": " + "; ".join(extra) + basis
+
+
+def rank_lines(doc: dict) -> list[str]:
+    """Per phase of a multi-rank pair: the rank driving the total, then every rank's own change."""
+    out = []
+    ranks = doc.get("ranks") or []
+    for d in doc.get("drivers") or []:
+        unit = "step time" if d["basis"] == "step" else "span"
+        where = (f"the slowest rank in {d['straggler_steps']} of {d['steps']} steps of {d['side']}"
+                 if d["basis"] == "step" else f"the slowest rank of {d['side']}")
+        ch = "" if d["change"] is None else f" ({100 * d['change']:+.1f}%)"
+        out.append(f"  rank {d['rank']} drives {_p(d['phase'])}: {where}; its {unit} "
+                   f"{_arrow(fmt_ns, d['a_ns'], d['b_ns'])}{ch}")
+        each = [f"rank {r['rank']} " + ("—" if r["change"] is None else f"{100 * r['change']:+.1f}%")
+                for r in ranks if r["phase"] == d["phase"]]
+        out.append("    per rank: " + ", ".join(each))
+    return out
 
 
 def hardware_lines(hw: list[dict]) -> list[str]:
@@ -151,6 +169,7 @@ def verdict_text(doc: dict, top: int = 10, gate_reason: str | None = None) -> st
     lines.append("verdict: " + verdict_line(doc["overall"]))
     for v in doc["phases"]:
         lines.append("  " + verdict_line(v))
+    lines += rank_lines(doc)
     if gate_reason:
         lines.append(gate_reason)
     for v in doc["phases"]:
@@ -178,6 +197,7 @@ def verdict_markdown(doc: dict, label_a: str, label_b: str, top: int = 10, gate_
     out.append(f"**Verdict:** {_md(verdict_line(doc['overall']))}")
     out.append("")
     out += [f"- {_md(verdict_line(v))}" for v in doc["phases"]]
+    out += [f"- {_md(line.strip())}" for line in rank_lines(doc)]
     if gate_reason:
         out += ["", f"**{_md(gate_reason)}**"]
     for v in doc["phases"]:

@@ -282,3 +282,32 @@ def test_fuser_exports_both_orders_say_different_work(fixtures_dir, capsys):
         assert main(["diff", x, y, "--fail-above", "10"]) == 0
         out = capsys.readouterr().out
         assert out.splitlines()[0].startswith("DIFFERENT HARDWARE") and "gate: no verdict" in out
+
+
+# --- directories of ranks ---------------------------------------------------------------------------
+
+def test_rank_directories_compare_rank_by_rank_and_name_the_straggler(tmp_path, capsys):
+    from tui_helpers import multi_rank_run
+
+    # Rank N's decode step s spans 113 + 2·s·slow[N] µs (tui_helpers). A: both ranks at slow 1;
+    # B: rank 1 at slow 3, so rank 1's mean decode step goes 116 -> 122 µs and it is the slowest
+    # rank of steps 1-3 of B (step 0 ties; the first rank wins a tie).
+    a_dir, b_dir = multi_rank_run(tmp_path, (1.0, 1.0), "a"), multi_rank_run(tmp_path, (1.0, 3.0), "b")
+    a, b = _analysis(str(a_dir)), _analysis(str(b_dir))
+    v = verdict.verdicts(a, b)
+    ranks = pd.DataFrame(v["ranks"]).set_index(["phase", "rank"])
+    assert ranks.loc[("decode", 1), "a_ns"] == pytest.approx(116_000)
+    assert ranks.loc[("decode", 1), "b_ns"] == pytest.approx(122_000)
+    assert ranks.loc[("decode", 0), "change"] == pytest.approx(0)
+    assert ranks.loc[("decode", 1), "straggler_b"] == 3
+    drivers = {d["phase"]: d for d in v["drivers"]}
+    assert set(drivers) == {"decode"}  # prefill did not change: nothing drives it
+    assert drivers["decode"]["rank"] == 1 and drivers["decode"]["side"] == "B"
+    dec = {p["phase"]: p for p in v["phases"]}["decode"]
+    assert dec["b_ns"] == pytest.approx(122_000)  # the run's step time: the slowest rank's
+    assert main(["diff", str(a_dir), str(b_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "rank 1 drives decode: the slowest rank in 3 of 4 steps of B" in out
+    # The other order: B faster; the rank that made A slow is named, from A's steps.
+    back = {d["phase"]: d for d in verdict.verdicts(b, a)["drivers"]}["decode"]
+    assert back["rank"] == 1 and back["side"] == "A" and back["change"] < 0

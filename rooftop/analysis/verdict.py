@@ -176,6 +176,8 @@ def phase_verdict(a, b, phase: str) -> dict:
     out["direction"] = _direction(change)
     out["within_noise"] = (None if noise is None or change is None or out["direction"] == "no change"
                            else abs(change) <= noise)
+    # The phase table (tokens/s, MBU, MFU) of a multi-rank run is its lowest rank's: said so.
+    out["metrics_rank"] = a.first_rank if len(a.trace.ranks) > 1 else None
     for col in ("tokens_per_s", "mbu", "mfu", "model_mbu"):
         out[f"{col}_a"], out[f"{col}_b"] = _phase_value(a.phases, phase, col), _phase_value(b.phases, phase, col)
     out["causes"], out["categories"] = causes(fam, out)
@@ -280,8 +282,14 @@ def phases_of(a, b) -> list[str]:
 
 def verdicts(a, b) -> dict:
     """Everything the verdict says: per phase, overall, and the hardware differences."""
+    from . import rank_diff
+
     phases = [phase_verdict(a, b, p) for p in phases_of(a, b)]
-    return {"phases": phases, "overall": overall(phases), "hardware": hardware(a, b)}
+    table = rank_diff.rank_table(a, b)
+    changed = {p["phase"]: p.get("change") for p in phases if p.get("direction") != "no change"}
+    drivers = [d for d in rank_diff.driving_ranks(table, changed) if d["phase"] in changed]
+    return {"phases": phases, "overall": overall(phases), "hardware": hardware(a, b),
+            "ranks": _records(table) if table is not None else None, "drivers": drivers}
 
 
 METRICS = ("auto", "decode", "step", "work")
