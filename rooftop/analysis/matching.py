@@ -86,7 +86,7 @@ def match_keys(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataF
 def _per_family(rows: pd.DataFrame, keys: pd.DataFrame) -> pd.DataFrame:
     """Per match key: how, category (most time), count, time, per-call mean and variance, the top name."""
     if rows.empty:
-        return pd.DataFrame(columns=["how", "category", "count", "time_ns", "mean_ns", "var_ns2", "name"])
+        return pd.DataFrame(columns=["how", "category", "count", "time_ns", "mean_ns", "var_ns2", "name", "names"])
     dur = rows["dur_ns"].astype("float64")
     cat = _column(rows, "category").fillna("other")
     kind = _column(rows, "kind")

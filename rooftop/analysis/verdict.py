@@ -158,7 +158,10 @@ def phase_verdict(a, b, phase: str) -> dict:
         cover_a, cover_b = matched_share(fam)
         out.update(basis="work", measure="time per unit of work", work_ratio=r, matched_families=n,
                    per_call_change=pc, matched_share_a=cover_a, matched_share_b=cover_b)
-        if r is None or not r or span_a is None or span_b is None or not span_a or min(cover_a, cover_b) < SAME_WORK:
+        if rows_a.empty or rows_b.empty:
+            out.update(units_a=1.0, units_b=None, a_ns=span_a, b_ns=None, idle_a=None, idle_b=None, noise=None,
+                       noise_basis=f"the phase is only in {'A' if rows_b.empty else 'B'}")
+        elif r is None or not r or span_a is None or span_b is None or not span_a or min(cover_a, cover_b) < SAME_WORK:
             out.update(units_a=1.0, units_b=None, a_ns=span_a, b_ns=None, idle_a=None, idle_b=None, noise=None,
                        different_work=True,
                        noise_basis=(f"A and B do different work: matched kernels are {100 * cover_a:.0f}% of A's "
@@ -232,18 +235,24 @@ def overall(phases: list[dict]) -> dict:
         why = "; ".join(str(p.get("noise_basis")) for p in phases if p.get("noise_basis")) or "no phase to compare"
         out.update(a_ns=None, b_ns=None, change=None, noise=None, direction=None, within_noise=None, noise_basis=why)
         return out
-    ta = sum(p["units_a"] * p["a_ns"] for p in known)
-    tb = sum(p["units_a"] * p["b_ns"] for p in known)
+    # One phase compared: its per-unit numbers are the overall's (a total of its steps would read
+    # as a step time); several: Σ units_A · per-unit time.
+    scale = [1.0] if len(known) == 1 else [p["units_a"] for p in known]
+    ta = sum(u * p["a_ns"] for u, p in zip(scale, known))
+    tb = sum(u * p["b_ns"] for u, p in zip(scale, known))
     if out["basis"] == "step":
         out["measure"] = "step time" if len(known) == 1 else "time of all steps at A's step counts"
     noises = [p.get("noise") for p in known]
     noise = None
     if ta and all(n is not None for n in noises):
-        noise = math.sqrt(sum((n * p["a_ns"] * p["units_a"]) ** 2 for n, p in zip(noises, known))) / ta
+        noise = math.sqrt(sum((n * p["a_ns"] * u) ** 2 for n, u, p in zip(noises, scale, known))) / ta
     change = tb / ta - 1 if ta else None
     if len(known) == 1:  # one phase: its words (work ratio, per-call change) are the overall's
         out.update({k: known[0].get(k) for k in ("work_ratio", "per_call_change", "units_a", "units_b")})
         out["measure"] = known[0]["measure"]
+    left = [p["phase"] for p in phases if p not in known]
+    if left:
+        out["measure"] += f" ({', '.join(left)} not compared)"
     out.update(a_ns=ta, b_ns=tb, change=change, noise=noise, direction=_direction(change),
                within_noise=None if noise is None or change is None or abs(change) < SAME else abs(change) <= noise,
                noise_basis="combined over phases" if noise is not None else "noise unknown in some phase")
@@ -269,7 +278,11 @@ def hardware(a, b) -> list[dict]:
             "dtype": wl.get("dtype") or (an.model.dtype if an.model is not None and hasattr(an.model, "dtype") else None),
         }
     fa, fb = facts(a), facts(b)
-    return [{"what": k, "a": fa[k], "b": fb[k]} for k in fa if fa[k] != fb[k] and not (fa[k] is None and fb[k] is None)]
+    # A fact one side does not record is no difference, except the device itself (and its peaks):
+    # an unknown GPU against a known one is worth saying.
+    either = ("device", "peak TB/s", "peak TFLOP/s")
+    return [{"what": k, "a": fa[k], "b": fb[k]} for k in fa
+            if fa[k] != fb[k] and ((fa[k] is not None and fb[k] is not None) or (k in either))]
 
 
 def phases_of(a, b) -> list[str]:
