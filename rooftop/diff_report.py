@@ -174,8 +174,8 @@ def verdict_text(doc: dict, top: int = 10, gate_reason: str | None = None) -> st
         lines.append(gate_reason)
     for v in doc["phases"]:
         rows = cause_rows(v, top)
-        if not rows:
-            continue
+        if not rows or v.get("direction") == "no change":
+            continue  # a list of zeros says nothing
         lines += ["", f"{_p(v['phase'])}: causes per {'step' if v['basis'] == 'step' else 'unit of work'}, "
                       "largest change first (share of all causes' |Δ|)", _table(CAUSE_HEAD, rows),
                   category_line(v)]
@@ -202,7 +202,7 @@ def verdict_markdown(doc: dict, label_a: str, label_b: str, top: int = 10, gate_
         out += ["", f"**{_md(gate_reason)}**"]
     for v in doc["phases"]:
         rows = cause_rows(v, top)
-        if not rows:
+        if not rows or v.get("direction") == "no change":
             continue
         out += ["", f"#### {_md(_p(v['phase']))}: causes, largest change first", "",
                 "| " + " | ".join(CAUSE_HEAD) + " |", "|" + "---|" * len(CAUSE_HEAD)]

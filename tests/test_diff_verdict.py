@@ -311,3 +311,21 @@ def test_rank_directories_compare_rank_by_rank_and_name_the_straggler(tmp_path, 
     # The other order: B faster; the rank that made A slow is named, from A's steps.
     back = {d["phase"]: d for d in verdict.verdicts(b, a)["drivers"]}["decode"]
     assert back["rank"] == 1 and back["side"] == "A" and back["change"] < 0
+
+
+def test_family_statistics_equal_the_rows_own():
+    """Count, time, per-call mean and variance of a family spread over several (path, op) combos equal
+    those computed directly on its rows (the per-combo sums are only a shortcut)."""
+    rng = np.random.default_rng(3)
+    n = 500
+    rows = pd.DataFrame({"short_name": rng.choice(["gemm", "flash", "silu"], n),
+                         "op": rng.choice(["aten::mm", "aten::addmm", None], n),
+                         "category": "gemm", "path": [f"decode/step={i % 7}/layer={i % 3}/x{i % 2}" for i in range(n)],
+                         "dur_ns": rng.integers(1_000_000_000, 1_000_050_000, n), "kind": "kernel"})
+    fam = families(rows, rows).set_index("key")
+    want = rows.groupby("short_name")["dur_ns"].agg(["size", "sum", "mean", "var"])
+    for name, w in want.iterrows():
+        f = fam.loc[name]
+        assert f["count_a"] == w["size"] and f["time_ns_a"] == w["sum"] and f["how"] == "name"
+        assert f["mean_ns_a"] == pytest.approx(w["mean"], rel=1e-12)
+        assert f["var_ns2_a"] == pytest.approx(w["var"], rel=1e-9)  # 1e9 ns durations: no cancellation

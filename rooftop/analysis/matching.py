@@ -48,9 +48,63 @@ def _column(rows: pd.DataFrame, name: str) -> pd.Series:
     return pd.Series([None] * len(rows), index=rows.index, dtype=object)
 
 
+COMBO_COLUMNS = ("short_name", "op", "category", "path", "kind")
+
+
+def _codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, categories) of a text column, -1 for null; categoricals are read without a cast."""
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        col = col.astype("category")
+    return col.cat.codes.to_numpy().astype(np.int64), np.asarray(col.cat.categories.astype(str), dtype=object)
+
+
+def _combos(rows: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
+    """The distinct (short name, op, category, path shape, kind) of the rows: each row's combo id and
+    one row per combo (text, null kept). Matching works on these (a few thousand) instead of on every
+    kernel row (a million)."""
+    n = len(rows)
+    codes, values = [], []
+    for name in COMBO_COLUMNS:
+        if name not in rows.columns:
+            codes.append(np.full(n, -1, dtype=np.int64))
+            values.append(np.array([], dtype=object))
+            continue
+        c, v = _codes(rows[name])
+        if name == "path" and len(v):  # numbers elided on the categories, then re-coded
+            shapes = pd.Series(v).str.replace(r"\d+", "#", regex=True)
+            sc, sv = pd.factorize(shapes)
+            c = np.where(c >= 0, sc[np.maximum(c, 0)], -1)
+            v = np.asarray(sv, dtype=object)
+        codes.append(c)
+        values.append(v)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), pd.DataFrame({k: pd.Series(dtype=object) for k in COMBO_COLUMNS})
+    # One integer per row: the codes combined column by column, re-numbered densely after each step
+    # so the product never grows (np.unique over rows of five codes is several times slower).
+    gid = np.zeros(n, dtype=np.int64)
+    for c in codes:
+        gid, _ = pd.factorize(gid * (int(c.max()) + 2) + (c + 1))
+    # factorize numbers in order of first appearance: a combo's first row is where the running max grows.
+    first = np.flatnonzero(np.r_[True, gid[1:] > np.maximum.accumulate(gid)[:-1]])
+    table = {}
+    for k, name in enumerate(COMBO_COLUMNS):
+        c, v = codes[k][first], values[k]
+        table[name] = np.where(c >= 0, v[np.maximum(c, 0)] if len(v) else None, None)
+    return gid.astype(np.int64), pd.DataFrame(table)
+
+
 def match_keys(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """For the timed rows of two runs, each row's match `key` and `how` it was matched (see the module
     docstring). Returns two frames indexed like `a` and `b` with columns key, how, name."""
+    ga, ua = _combos(a)
+    gb, ub = _combos(b)
+    ka, kb = _match(ua, ub)
+    return (pd.DataFrame(ka.to_numpy()[ga], index=a.index, columns=ka.columns),
+            pd.DataFrame(kb.to_numpy()[gb], index=b.index, columns=kb.columns))
+
+
+def _match(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`match_keys` on the combos of two runs (`_combos`): key, how, name per combo."""
     name_a, name_b = _column(a, "short_name"), _column(b, "short_name")
     name_a, name_b = name_a.where(name_a.notna(), "(unnamed)"), name_b.where(name_b.notna(), "(unnamed)")
     key_a = pd.Series(name_a, dtype=object).copy()
@@ -83,28 +137,39 @@ def match_keys(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataF
             pd.DataFrame({"key": key_b, "how": how_b, "name": name_b}, index=b.index))
 
 
-def _per_family(rows: pd.DataFrame, keys: pd.DataFrame) -> pd.DataFrame:
-    """Per match key: how, category (most time), count, time, per-call mean and variance, the top name."""
-    if rows.empty:
-        return pd.DataFrame(columns=["how", "category", "count", "time_ns", "mean_ns", "var_ns2", "name", "names"])
-    dur = rows["dur_ns"].astype("float64")
-    cat = _column(rows, "category").fillna("other")
-    kind = _column(rows, "kind")
+def _per_family(dur: np.ndarray, gid: np.ndarray, combos: pd.DataFrame, keys: pd.DataFrame) -> pd.DataFrame:
+    """Per match key: how, category (most time), count, time, per-call mean and variance (ddof 1, from
+    per-combo sums of squared deviations, so no large-number cancellation), the name with most time."""
+    cols = ["how", "category", "count", "time_ns", "mean_ns", "var_ns2", "name", "names"]
+    if len(dur) == 0:
+        return pd.DataFrame(columns=cols)
+    m = len(combos)
+    n_c = np.bincount(gid, minlength=m).astype(float)
+    sum_c = np.bincount(gid, weights=dur, minlength=m)
+    mean_c = sum_c / np.where(n_c > 0, n_c, 1)
+    ss_c = np.bincount(gid, weights=(dur - mean_c[gid]) ** 2, minlength=m)
+    cat = _column(combos, "category").fillna("other")
     # Copies and memsets are their own cause (moved bytes, not compute): "copy" whatever their category.
-    cat = cat.where(~kind.isin(["memcpy", "memset"]), "copy")
+    cat = cat.where(~_column(combos, "kind").isin(["memcpy", "memset"]), "copy")
     f = pd.DataFrame({"key": keys["key"].to_numpy(), "how": keys["how"].to_numpy(), "name": keys["name"].to_numpy(),
-                      "category": cat.to_numpy(), "dur": dur.to_numpy()})
+                      "category": cat.to_numpy(), "n": n_c, "sum": sum_c, "mean": mean_c, "ss": ss_c})
+    f = f[f["n"] > 0]
     g = f.groupby("key", sort=False)
-    out = pd.DataFrame({"how": g["how"].first(), "count": g["dur"].size(), "time_ns": g["dur"].sum(),
-                        "mean_ns": g["dur"].mean(), "var_ns2": g["dur"].var(ddof=1)})
+    out = pd.DataFrame({"how": g["how"].first(), "count": g["n"].sum(), "time_ns": g["sum"].sum()})
+    out["mean_ns"] = out["time_ns"] / out["count"]
+    # Σ over combos of (their own squared deviations + n · (combo mean - family mean)²)
+    fm = out["mean_ns"].reindex(f["key"]).to_numpy()
+    between = f["n"].to_numpy() * (f["mean"].to_numpy() - fm) ** 2
+    ss = pd.Series(f["ss"].to_numpy() + between).groupby(f["key"].to_numpy(), sort=False).sum()
+    out["var_ns2"] = (ss.reindex(out.index) / (out["count"] - 1)).where(out["count"] > 1)
 
     def top(col):  # the value with most time in each family
-        t = f.groupby(["key", col], sort=False)["dur"].sum().reset_index().sort_values("dur", ascending=False)
+        t = f.groupby(["key", col], sort=False)["sum"].sum().reset_index().sort_values("sum", ascending=False)
         return t.drop_duplicates("key").set_index("key")[col]
     out["category"] = top("category")
     out["name"] = top("name")
     out["names"] = f.groupby("key", sort=False)["name"].nunique()
-    return out
+    return out[cols]
 
 
 def families(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
@@ -112,8 +177,11 @@ def families(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     how it matched, its category, and per side count, time, per-call mean and variance and the name
     with most time (`name_a`, `name_b`: they differ for a family matched by op). `status` is `both`,
     `only in A` or `only in B`; unknown per side is null."""
-    ka, kb = match_keys(a, b)
-    fa, fb = _per_family(a, ka), _per_family(b, kb)
+    ga, ua = _combos(a)
+    gb, ub = _combos(b)
+    ka, kb = _match(ua, ub)
+    fa = _per_family(a["dur_ns"].to_numpy(dtype="float64") if len(a) else np.zeros(0), ga, ua, ka)
+    fb = _per_family(b["dur_ns"].to_numpy(dtype="float64") if len(b) else np.zeros(0), gb, ub, kb)
     cols = ["count", "time_ns", "mean_ns", "var_ns2", "name", "names"]
     out = fa[cols].add_suffix("_a").join(fb[cols].add_suffix("_b"), how="outer")
     out["how"] = fa["how"].reindex(out.index).fillna(fb["how"].reindex(out.index))
