@@ -233,3 +233,39 @@ def test_slower_is_never_better_on_a_real_pair_in_both_orders(fixtures_dir):
     # The other order swaps A and B, so each step's word flips.
     for x, y in zip(ab["change"], ba["change"]):
         assert ("worse" in x) == ("better" in y)
+
+
+def test_different_gpus_said_on_top_and_gemms_matched_by_op(tmp_path):
+    """A V100 and an A100 Kineto run of the same `aten::mm` (test_diff_verdict._kineto): the screen's
+    first line under the runs says the hardware differs; the causes pair `volta_sgemm_*` with
+    `cutlass_80_*` as `rooftop diff` does, and Enter opens each side's own kernel."""
+    from rooftop.cli import _analysis
+    from test_diff_verdict import _kineto
+
+    v100 = _kineto(tmp_path / "v100.json", "Tesla V100-SXM2-16GB", (7, 0), 80, "volta_sgemm_128x64_nn", 40.0)
+    a100 = _kineto(tmp_path / "a100.json", "NVIDIA A100-SXM4-40GB", (8, 0), 108,
+                   "cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4", 20.0)
+    a, b = _analysis(str(v100)), _analysis(str(a100))
+
+    async def run():
+        app = Two(a, b)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _settle(pilot)
+            screen = app.screen
+            hw = screen.query_one("#compare-hw")
+            assert hw.display and hw.region.y == 3  # right under the two runs' names
+            assert str(hw.render()).startswith("Different hardware: device A Tesla V100")
+            assert "run: B 35.1% faster per step" in str(screen.query_one("#compare-verdict").render())
+            causes = screen.query_one("#compare-groups").view
+            top = causes.iloc[0]
+            assert top["key"].startswith("op aten::mm [gemm]") and "volta_sgemm" in top["what"]
+            assert "cutlass_80" in top["what"] and top["delta_ns"] == -20_000
+            await pilot.press("enter")
+            await _settle(pilot)
+            detail = app.screen
+            assert isinstance(detail, CompareDetailScreen)
+            assert detail.name_a.startswith("volta_sgemm") and detail.name_b.startswith("cutlass_80")
+            rows = detail.rows.set_index("metric")
+            assert "not in" not in " ".join(rows.loc["launches"].tolist())
+
+    asyncio.run(run())

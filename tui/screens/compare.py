@@ -24,7 +24,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from rooftop.columns import PHASES
-from rooftop.diff_report import hardware_lines, verdict_line
+from rooftop.diff_report import rank_lines, verdict_line
 from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
 from tui.widgets.breadcrumb import RooftopScreen, trace_title
 from tui.widgets.table import Col, FrameTable
@@ -250,6 +250,7 @@ class CompareScreen(RooftopScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Static(self._head(), id="compare-head")
+        yield Static(Text(""), id="compare-hw")
         with VerticalScroll(id="compare-verdict-box"):
             yield Static(Text("Comparing…"), id="compare-verdict")
         with VerticalScroll(id="compare-findings-box"):
@@ -261,6 +262,7 @@ class CompareScreen(RooftopScreen):
 
     def on_mount(self) -> None:
         self.query_one("#compare-steps", FrameTable).display = False
+        self.query_one("#compare-hw", Static).display = False
         self._compute()
 
     def _head(self) -> Text:
@@ -289,28 +291,42 @@ class CompareScreen(RooftopScreen):
         steps = {p["phase"]: step_rows(self.a, self.b, p["phase"]) for p in v["phases"]}
         post_if_current(self, self.Ready(Compared(d, phase_rows(d.phases), v, causes, steps)))
 
-    def _verdict_text(self, v: dict) -> Text:
-        """The hardware warning, then the verdict lines: the words `rooftop diff` opens with."""
-        t = Text()
-        for line in hardware_lines(v["hardware"])[:1]:
-            t.append(line + "\n", style="bold")
-        for h in v["hardware"]:
-            t.append(f"  {h['what']}: A ")
+    @staticmethod
+    def _hardware_text(v: dict) -> Text:
+        """One line: `Different hardware: device A … B …; SMs A 80 B 108; …` (empty when the same)."""
+        t = Text(no_wrap=True, overflow="ellipsis")
+        if not v["hardware"]:
+            return t
+        t.append("Different hardware: ", style="bold")
+        for i, h in enumerate(v["hardware"]):
+            t.append(("; " if i else "") + f"{h['what']} A ")
             t.append_text(safe_text("unknown" if is_unknown(h["a"]) else str(h["a"])))
             t.append(" B ")
             t.append_text(safe_text("unknown" if is_unknown(h["b"]) else str(h["b"])))
-            t.append("\n")
+        return t
+
+    @staticmethod
+    def _verdict_text(v: dict) -> Text:
+        """The verdict lines `rooftop diff` opens with, one per line (cut at the screen's edge: the
+        words that matter come first), then the ranks that drive each phase of a multi-rank pair."""
+        t = Text(no_wrap=True, overflow="ellipsis")
         t.append("Verdict: ", style="bold")
         t.append_text(safe_text(verdict_line(v["overall"])))
         for p in v["phases"]:
             t.append("\n  ")
             t.append_text(safe_text(verdict_line(p)))
+        for line in rank_lines(v):
+            t.append("\n")
+            t.append_text(safe_text(line))
         return t
 
     @on(Ready)
     async def _ready(self, message: Ready) -> None:
         c = message.compared
         self.diff, self.compared = c.diff, c
+        hw = self.query_one("#compare-hw", Static)
+        hw.update(self._hardware_text(c.verdict))
+        hw.display = bool(c.verdict["hardware"])
         self.query_one("#compare-verdict", Static).update(self._verdict_text(c.verdict))
         self.query_one("#compare-findings", FindingsDiff).show(c.diff)
         await self.query_one("#compare-phases", FrameTable).set_frame(c.phases)
