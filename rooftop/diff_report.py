@@ -100,9 +100,19 @@ def _calls(v) -> str:
     return "—" if is_unknown(v) else fmt_num(v)
 
 
+def _has_roof(v: dict) -> bool:
+    return any(not is_unknown(c.get("roof_a")) or not is_unknown(c.get("roof_b")) for c in v.get("causes", []))
+
+
+def cause_head(v: dict) -> list[str]:
+    return CAUSE_HEAD[:-1] + ["of roof A → B", CAUSE_HEAD[-1]] if _has_roof(v) else CAUSE_HEAD
+
+
 def cause_rows(v: dict, top: int) -> list[list[str]]:
-    """The ranked causes of one phase as table cells."""
+    """The ranked causes of one phase as table cells (with each family's share of its run's roof
+    where known: raw times of two GPUs compare the GPUs too)."""
     rows = []
+    roof = _has_roof(v)
     for c in v.get("causes", [])[:top]:
         if c.get("kind") == "idle":
             what = c["key"]
@@ -117,7 +127,10 @@ def cause_rows(v: dict, top: int) -> list[list[str]]:
                      "—" if is_unknown(share) else f"{100 * share:+.0f}%",
                      _calls(c.get("calls_a")) + " → " + _calls(c.get("calls_b")),
                      fmt_ns(c.get("mean_ns_a")) + " → " + fmt_ns(c.get("mean_ns_b")),
-                     str(c.get("category") or "—"), what])
+                     str(c.get("category") or "—"), what]
+                    + ([_arrow(fmt_pct, c.get("roof_a"), c.get("roof_b"))] if roof else []))
+        if roof:  # the name last: a long one never pushes the numbers off
+            rows[-1][-2], rows[-1][-1] = rows[-1][-1], rows[-1][-2]
     return rows
 
 
@@ -177,7 +190,7 @@ def verdict_text(doc: dict, top: int = 10, gate_reason: str | None = None) -> st
         if not rows or v.get("direction") == "no change":
             continue  # a list of zeros says nothing
         lines += ["", f"{_p(v['phase'])}: causes per {'step' if v['basis'] == 'step' else 'unit of work'}, "
-                      "largest change first (share of all causes' |Δ|)", _table(CAUSE_HEAD, rows),
+                      "largest change first (share of all causes' |Δ|)", _table(cause_head(v), rows),
                   category_line(v)]
         lines += matching_lines(v)
     return "\n".join(lines)
@@ -205,7 +218,7 @@ def verdict_markdown(doc: dict, label_a: str, label_b: str, top: int = 10, gate_
         if not rows or v.get("direction") == "no change":
             continue
         out += ["", f"#### {_md(_p(v['phase']))}: causes, largest change first", "",
-                "| " + " | ".join(CAUSE_HEAD) + " |", "|" + "---|" * len(CAUSE_HEAD)]
+                "| " + " | ".join(cause_head(v)) + " |", "|" + "---|" * len(cause_head(v))]
         out += ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
         out += ["", _md(category_line(v))]
         out += [f"- {_md(m.strip())}" for m in matching_lines(v)]

@@ -183,6 +183,12 @@ def phase_verdict(a, b, phase: str) -> dict:
     out["metrics_rank"] = a.first_rank if len(a.trace.ranks) > 1 else None
     for col in ("tokens_per_s", "mbu", "mfu", "model_mbu"):
         out[f"{col}_a"], out[f"{col}_b"] = _phase_value(a.phases, phase, col), _phase_value(b.phases, phase, col)
+    # Share of the roof (groups.py: achieved / attainable at the kernel's AI, against each run's own
+    # peaks) of each family's top kernel: the fair measure when the GPUs differ.
+    for side, an in (("a", a), ("b", b)):
+        g = an.groups("short_name", phase)
+        roof = g.set_index("key")["pct_of_roof"] if len(g) and "pct_of_roof" in g.columns else pd.Series(dtype=float)
+        fam[f"roof_{side}"] = fam[f"name_{side}"].map(roof[~roof.index.duplicated()]).astype("float64")
     out["causes"], out["categories"] = causes(fam, out)
     out["families"] = fam
     return out
@@ -201,8 +207,9 @@ def causes(fam: pd.DataFrame, v: dict) -> tuple[list[dict], list[dict]]:
     f["calls_a"] = f["count_a"] / ua
     f["calls_b"] = f["count_b"] / ub
     total = None if v.get("a_ns") is None or v.get("b_ns") is None else v["b_ns"] - v["a_ns"]
+    roof = [c for c in ("roof_a", "roof_b") if c in f.columns]
     rows = f[["key", "how", "status", "category", "name_a", "name_b", "calls_a", "calls_b", "mean_ns_a", "mean_ns_b",
-              "per_unit_a", "per_unit_b", "delta_ns"]].assign(kind="kernels")
+              "per_unit_a", "per_unit_b", "delta_ns", *roof]].assign(kind="kernels")
     if v.get("idle_a") is not None and v.get("idle_b") is not None:
         idle = pd.DataFrame([{"key": "GPU idle (launch gaps, edge idle)", "how": None, "status": "both",
                               "category": "idle", "kind": "idle", "per_unit_a": v["idle_a"],
