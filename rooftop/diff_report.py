@@ -49,7 +49,7 @@ def verdict_line(v: dict) -> str:
     r = v.get("work_ratio")
     if v.get("basis") == "work" and r is not None and abs(r - 1) > 0.005:
         extra.append(f"B's window holds {r:.2f}x A's work, normalized")
-    extra.append(f"{v.get('measure')} {_arrow(fmt_ns, v.get('a_ns'), v.get('b_ns'))}")
+    extra.append(f"{_p(v.get('measure'))} {_arrow(fmt_ns, v.get('a_ns'), v.get('b_ns'))}")
     for col, fmt, words in (("tokens_per_s", fmt_num, "tokens/s"), ("model_mbu", fmt_pct, "model MBU"),
                             ("mbu", fmt_pct, "MBU"), ("mfu", fmt_pct, "MFU")):
         a, b = v.get(f"{col}_a"), v.get(f"{col}_b")
@@ -127,7 +127,7 @@ def cause_rows(v: dict, top: int) -> list[list[str]]:
                      "—" if is_unknown(share) else f"{100 * share:+.0f}%",
                      _calls(c.get("calls_a")) + " → " + _calls(c.get("calls_b")),
                      fmt_ns(c.get("mean_ns_a")) + " → " + fmt_ns(c.get("mean_ns_b")),
-                     str(c.get("category") or "—"), what]
+                     _p(c.get("category")), what]
                     + ([_arrow(fmt_pct, c.get("roof_a"), c.get("roof_b"))] if roof else []))
         if roof:  # the name last: a long one never pushes the numbers off
             rows[-1][-2], rows[-1][-1] = rows[-1][-1], rows[-1][-2]
@@ -143,7 +143,7 @@ def category_line(v: dict, n: int = 6) -> str:
         d = c.get("delta_ns")
         if is_unknown(d) or d == 0:
             continue
-        parts.append(f"{c['category']} {'+' if d > 0 else ''}{fmt_ns(d)}")
+        parts.append(f"{_p(c['category'])} {'+' if d > 0 else ''}{fmt_ns(d)}")
     return "by category: " + (", ".join(parts) if parts else "no change")
 
 

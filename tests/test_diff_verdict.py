@@ -329,3 +329,25 @@ def test_family_statistics_equal_the_rows_own():
         assert f["count_a"] == w["size"] and f["time_ns_a"] == w["sum"] and f["how"] == "name"
         assert f["mean_ns_a"] == pytest.approx(w["mean"], rel=1e-12)
         assert f["var_ns2_a"] == pytest.approx(w["var"], rel=1e-9)  # 1e9 ns durations: no cancellation
+
+
+def test_names_from_traces_are_printed_as_text(tmp_path, capsys):
+    """A kernel name with a terminal escape, a bell and markup, slowed in B so it is the first cause:
+    every format shows it escaped (rooftop.text.printable), never as a control sequence."""
+    weird = "evil\x1b[31mred\x07[bold]k[/bold]|x"
+    rows = [dict(kind="kernel", name=weird if i % 2 else "plain", start_ns=i * 10_000, dur_ns=5_000,
+                 path=f"decode/step={i // 2}", device=0, stream=7) for i in range(8)]
+    meta = {"device": {"name": "NVIDIA H100 80GB HBM3"},
+            "steps": [{"phase": "decode", "index": i, "batch": 1, "new_tokens": 1, "context": 8} for i in range(4)]}
+    a = write_trace(tmp_path / "a.parquet", rows, meta)
+    b_rows = [dict(r, dur_ns=8_000) if r["name"] == weird else r for r in rows]
+    b = write_trace(tmp_path / "b.parquet", b_rows, meta)
+    for fmt in ("text", "markdown"):
+        main(["diff", str(a), str(b), "--format", fmt])
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "\x07" not in out
+        assert "evil" in out
+    main(["diff", str(a), str(b), "--format", "markdown"])
+    md = capsys.readouterr().out
+    cause_row = [line for line in md.splitlines() if "evil" in line and line.startswith("|")][0]
+    assert "\\|x" in cause_row  # a pipe in a name does not split the Markdown table
