@@ -62,6 +62,10 @@ def verdict_line(v: dict) -> str:
         head = f"{phase}: no change {unit}"
     else:
         head = f"{phase}: B {_pct(v['change'])} {v['direction']} {unit}"
+    ma, mb = v.get("matched_share_a"), v.get("matched_share_b")
+    if v.get("basis") == "step" and ma is not None and mb is not None and min(ma, mb) < 0.5:
+        extra.append(f"only {100 * ma:.0f}% of A's and {100 * mb:.0f}% of B's kernel time matched: "
+                     "the steps may hold different work")
     tail = noise_words(v)
     basis = f" [noise: {v['noise_basis']}]" if tail and v.get("noise_basis") else ""
     return head + (f", {tail}" if tail else "") + ": " + "; ".join(extra) + basis

@@ -269,3 +269,14 @@ def test_different_gpus_said_on_top_and_gemms_matched_by_op(tmp_path):
             assert "not in" not in " ".join(rows.loc["launches"].tolist())
 
     asyncio.run(run())
+
+
+def test_time_rows_are_worse_when_slower_whatever_the_values():
+    """Lower is better for every time: a B that takes longer is 'worse' (the 59%-slower step once
+    read 'better'), shorter is 'better', within 1% says nothing; and swapping A and B swaps the word."""
+    for a, b in ((100, 159), (1e6, 1.02e6), (3.3e9, 3.1e9), (7, 6), (100, 100.5)):
+        word, back = verdict(a, b, higher_is_better=False), verdict(b, a, higher_is_better=False)
+        if abs(b - a) / a <= 0.01:
+            assert word is None and back is None
+        else:
+            assert word == ("worse" if b > a else "better") and back == ("better" if b > a else "worse")

@@ -150,6 +150,9 @@ def phase_verdict(a, b, phase: str) -> dict:
                    else "noise unknown (one step in each run)")
         out["work_ratio"], _ = work_ratio(fam)
         out["per_call_change"], _ = per_call_index(fam)
+        # Steps are the unit, but steps of different work (another model, another job) compare
+        # nothing: the line says how much of the kernel time matched when that is under half.
+        out["matched_share_a"], out["matched_share_b"] = matched_share(fam)
     else:
         fam = matching.families(rows_a, rows_b)
         r, n = work_ratio(fam)
