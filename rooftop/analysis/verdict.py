@@ -214,7 +214,10 @@ def causes(fam: pd.DataFrame, v: dict) -> tuple[list[dict], list[dict]]:
     rows = f[["key", "how", "status", "category", "name_a", "name_b", "calls_a", "calls_b", "mean_ns_a", "mean_ns_b",
               "per_unit_a", "per_unit_b", "delta_ns", *roof]].assign(kind="kernels")
     if v.get("idle_a") is not None and v.get("idle_b") is not None:
-        idle = pd.DataFrame([{"key": "GPU idle (launch gaps, edge idle)", "how": None, "status": "both",
+        # Within a step (first start to last end) all idle is between kernels: launch gaps. A window
+        # without steps also holds the idle before its first and after its last kernel.
+        label = "launch gaps (GPU idle in the step)" if v.get("basis") == "step" else "GPU idle (launch gaps, edge idle)"
+        idle = pd.DataFrame([{"key": label, "how": None, "status": "both",
                               "category": "idle", "kind": "idle", "per_unit_a": v["idle_a"],
                               "per_unit_b": v["idle_b"], "delta_ns": v["idle_b"] - v["idle_a"]}])
         rows = pd.concat([rows, idle], ignore_index=True)

@@ -50,6 +50,7 @@ PHASE_COLS = [
 CAUSE_COLS = [
     Col("delta_ns", "Δ/unit µs", "ns", 1), Col("share_text", "share", "text"), Col("per_call", "per call A→B", "text"),
     Col("calls", "calls/unit A→B", "text"), Col("category", "category", "text"), Col("what", "kernel family", "text"),
+    Col("roof", "of roof A→B", "text"),
 ]
 STEP_COLS = [
     Col("step", "step", "text"), Col("a", "A", "text"), Col("b", "B", "text"), Col("delta", "Δ", "text"),
@@ -132,9 +133,10 @@ def cause_table(v: dict) -> pd.DataFrame:
                      "per_call": f"{fmt_ns(c.get('mean_ns_a'))}→{fmt_ns(c.get('mean_ns_b'))}",
                      "calls": f"{_calls(c.get('calls_a'))}→{_calls(c.get('calls_b'))}",
                      "category": str(c.get("category") or "—"), "what": what, "key": str(c["key"]),
+                     "roof": f"{fmt_pct(c.get('roof_a'))}→{fmt_pct(c.get('roof_b'))}",
                      "name_a": c.get("name_a"), "name_b": c.get("name_b"), "kind": c.get("kind")})
-    cols = ["delta_ns", "abs_delta", "share_text", "per_call", "calls", "category", "what", "key", "name_a", "name_b",
-            "kind"]
+    cols = ["delta_ns", "abs_delta", "share_text", "per_call", "calls", "category", "what", "roof", "key", "name_a",
+            "name_b", "kind"]
     return pd.DataFrame(rows, columns=cols)
 
 
