@@ -88,6 +88,17 @@ def rank_lines(doc: dict) -> list[str]:
     return out
 
 
+def modeled_line(doc: dict) -> list[str]:
+    """`MODELED: A and B are the analytic model's traces, not measurements` where one is."""
+    m = doc.get("modeled") or {}
+    sides = [s.upper() for s in ("a", "b") if m.get(s)]
+    if not sides:
+        return []
+    who = " and ".join(sides)
+    return [f"MODELED: {who} {'is' if len(sides) == 1 else 'are'} the analytic model's "
+            f"trace{'s' if len(sides) > 1 else ''}, not {'a measurement' if len(sides) == 1 else 'measurements'}"]
+
+
 def hardware_lines(hw: list[dict]) -> list[str]:
     if not hw:
         return []
@@ -182,7 +193,7 @@ def _table(headers, rows) -> str:
 
 def verdict_text(doc: dict, top: int = 10, gate_reason: str | None = None) -> str:
     """The head of `rooftop diff`: hardware, verdict lines (overall first), then per phase its causes."""
-    lines = hardware_lines(doc["hardware"])
+    lines = modeled_line(doc) + hardware_lines(doc["hardware"])
     lines.append("verdict: " + verdict_line(doc["overall"]))
     for v in doc["phases"]:
         lines.append("  " + verdict_line(v))
@@ -208,6 +219,7 @@ def _md(s: str) -> str:
 def verdict_markdown(doc: dict, label_a: str, label_b: str, top: int = 10, gate_reason: str | None = None) -> str:
     """The same as `verdict_text`, fit for a pull-request comment."""
     out = [f"### rooftop diff: `{_md(_p(label_a))}` → `{_md(_p(label_b))}`", ""]
+    out += [f"> **{m}**" for m in modeled_line(doc)] + ([""] if modeled_line(doc) else [])
     hw = hardware_lines(doc["hardware"])
     if hw:
         out += [f"> **{_md(hw[0])}**"] + [f"> - {_md(h.strip())}" for h in hw[1:]] + [""]

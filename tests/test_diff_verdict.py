@@ -351,3 +351,14 @@ def test_names_from_traces_are_printed_as_text(tmp_path, capsys):
     md = capsys.readouterr().out
     cause_row = [line for line in md.splitlines() if "evil" in line and line.startswith("|")][0]
     assert "\\|x" in cause_row  # a pipe in a name does not split the Markdown table
+
+
+def test_modeled_traces_are_badged_in_every_format(tmp_path, capsys):
+    a = small_trace(tmp_path, counters=True)
+    b = small_trace(tmp_path, counters=True, modeled=True, name="modeled.parquet")
+    main(["diff", str(a), str(b)])
+    assert capsys.readouterr().out.splitlines()[0] == "MODELED: B is the analytic model's trace, not a measurement"
+    main(["diff", str(b), str(b), "--format", "markdown"])
+    assert "MODELED: A and B are the analytic model's traces" in capsys.readouterr().out
+    main(["diff", str(a), str(b), "--format", "json"])
+    assert json.loads(capsys.readouterr().out)["verdict"]["modeled"] == {"a": False, "b": True}

@@ -315,6 +315,7 @@ def verdicts(a, b) -> dict:
     changed = {p["phase"]: p.get("change") for p in phases if p.get("direction") != "no change"}
     drivers = [d for d in rank_diff.driving_ranks(table, changed) if d["phase"] in changed]
     return {"phases": phases, "overall": overall(phases), "hardware": hardware(a, b),
+            "modeled": {"a": a.trace.modeled, "b": b.trace.modeled},
             "ranks": _records(table) if table is not None else None, "drivers": drivers}
 
 
