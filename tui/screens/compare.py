@@ -2,8 +2,8 @@
 
 Read top to bottom at 80x24: which runs, the hardware warning when the machines differ, the verdict
 lines (overall and per phase, the same words as `rooftop diff`: faster/slower per unit of work,
-within or outside noise), the findings that changed, the phase metrics with their change, then for
-one phase (`p` cycles through them) either its causes, kernel families matched across the runs as
+within or outside noise), the findings that changed, then for one phase (`p` cycles through them)
+its metrics with their change and either its causes, kernel families matched across the runs as
 the CLI matches them (by name, else by launching op), per unit of work and largest change first,
 or (`t`) its steps, A beside B. Enter on a family opens its A and B detail side by side. Slower is
 always "worse": time and per-step rows are judged with lower-is-better.
@@ -331,7 +331,6 @@ class CompareScreen(RooftopScreen):
         hw.display = bool(c.verdict["hardware"])
         self.query_one("#compare-verdict", Static).update(self._verdict_text(c.verdict))
         self.query_one("#compare-findings", FindingsDiff).show(c.diff)
-        await self.query_one("#compare-phases", FrameTable).set_frame(c.phases)
         # Start on decode where there is one: the phase a decode optimisation is judged by.
         names = self.phase_names
         if "decode" in names:
@@ -372,6 +371,10 @@ class CompareScreen(RooftopScreen):
         await groups.set_frame(self.compared.causes.get(phase, empty_c) if phase is not None else empty_c)
         await steps.set_frame(self.compared.steps.get(phase, empty_s) if phase is not None else empty_s)
         groups.display, steps.display = self.lower == "kernels", self.lower == "steps"
+        # The phase table follows: the metrics of the phase below it (all six fit at 80x24).
+        ph = self.compared.phases
+        await self.query_one("#compare-phases", FrameTable).set_frame(
+            ph[ph["phase"].astype(object) == phase].reset_index(drop=True) if phase is not None else ph)
         self.query_one("#compare-groups-title", Static).update(self._groups_title())
         self.set_focus((groups if self.lower == "kernels" else steps).table)
 
