@@ -216,6 +216,11 @@ def _md(s: str) -> str:
     return s.replace("|", "\\|").replace("`", "'")
 
 
+def _code(s: str) -> str:
+    """Trace text as a Markdown code span (backticks inside replaced, pipes escaped for tables)."""
+    return "`" + _md(s) + "`"
+
+
 def verdict_markdown(doc: dict, label_a: str, label_b: str, top: int = 10, gate_reason: str | None = None) -> str:
     """The same as `verdict_text`, fit for a pull-request comment."""
     out = [f"### rooftop diff: `{_md(_p(label_a))}` → `{_md(_p(label_b))}`", ""]
@@ -235,9 +240,11 @@ def verdict_markdown(doc: dict, label_a: str, label_b: str, top: int = 10, gate_
             continue
         out += ["", f"#### {_md(_p(v['phase']))}: causes, largest change first", "",
                 "| " + " | ".join(cause_head(v)) + " |", "|" + "---|" * len(cause_head(v))]
-        out += ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
+        # Names as code: `_`, `*` and `<…>` in kernel names would otherwise read as emphasis or HTML.
+        out += ["| " + " | ".join([_md(x) for x in r[:-1]] + [_md(r[-1]) if c.get("kind") == "idle" else _code(r[-1])])
+                + " |" for r, c in zip(rows, v["causes"])]
         out += ["", _md(category_line(v))]
-        out += [f"- {_md(m.strip())}" for m in matching_lines(v)]
+        out += [f"  - {_code(m.strip())}" if m.startswith("  ") else f"- {_md(m)}" for m in matching_lines(v)]
     return "\n".join(out) + "\n"
 
 

@@ -350,7 +350,7 @@ def test_names_from_traces_are_printed_as_text(tmp_path, capsys):
     main(["diff", str(a), str(b), "--format", "markdown"])
     md = capsys.readouterr().out
     cause_row = [line for line in md.splitlines() if "evil" in line and line.startswith("|")][0]
-    assert "\\|x" in cause_row  # a pipe in a name does not split the Markdown table
+    assert "\\|x" in cause_row and "`evil" in cause_row  # a pipe does not split the table; names are code
 
 
 def test_modeled_traces_are_badged_in_every_format(tmp_path, capsys):

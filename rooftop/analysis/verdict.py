@@ -142,7 +142,9 @@ def phase_verdict(a, b, phase: str) -> dict:
         sda = float(sa["span_ns"].std(ddof=1)) if na > 1 else None
         sdb = float(sb["span_ns"].std(ddof=1)) if nb > 1 else None
         sda, sdb = (sda if sda is not None else sdb), (sdb if sdb is not None else sda)
-        noise = None if sda is None else NOISE_SIGMAS * math.sqrt(sda ** 2 / na + sdb ** 2 / nb) / ma if ma else None
+        noise = None
+        if sda is not None and ma:
+            noise = NOISE_SIGMAS * math.sqrt(sda ** 2 / na + sdb ** 2 / nb) / ma
         out.update(basis="step", measure=("decode step time" if phase == "decode" else "step time"),
                    units_a=float(na), units_b=float(nb), a_ns=ma, b_ns=mb,
                    idle_a=_f(sa["idle_ns"].mean()), idle_b=_f(sb["idle_ns"].mean()),
@@ -199,7 +201,8 @@ def phase_verdict(a, b, phase: str) -> dict:
 
 def causes(fam: pd.DataFrame, v: dict) -> tuple[list[dict], list[dict]]:
     """Per unit of work, the change of each family's time and of idle, largest |change| first, with its
-    share of the measure's change; and the same summed per category."""
+    share of the gross change (Σ |Δ| over causes) and its part of the net change (`of_change`); and
+    the same summed per category."""
     ua, ub = v.get("units_a"), v.get("units_b")
     if not ua or not ub:
         return [], []
