@@ -162,8 +162,10 @@ def category_line(v: dict, n: int = 6) -> str:
     return "by category: " + (", ".join(parts) if parts else "no change")
 
 
-def matching_lines(v: dict, n: int = 5) -> list[str]:
-    """How the families were paired: by op across names, and what is unmatched."""
+def matching_lines(v: dict, n: int = 5, markdown: bool = False) -> list[str]:
+    """How the families were paired: by op across names, and what is unmatched (names as code spans
+    in Markdown)."""
+    name = _code if markdown else _p
     fam = v.get("families")
     if fam is None or fam.empty:
         return []
@@ -177,7 +179,7 @@ def matching_lines(v: dict, n: int = 5) -> list[str]:
         side = fam[fam["status"] == status]
         if len(side):
             col = "time_ns_a" if status == "only in A" else "time_ns_b"
-            names = ", ".join(_p(k) for k in side.sort_values(col, ascending=False)["key"].head(3))
+            names = ", ".join(name(_p(k)) for k in side.sort_values(col, ascending=False)["key"].head(3))
             out.append(f"unmatched, {status}: {len(side)} families, {fmt_ns(side[col].sum())} ({names}"
                        f"{', …' if len(side) > 3 else ''})")
     return out
@@ -244,7 +246,7 @@ def verdict_markdown(doc: dict, label_a: str, label_b: str, top: int = 10, gate_
         out += ["| " + " | ".join([_md(x) for x in r[:-1]] + [_md(r[-1]) if c.get("kind") == "idle" else _code(r[-1])])
                 + " |" for r, c in zip(rows, v["causes"])]
         out += ["", _md(category_line(v))]
-        out += [f"  - {_code(m.strip())}" if m.startswith("  ") else f"- {_md(m)}" for m in matching_lines(v)]
+        out += [f"  - {_code(m.strip())}" if m.startswith("  ") else f"- {m}" for m in matching_lines(v, markdown=True)]
     return "\n".join(out) + "\n"
 
 
