@@ -133,7 +133,7 @@ def cause_rows(v: dict, top: int) -> list[list[str]]:
             what = c["key"]
         else:
             what = _p(c["key"])
-            if c.get("how") in ("op+path", "op"):
+            if c.get("how") in ("op+path", "op", "path"):
                 what += f"  [A {_p(c.get('name_a'))} ~ B {_p(c.get('name_b'))}]"
             elif c.get("status") != "both":
                 what += f"  ({c['status']})"
@@ -170,9 +170,9 @@ def matching_lines(v: dict, n: int = 5, markdown: bool = False) -> list[str]:
     if fam is None or fam.empty:
         return []
     out = []
-    by_op = fam[fam["how"].isin(["op+path", "op"])]
+    by_op = fam[fam["how"].isin(["op+path", "op", "path"])]
     if len(by_op):
-        out.append(f"matched by the launching op (names differ): {len(by_op)} families")
+        out.append(f"matched by the launching op or the place in the model (names differ): {len(by_op)} families")
         for r in by_op.sort_values("time_ns_a", ascending=False).head(n).to_dict("records"):
             out.append(f"  {_p(r['key'])}: A {_p(r['name_a'])} ~ B {_p(r['name_b'])}")
     for status in ("only in A", "only in B"):

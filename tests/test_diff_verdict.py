@@ -228,6 +228,24 @@ def test_cross_gpu_gemms_match_through_their_op(tmp_path, capsys):
     assert "aten::mm" in first and "faster" in out
 
 
+def test_ops_lowered_differently_match_by_their_place_in_the_model():
+    """TraceLens's case (docs/TraceDiff.md): `aten::convolution` lowers to `aten::cudnn_convolution`
+    on CUDA and `aten::miopen_convolution` on ROCm; under the same range (step numbers elided) and of
+    the same category they are the same work. A kernel under another range stays unmatched."""
+    a = pd.DataFrame({"short_name": ["cudnn_conv_k", "gemm_x"], "op": ["aten::cudnn_convolution", "aten::mm"],
+                      "category": ["gemm", "gemm"], "path": ["ProfilerStep#3/backbone/conv1", "ProfilerStep#3/head"],
+                      "dur_ns": [100, 50], "kind": ["kernel", "kernel"]})
+    b = pd.DataFrame({"short_name": ["igemm_conv_k", "gemm_y"], "op": ["aten::miopen_convolution", "aten::mm"],
+                      "category": ["gemm", "gemm"], "path": ["ProfilerStep#9/backbone/conv1", "ProfilerStep#9/other"],
+                      "dur_ns": [90, 40], "kind": ["kernel", "kernel"]})
+    fam = families(a, b).set_index("key")
+    conv = fam.loc["at ProfilerStep##/backbone/conv# [gemm]"]
+    assert conv["how"] == "path" and conv["name_a"] == "cudnn_conv_k" and conv["name_b"] == "igemm_conv_k"
+    # aten::mm under different ranges: matched by op alone (level 3) before the path level is tried
+    mm = fam.loc["op aten::mm [gemm]"]
+    assert mm["how"] == "op" and mm["time_ns_a"] == 50 and mm["time_ns_b"] == 40
+
+
 def test_unmatched_work_is_listed_as_such(tmp_path):
     a = pd.DataFrame({"short_name": ["k1", "k2"], "op": [None, "aten::add"], "category": ["gemm", "elementwise"],
                       "path": [None, None], "dur_ns": [10, 20], "kind": ["kernel", "kernel"]})

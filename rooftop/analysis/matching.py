@@ -7,12 +7,18 @@ A kernel of A and a kernel of B are the same work when, in order of preference:
    correlation / call stack, stored in `op`), their category and their NVTX path (step and layer
    numbers elided) agree: `volta_sgemm_128x64_nn` and `cutlass_80_tensorop_s1688gemm_…` both
    launched by `aten::mm` under `fwd/linear` are the same GEMM on two GPUs or two cuBLAS versions;
-3. **op**: the same without the path (a run without NVTX ranges on one side).
+3. **op**: the same without the path (a run without NVTX ranges on one side);
+4. **path**: the ops differ too, but category and NVTX path agree: the same place in the model,
+   lowered to other ops (`aten::cudnn_convolution` on one stack, `aten::miopen_convolution` on
+   another, under the same module range).
 
-This follows the way TraceLens (AMD-AGI/TraceLens, `TreePerf` / trace diff) pairs GPU work across
-platforms through the CPU op that launched it rather than the kernel name, and HTA's TraceDiff
-(facebookresearch/HolisticTraceAnalysis `hta/trace_diff.py`), which compares ops and kernels by
-name and counts and lists what only one side has. Only rows not matched at a level are tried at
+TraceLens's TraceDiff (AMD-AGI/TraceLens, `docs/TraceDiff.md`) compares two Kineto traces at the
+CPU dispatch level: it walks both call trees and matches at the lowest common node, so that
+`aten::convolution` lowered to `aten::miopen_convolution` on ROCm and to `aten::cudnn_convolution`
+on CUDA still pairs; levels 2-4 are that idea with what a rooftop trace keeps of the tree (the
+launching op and the range path). HTA's TraceDiff (facebookresearch/HolisticTraceAnalysis
+`hta/trace_diff.py`) compares ops and kernels by name, with counts and total time, and lists what
+was added or removed: level 1 and the unmatched lists. Only rows not matched at a level are tried at
 the next one; what is left stays keyed by its own name and is reported as unmatched.
 """
 from __future__ import annotations
@@ -20,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-HOW = ("name", "op+path", "op", "unmatched")
+HOW = ("name", "op+path", "op", "path", "unmatched")
 
 
 def _text(col: pd.Series) -> pd.Series:
@@ -114,24 +120,27 @@ def _match(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
     both = name_a.isin(set(name_b.unique())), name_b.isin(set(name_a.unique()))
     how_a[both[0]], how_b[both[1]] = "name", "name"
 
-    def role(rows, with_path: bool) -> pd.Series:
+    def role(rows, level: str) -> pd.Series:
+        """The text two rows must share at `level` (null where the row lacks what it needs)."""
         op, cat = _column(rows, "op"), _column(rows, "category").fillna("other")
-        r = op + " [" + cat + "]"
-        if with_path:
-            r = r + " @ " + _path_shape(_column(rows, "path")).fillna("")
+        path = _path_shape(_column(rows, "path"))
+        if level == "path":
+            return ("at " + path + " [" + cat + "]").where(path.notna() & (path != ""))
+        r = "op " + op + " [" + cat + "]"
+        if level == "op+path":
+            r = r + (" @ " + path).fillna("")
         return r.where(op.notna() & (op != ""))
 
-    for level, with_path in (("op+path", True), ("op", False)):
+    for level in ("op+path", "op", "path"):
         left_a, left_b = how_a == "unmatched", how_b == "unmatched"
         if not left_a.any() or not left_b.any():
             break
-        ra, rb = role(a[left_a], with_path), role(b[left_b], with_path)
+        ra, rb = role(a[left_a], level), role(b[left_b], level)
         hit_a = ra.notna() & ra.isin(set(rb.dropna().unique()))
         hit_b = rb.notna() & rb.isin(set(ra.dropna().unique()))
         # The key says what the work is: `op aten::mm [gemm] @ fwd/linear`, the same text on both sides.
         idx_a, idx_b = hit_a[hit_a].index, hit_b[hit_b].index
-        key_a[idx_a] = "op " + ra[idx_a].str.removesuffix(" @ ")
-        key_b[idx_b] = "op " + rb[idx_b].str.removesuffix(" @ ")
+        key_a[idx_a], key_b[idx_b] = ra[idx_a], rb[idx_b]
         how_a[idx_a], how_b[idx_b] = level, level
     return (pd.DataFrame({"key": key_a, "how": how_a, "name": name_a}, index=a.index),
             pd.DataFrame({"key": key_b, "how": how_b, "name": name_b}, index=b.index))

@@ -123,7 +123,7 @@ def cause_table(v: dict) -> pd.DataFrame:
     rows = []
     for c in v.get("causes", []):
         what = str(c["key"])
-        if c.get("how") in ("op+path", "op"):
+        if c.get("how") in ("op+path", "op", "path"):
             what += f"  [A {c.get('name_a')} ~ B {c.get('name_b')}]"
         elif c.get("kind") != "idle" and c.get("status") != "both":
             what += f"  ({c['status']})"
