@@ -47,10 +47,17 @@ def _subparsers(parser: argparse.ArgumentParser):
     _steps_arg(p)
     _model_args(p)
 
-    p = sub.add_parser("diff", help="compare two traces: phase and kernel-group deltas, changed findings")
+    p = sub.add_parser("diff", help="compare two traces: a verdict per unit of work, its causes, phase and kernel deltas")
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the same as --format json")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default=None,
+                   help="text (default), markdown (a pull-request comment) or json (stable keys)")
+    p.add_argument("--fail-above", type=float, default=None, metavar="PCT",
+                   help="exit 1 when B is slower than A by more than PCT%% per unit of work and outside noise")
+    p.add_argument("--metric", choices=("auto", "decode", "step", "work"), default="auto",
+                   help="what --fail-above reads: decode step time, step time, or time per unit of work "
+                        "(auto: decode where there are decode steps, else step, else work)")
     p.add_argument("--top", type=int, default=10)
     _device_args(p, with_source=False)
     _steps_arg(p)
@@ -332,17 +339,32 @@ def cmd_diff(args) -> int:
     if isinstance(args.peaks, str) and args.peaks != "auto":
         raise UsageError("diff --peaks takes BW_TBps,TFLOPs")
     options = _model_options(args)
+    from . import diff_report
+    from .analysis import verdict
     a = _analysis(args.a, override=_override(args), options=options)
     b = _analysis(args.b, override=_override(args), options=options)
-    if args.json:
+    fmt = "json" if args.json else (args.format or "text")
+    v = verdict.verdicts(a, b)
+    status, reason = (0, None) if args.fail_above is None else verdict.gate(v, args.fail_above, args.metric)
+    if fmt == "json":
         from .report import _clean
         doc = compare(a, b).to_dict()
+        doc["verdict"] = diff_report.verdict_json(v)
+        if reason is not None:
+            doc["gate"] = {"status": status, "reason": reason, "fail_above": args.fail_above, "metric": args.metric}
         doc = json.loads(json.dumps(doc, default=lambda o: _clean(o) if not isinstance(o, (list, dict)) else o))
         json.dump(doc, sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")
+    elif fmt == "markdown":
+        sys.stdout.write(diff_report.verdict_markdown(v, a.trace.label, b.trace.label, args.top, reason))
     else:
+        print(diff_report.verdict_text(v, args.top, reason))
+        print()
         print(diff_text(a, b, args.top))
-    return 0
+    if reason is not None and fmt != "text":
+        sys.stdout.flush()
+        print(reason, file=sys.stderr)  # the one line a CI log shows, whatever went to stdout
+    return status
 
 
 def cmd_export(args) -> int:
