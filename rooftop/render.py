@@ -219,7 +219,7 @@ def render_report(doc: dict) -> str:
     warnings = doc.get("warnings") or []
     first = [w for w in warnings if is_integrity(w)]
     if first:  # what the file lost or got wrong is read before any number made from it
-        lines += ["the file (read this first)"] + [f"  ! {_printable(w)}" for w in first[:20]] + [""]
+        lines += ["warnings about the file (read these first)"] + [f"  ! {_printable(w)}" for w in first[:20]] + [""]
     if doc.get("model") is not None:
         lines += model_lines(doc) + [""]
     lines += _phase_lines(doc)

@@ -34,7 +34,7 @@ def test_a_file_cut_before_its_kernels_is_not_a_cpu_run(tmp_path, capsys):
     assert any("cut before its GPU events" in w and "6 CPU op(s)" in w for w in doc["warnings"])
     assert main(["report", str(path)]) == 0
     out = capsys.readouterr().out
-    first = out.index("the file (read this first)")
+    first = out.index("warnings about the file (read these first)")
     assert first < out.index("findings") and out.index("truncated trace") < out.index("findings")
     assert "launch gaps" not in out
 
