@@ -47,9 +47,13 @@ def _word(v: Any) -> str:
     return str(v) if _known(v) and v != "" else "—"
 
 
-def coverage_notes(phases: list[dict]) -> list[str]:
+def coverage_notes(phases: list[dict], source: dict | None = None) -> list[str]:
     """One line per phase whose per-kernel bytes or FLOPs miss part of the kernel time: the
-    utilisation where peaks are known, else the achieved rate."""
+    utilisation where peaks are known, else the achieved rate; where none is known, once, what
+    would add them for this kind of file (`source`: the trace's `source_detail`)."""
+    from .analysis.hints import costs_hint
+    hint = costs_hint(source) if source is not None else None
+    said: set[str] = set()
     out = []
     for r in phases:
         g = r.get
@@ -68,6 +72,9 @@ def coverage_notes(phases: list[dict]) -> list[str]:
                 value = None
             if value is None or status == "unknown":
                 out.append(f"  {g('phase')}: {label} unknown ({known})")
+                if cov == 0 and hint and hint not in said:  # once: how to get them
+                    said.add(hint)
+                    out.append(f"    to get per-kernel {what}: {hint}")
             elif status == "lower bound":
                 out.append(f"  {g('phase')}: >= {value} ({known}): a lower bound, not a verdict")
             else:
@@ -134,7 +141,7 @@ def _phase_lines(doc: dict) -> list[str]:
                      _word(g("bytes_source")), _coverage_cell(g("bytes_coverage"))])
     lines = [_table(["phase", "steps", "kernels", "time", "gaps", "tok/s", "TFLOP/s", "TB/s", "MFU", "MBU",
                      "modelMBU", "bound", "bytes", "known"], rows, right=set(range(1, 11)) | {13})]
-    lines += coverage_notes(ph)
+    lines += coverage_notes(ph, (doc.get("trace") or {}).get("source_detail") or {})
     dev = doc["device"]
     if (dev.get("measured") or {}).get("bw") and (dev.get("datasheet") or {}).get("bw"):
         for r in ph:

@@ -53,3 +53,22 @@ def test_integrity_is_told_from_other_warnings():
     assert is_integrity("truncated report (ends inside a record at byte 10 of 20)")
     assert is_integrity("3 text value(s) longer than 1,000 characters cut")
     assert not is_integrity("ncu has no timeline: start_ns places the profiled kernels back to back")
+
+
+def test_an_empty_cost_column_says_what_would_fill_it_for_this_kind_of_file():
+    from rooftop.analysis.hints import costs_hint
+    from rooftop.render import coverage_notes
+    assert "record_shapes=True" in costs_hint({"tool": "kineto", "record_shapes": 0})
+    assert "record_shapes" not in costs_hint({"tool": "kineto", "record_shapes": 1})
+    assert "ncu --set full" in costs_hint({"tool": "nsys"})
+    assert "--section MemoryWorkloadAnalysis" in costs_hint({"tool": "ncu"})
+    phases = [{"phase": "decode", "bytes_coverage": 0.0, "mbu_status": "unknown", "flops_coverage": 0.0,
+               "mfu_status": "unknown"}]
+    notes = coverage_notes(phases, {"tool": "kineto", "record_shapes": 0})
+    assert notes[0] == "  decode: MBU unknown (no per-kernel bytes)"
+    assert sum("record_shapes=True" in n for n in notes) == 1  # said once, not per line
+
+
+def test_the_nsys_fixture_report_says_how_to_get_costs(fixtures_dir, capsys):
+    assert main(["report", str(fixtures_dir / "traces" / "NVIDIA__Fuser__report1.sqlite")]) == 0
+    assert "to get per-kernel FLOPs: Nsight Systems records times" in capsys.readouterr().out
