@@ -13,12 +13,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..devices import Peaks, peaks as device_peaks
+from ..devices import Peaks, peaks as device_peaks, said_dtype
 from ..format import fmt_bytes, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
 from ..trace import STALL_COLUMNS, Trace
 from ..models import ModelSpec
 from ..names import gpu_work_counts
-from . import attention, ceilings, diff, findings, gap, groups, metrics, model_cost, stalls, tree
+from . import attention, bounds, ceilings, diff, findings, gap, groups, metrics, model_cost, stalls, tree
 from .findings import Finding
 from .model_cost import Workload
 
@@ -68,9 +68,32 @@ class Analysis:
         """The timed rows (kernels, or ops on a CPU run), prepared once: phase label, end time,
         best-known bytes/FLOPs and their sources (see `metrics.prepare`)."""
         rows = metrics.prepare(self.trace.timed())
-        if "dtype" not in rows.columns and len(rows):
-            rows = rows.assign(dtype=ceilings.kernel_dtypes(rows["name"]))
+        if len(rows):
+            # each kernel's compute dtype from the best evidence: counters, else its name (bounds.py)
+            dtype, dtype_from = bounds.resolve_dtypes(rows, said_dtype(self.trace.meta))
+            rows = rows.assign(dtype=dtype, dtype_from=dtype_from)
         return rows
+
+    @cached_property
+    def verdicts(self) -> pd.DataFrame:
+        """Per timed row, its bound against its own dtype's roof (see bounds.py)."""
+        return bounds.kernel_verdicts(self.timed, self.peaks)
+
+    def _with_mix(self, out: pd.DataFrame, rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+        """`out` (one row per `keys` group of `rows`) with `bound` and `bound_mix` from the
+        time-weighted mix of its kernels' own verdicts (bounds.py): the one judgement."""
+        if out.empty:
+            return out
+        keys = [k for k in keys if k in out.columns and k in rows.columns]
+        if not keys or rows.empty:
+            return out.assign(bound=None, bound_mix=None)
+        mix = bounds.bound_mix(rows, self.verdicts, keys)
+        mix.index = bounds.key_index(mix, keys, mix.index)
+        got = mix.reindex(bounds.key_index(out, keys))
+        out = out.copy()
+        out["bound"] = pd.Series(got["verdict"].to_numpy(dtype=object), index=out.index, dtype=object)
+        out["bound_mix"] = pd.Series(got["bound_mix"].to_numpy(dtype=object), index=out.index, dtype=object)
+        return out
 
     @cached_property
     def row_peaks(self) -> pd.Series:
@@ -85,6 +108,8 @@ class Analysis:
             rows = self.timed[self.timed["step"].notna()]
             keys = [k for k in ("rank", "phase", "step") if k in out.columns and k in rows.columns]
             out["mfu"] = ceilings.dtype_mfu(out, rows, self.row_peaks, keys)
+        if len(out):
+            out = self._with_mix(out, self.timed[self.timed["step"].notna()], ["rank", "phase", "step"])
         return model_cost.add_step_costs(out, self.model, self.trace.meta, self.workload, p.flops, p.bw)
 
     @cached_property
@@ -96,8 +121,21 @@ class Analysis:
             if "rank" in rows.columns and rows["rank"].notna().any():
                 rows = rows[rows["rank"] == rows["rank"].min()]  # the phase table is the lowest rank's
             out["mfu"] = ceilings.dtype_mfu(out, rows, self.row_peaks, ["phase"])
+        if len(out):
+            out = self._with_mix(out, self._phase_rows, ["phase"])
         out = metrics.both_utilizations(out, p)
         return model_cost.add_phase_costs(out, self.steps, p.flops, p.bw)
+
+    @cached_property
+    def _phase_rows(self) -> pd.DataFrame:
+        """The rows the phase table describes: the lowest rank's, in a step (phase span = the sum
+        of its steps' spans), or all of them where the trace marks no steps."""
+        rows = self.timed
+        if "rank" in rows.columns and rows["rank"].notna().any():
+            rows = rows[rows["rank"] == rows["rank"].min()]
+        if "step" in rows.columns and rows["step"].notna().any():
+            rows = rows[rows["step"].notna()]
+        return rows
 
     @cached_property
     def model_summary(self) -> dict | None:
@@ -123,7 +161,12 @@ class Analysis:
         if key not in self._groups:
             rows = self.timed if phase is None else self.timed[self.timed["phase"] == phase]
             peak = self.row_peaks if len(rows) else self.peaks.flops
-            self._groups[key] = groups.kernel_groups(rows, by, peak, self.peaks.bw)
+            out = groups.kernel_groups(rows, by, peak, self.peaks.bw)
+            if len(out) and by in rows.columns:
+                k = rows[by]
+                k = k.astype(object).where(k.notna(), "(unnamed)") if k.isna().any() else k
+                out = self._with_mix(out, rows.assign(key=k), ["key"])
+            self._groups[key] = out
         return self._groups[key]
 
     @cached_property

@@ -134,8 +134,7 @@ def _utilization_findings(row: pd.Series, peaks) -> list[Finding]:
         partial = "" if cov_b is None or cov_b >= 0.995 else f"; bytes known for {fmt_pct(cov_b, 0)} of kernel time (a lower bound)"
         out.append(Finding(f"{ph}-mbu", sev,
                            f"{ph} is memory-bound and running at {fmt_pct(mbu)} MBU ({verdict})",
-                           f"arithmetic intensity {row['ai']:.3g} FLOP/B is left of the ridge "
-                           f"({peaks.flops / peaks.bw:.0f} FLOP/B); achieved {row['tbps']:.3g} TB/s; {where}{partial}",
+                           f"{_mix_words(row)}; achieved {row['tbps']:.3g} TB/s; {where}{partial}",
                            evidence_b, _cov(cov_b)))
         if mfu is not None and mfu < MFU_LOW and (idle is None or idle < GAPS_BOUND):
             out.append(Finding(f"{ph}-mfu-gauge", "info",
@@ -146,9 +145,30 @@ def _utilization_findings(row: pd.Series, peaks) -> list[Finding]:
     elif bound == "compute" and mfu is not None and _get(row, "mfu_status") in (None, "verdict"):
         sev = "info" if mfu >= 0.4 else "warn"
         out.append(Finding(f"{ph}-mfu", sev, f"{ph} is compute-bound and running at {fmt_pct(mfu)} MFU",
-                           f"arithmetic intensity {row['ai']:.3g} FLOP/B is right of the ridge; achieved {row['tflops']:.3g} TFLOP/s; {where}",
+                           f"{_mix_words(row)}; achieved {row['tflops']:.3g} TFLOP/s (each kernel's FLOPs against "
+                           f"its own dtype's peak); {where}",
                            evidence_f, _cov(cov_f)))
+    elif bound == "latency":
+        out.append(Finding(f"{ph}-latency-bound", "warn", f"{ph} is latency-bound: {_mix_words(row)}",
+                           "its kernels are short (< 5 us) and far under both roofs (< 10% of the rate their AI allows): "
+                           "launch and scheduling latency, not bandwidth or FLOPs, sets their time; fuse kernels, "
+                           "raise the batch, or replay them as CUDA graphs",
+                           "per-kernel duration and ideal time against each kernel's own roof", _cov(_get(row, "ai_coverage"))))
+    elif bound == "mixed":
+        out.append(Finding(f"{ph}-bound-mix", "info", f"{ph} has no single bound: {_mix_words(row)}",
+                           "each kernel is judged against the ridge of its own compute dtype; no bound holds for "
+                           "two thirds of the judged time, so neither MBU nor MFU alone describes the phase",
+                           "per-kernel AI against each kernel's own ridge, weighted by time", _cov(_get(row, "ai_coverage"))))
     return out
+
+
+def _mix_words(row: pd.Series) -> str:
+    """The phase's bound mix in words (bounds.mix_text), or its AI where no mix was computed."""
+    mix = row.get("bound_mix") if hasattr(row, "get") else None
+    if isinstance(mix, dict) and mix.get("text"):
+        return str(mix["text"])
+    ai = _get(row, "ai")
+    return f"arithmetic intensity {ai:.3g} FLOP/B" if ai is not None else "arithmetic intensity unknown"
 
 
 def _gap_findings(row: pd.Series, graphs: bool, modeled: bool = False) -> list[Finding]:
