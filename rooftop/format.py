@@ -99,6 +99,22 @@ def fmt_pct(v, digits: int = 1) -> str:
     return f"{v:.{digits}f}%"
 
 
+def bounded_cell(cell: str, status) -> str:
+    """A formatted rate with its coverage status: ">=x" where it is only a lower bound (the costed
+    kernels cover less than half the time), the cell as it is otherwise."""
+    return f">={cell}" if status == "lower bound" and cell != UNKNOWN else cell
+
+
+def fmt_bounded(value, status, fmt=None) -> str:
+    """The one way a phase or step rate/utilization is shown (report text, TUI): unknown ("—")
+    where the value or its status is unknown (coverage below the minimum: a sliver says nothing,
+    and is never 0), ">=x" where it is a lower bound, x where it is a verdict. `fmt`: the value's
+    formatter (fmt_pct by default)."""
+    if status == "unknown" or _no_number(value):
+        return UNKNOWN
+    return bounded_cell((fmt or fmt_pct)(value), status)
+
+
 def fmt_num(v, digits: int = 3) -> str:
     """A plain number: whole numbers as they are, others to `digits` significant digits; from a
     million up and below 0.001 with an SI prefix (`1.5 M`, `79.7 µ`), never an exponent."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .format import fmt_bytes, fmt_ns, fmt_num, fmt_pct, fmt_rate
+from .format import bounded_cell, fmt_bytes, fmt_ns, fmt_num, fmt_pct, fmt_rate
 from .text import printable
 
 
@@ -33,8 +33,9 @@ def _table(headers: list[str], rows: list[list[str]], right: set[int] | None = N
 
 
 def _bounded(cell: str, status: Any) -> str:
-    """A phase rate from per-kernel costs: ">= x" where it is only a lower bound (thin coverage)."""
-    return f">={cell}" if status == "lower bound" and cell != "—" else cell
+    """A phase rate from per-kernel costs: ">= x" where it is only a lower bound (thin coverage);
+    unknown where its status is (`format.fmt_bounded`, the formatter the TUI uses too)."""
+    return "—" if status == "unknown" else bounded_cell(cell, status)
 
 
 def _coverage_cell(cov: Any) -> str:

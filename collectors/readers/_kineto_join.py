@@ -293,15 +293,9 @@ def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _device_meta(props: Any, dev: int | None) -> dict:
-    entry = None
-    if isinstance(props, list):
-        entry = next((p for p in props if isinstance(p, dict) and p.get("id") == dev), None)
-    if not entry:
-        return {"index": dev, "name": None}
-    cc = (f"{entry['computeMajor']}.{entry['computeMinor']}"
-          if "computeMajor" in entry and "computeMinor" in entry else None)
-    return {"index": dev, "name": entry.get("name"), "cc": cc, "sms": entry.get("numSms"),
-            "memory_bytes": entry.get("totalGlobalMem")}
+    from .kineto_ranges import device_meta  # deviceProperties name the device even without kernels
+
+    return device_meta(props, dev)
 
 
 def _shape3(g, prefix: str) -> tuple[np.ndarray, np.ndarray]:

@@ -108,6 +108,7 @@ class Analysis:
             rows = self.timed[self.timed["step"].notna()]
             keys = [k for k in ("rank", "phase", "step") if k in out.columns and k in rows.columns]
             out["mfu"] = ceilings.dtype_mfu(out, rows, self.row_peaks, keys)
+            out["mfu"] = out["mfu"].where(out["mfu_status"] != "unknown")  # a sliver is unknown, never a number
         if len(out):
             out = self._with_mix(out, self.timed[self.timed["step"].notna()], ["rank", "phase", "step"])
         return model_cost.add_step_costs(out, self.model, self.trace.meta, self.workload, p.flops, p.bw)
@@ -121,6 +122,7 @@ class Analysis:
             if "rank" in rows.columns and rows["rank"].notna().any():
                 rows = rows[rows["rank"] == rows["rank"].min()]  # the phase table is the lowest rank's
             out["mfu"] = ceilings.dtype_mfu(out, rows, self.row_peaks, ["phase"])
+            out["mfu"] = out["mfu"].where(out["mfu_status"] != "unknown")  # a sliver is unknown, never a number
         if len(out):
             out = self._with_mix(out, self._phase_rows, ["phase"])
         out = metrics.both_utilizations(out, p)

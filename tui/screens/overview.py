@@ -14,7 +14,7 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from rooftop.columns import GAP, PHASES, RANK_PHASES, RANK_STEPS
-from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
+from rooftop.format import fmt_bounded, fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
 
 from ..loader import Preview, overview_ready, phases_ready, warm_overview_rest
 from ..widgets.breadcrumb import MODELED, RooftopScreen
@@ -61,9 +61,10 @@ class PhaseTable(StyledStatic):
             table.add_row(
                 safe_text(phase, self.style_of(f"phase--{phase}")), fmt_ns(r.get("span_ns")),
                 fmt_rate(r.get("tokens_per_s"), "").strip(),
-                fmt_num(r.get("tflops")),
-                fmt_num(r.get("tbps")),
-                fmt_pct(r.get("mfu")), fmt_pct(r.get("mbu")),
+                # the report's formatter: unknown as a dash, lower bounds with ">="
+                fmt_bounded(r.get("tflops"), r.get("mfu_status"), fmt_num),
+                fmt_bounded(r.get("tbps"), r.get("mbu_status"), fmt_num),
+                fmt_bounded(r.get("mfu"), r.get("mfu_status")), fmt_bounded(r.get("mbu"), r.get("mbu_status")),
                 safe_text("—" if is_unknown(bound) else bound, self.style_of(f"bound--{bound}")),
             )
         self.table = table  # kept for tests and export
