@@ -204,7 +204,7 @@ ROOFLINE = Table("roofline", "one point per kernel group (and phase): the groups
     _c("achieved_flops", "FLOP/s", "FLOP/s", "rate", "the point's height: FLOPs / time of the launches whose FLOPs and bytes are known"),
     _c("achieved_bw", "B/s", "B/s", "rate", "the group's achieved bandwidth"),
     GROUPS["time_ns"], GROUPS["time_share"], GROUPS["pct_of_roof"], GROUPS["bound"],
-    _FLOPS_COV, _BYTES_COV, _AI_COV, GROUPS["peak_flops"], GROUPS["dtype"],
+    _FLOPS_COV, _BYTES_COV, _AI_COV, GROUPS["peak_flops"], GROUPS["dtype"], GROUPS["bound_mix"],
 ))
 
 _GAP_PARTS = (

@@ -91,8 +91,10 @@ class Analysis:
         mix.index = bounds.key_index(mix, keys, mix.index)
         got = mix.reindex(bounds.key_index(out, keys))
         out = out.copy()
-        out["bound"] = pd.Series(got["verdict"].to_numpy(dtype=object), index=out.index, dtype=object)
-        out["bound_mix"] = pd.Series(got["bound_mix"].to_numpy(dtype=object), index=out.index, dtype=object)
+        # (a row no kernel fell into: no verdict, None rather than NaN)
+        out["bound"] = pd.Series([v if isinstance(v, str) else None for v in got["verdict"]], index=out.index, dtype=object)
+        out["bound_mix"] = pd.Series([m if isinstance(m, dict) else None for m in got["bound_mix"]], index=out.index,
+                                     dtype=object)
         return out
 
     @cached_property
@@ -426,9 +428,9 @@ class Analysis:
              said(r["tbps"], bsrc)),
             ("% of roof", fmt_pct(r["pct_of_roof"]),
              f"{bsrc} vs {self.peaks.source} peaks" if not is_unknown(r["pct_of_roof"]) and self.peaks.source else "unknown"),
-            ("compute dtype", dtype or f"{self.peaks.dtype} (the trace's)", "kernel name" if dtype else "trace"),
+            ("compute dtype", dtype or "unknown", _dtype_evidence(rows) if dtype else "unknown"),
             ("peak", fmt_rate(None if is_unknown(peak) or not peak else peak, "FLOP/s"), self.peaks.source or "unknown"),
-            ("bound", str(r["bound"] or "—"), "rooftop"),
+            ("bound", _bound_words(r), "rooftop (per-launch roofs)"),
         ]
         first = rows.iloc[0]
         for col, label in (("grid", "grid"), ("block", "block")):
@@ -498,6 +500,25 @@ def _dims(values: pd.Series | None) -> pd.Series | None:
         return pd.Series([None] * len(values), index=values.index, dtype=object)
     text = pc.binary_join(pc.cast(arr, pa.list_(pa.string())), "x")
     return pd.Series(text.to_numpy(zero_copy_only=False), index=values.index, dtype=object)
+
+
+_EVIDENCE = {"counters": "ncu instruction counters", "name": "kernel name", "trace": "the trace's stated dtype"}
+
+
+def _dtype_evidence(rows: pd.DataFrame) -> str:
+    """Where a group's compute dtype came from: the evidence behind most of its launches."""
+    if "dtype_from" not in rows.columns or not rows["dtype_from"].notna().any():
+        return "unknown"
+    return _EVIDENCE.get(str(rows["dtype_from"].astype(object).mode().iloc[0]), "trace")
+
+
+def _bound_words(r) -> str:
+    """A group's bound as the analysis states it: its mix's sentence, else its name, else a dash."""
+    mix = r.get("bound_mix") if hasattr(r, "get") else None
+    if isinstance(mix, dict) and isinstance(mix.get("text"), str):
+        return mix["text"]
+    b = r.get("bound") if hasattr(r, "get") else None
+    return str(b) if isinstance(b, str) and b else "—"
 
 
 def _phase_split(rows: pd.DataFrame) -> str:

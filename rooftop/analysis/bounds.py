@@ -11,7 +11,8 @@ Definitions (docs/definitions.md, "Bound"):
   is unknown is memory-bound when its AI is left of the lowest ridge the device has and compute-bound
   right of the highest (it would be so whatever its dtype); between them it is not judged. Work or
   bytes unknown: not judged. Host/peer copies run at link speed: never judged against HBM and left
-  out of the mix's time.
+  out of the mix's time. A kernel above its own roof (> 105% of its attainable rate) is not judged:
+  its bytes or work are not what ran.
 - A kernel's ideal time is max(bytes / bandwidth, work / its dtype's peak); its share of the right
   peak is work / time / its peak where compute-bound, bytes / time / bandwidth otherwise.
 - A group's (step's, phase's) mix: the share of its judged kernel time under each bound. Its
@@ -25,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..devices import FLOAT_DTYPES, Peaks, normalize_dtype
+from ..devices import FLOAT_DTYPES, PHYSICS_SLACK, Peaks, normalize_dtype
 from ..format import fmt_pct
 from .metrics import LINK_COPY, VERDICT_COVERAGE, distinct_codes, grouped
 
@@ -34,6 +35,7 @@ UNJUDGED = -1
 DOMINANT = 2 / 3
 LATENCY_NS = 5_000
 LATENCY_ROOF_FRAC = 0.10
+ABOVE_ROOF = PHYSICS_SLACK  # a kernel faster than this share of its own roof is not what ran
 
 
 def resolve_dtypes(rows: pd.DataFrame, said: str | None = None) -> tuple[pd.Series, pd.Series]:
@@ -115,6 +117,12 @@ def kernel_verdicts(rows: pd.DataFrame, peaks: Peaks) -> pd.DataFrame:
         attainable_frac = np.where(code >= 0, ideal / dur, np.nan)
     latency = (code >= 0) & (dur < LATENCY_NS) & (attainable_frac < LATENCY_ROOF_FRAC)
     code = np.where(latency, 2, code).astype(np.int8)
+    # faster than its own roof: its bytes or work are not what ran (L2-resident data, a wrong dtype
+    # or device), so its bound is no evidence (the above-roof finding says so for its group)
+    above = (code >= 0) & (attainable_frac > ABOVE_ROOF)
+    code = np.where(above, UNJUDGED, code).astype(np.int8)
+    share = np.where(above, np.nan, share)
+    ideal = np.where(above, np.nan, ideal)
     return pd.DataFrame({"work": work, "peak": peak, "ai": ai, "ridge": ridge, "bound_code": code,
                          "ideal_ns": ideal, "peak_share": share,
                          "link": copy == LINK_COPY}, index=idx)

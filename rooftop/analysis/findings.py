@@ -201,7 +201,8 @@ def _ideal_findings(row: pd.Series, peaks, timed: pd.DataFrame | None) -> list[F
     if mbu is None and mfu is None:
         return []
     headline = (f"{fmt_pct(mbu)} MBU" if bound != "compute" else f"{fmt_pct(mfu)} MFU")
-    title = f"{ph} ideal: {headline}" + (f" ({bound}-bound at the roofline)" if bound else "")
+    where = "no single bound" if bound == "mixed" else f"{bound}-bound"
+    title = f"{ph} ideal: {headline}" + (f" ({where} at the roofline)" if bound else "")
     roofs = _roof_split(timed, ph, peaks)
     if roofs is None:
         detail, cov = "every kernel at its roofline time", None

@@ -62,9 +62,10 @@ class PhaseTable(StyledStatic):
                 safe_text(phase, self.style_of(f"phase--{phase}")), fmt_ns(r.get("span_ns")),
                 fmt_rate(r.get("tokens_per_s"), "").strip(),
                 # the report's formatter: unknown as a dash, lower bounds with ">="
-                fmt_bounded(r.get("tflops"), r.get("mfu_status"), fmt_num),
-                fmt_bounded(r.get("tbps"), r.get("mbu_status"), fmt_num),
-                fmt_bounded(r.get("mfu"), r.get("mfu_status")), fmt_bounded(r.get("mbu"), r.get("mbu_status")),
+                fmt_bounded(r.get("tflops"), r.get("mfu_status"), fmt_num, r.get("flops_coverage")),
+                fmt_bounded(r.get("tbps"), r.get("mbu_status"), fmt_num, r.get("bytes_coverage")),
+                fmt_bounded(r.get("mfu"), r.get("mfu_status"), None, r.get("flops_coverage")),
+                fmt_bounded(r.get("mbu"), r.get("mbu_status"), None, r.get("bytes_coverage")),
                 safe_text("—" if is_unknown(bound) else bound, self.style_of(f"bound--{bound}")),
             )
         self.table = table  # kept for tests and export
