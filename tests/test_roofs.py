@@ -300,3 +300,32 @@ def test_a_kernel_faster_than_its_own_roof_is_not_judged(tmp_path):
     # 1e8 bytes in 10 us is 10 TB/s on a 3.35 TB/s part: those bytes are not what ran
     a = analyze(build(tmp_path, [k("gemv_bf16", 0, 10_000, model_flops=1e8, model_bytes=1e8)]))
     assert a.verdicts["bound_code"].tolist() == [-1] and a.verdicts["ideal_ns"].isna().all()
+
+
+# --- 1. op input dtypes (Kineto `Input type`) as evidence --------------------------------------
+
+def _op_trace(tmp_path, types, kernel):
+    ev = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1002.0, "dur": 10.0,
+           "args": {"External id": 7, "Input Dims": [[128, 256], [256, 512]], "Input type": types}},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1003.0,
+           "dur": 2.0, "args": {"correlation": 11, "External id": 7}},
+          {"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": 7, "ts": 1010.0, "dur": 30.0,
+           "args": {"device": 0, "stream": 7, "correlation": 11}}]
+    path = tmp_path / f"{kernel}.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": ev,
+                                "deviceProperties": [dict(A100, id=0)]}))
+    from collectors.readers.importers import load_any
+    return load_any(path)
+
+
+def test_op_input_types_name_the_dtype_where_the_kernel_name_does_not(tmp_path):
+    a = analyze(_op_trace(tmp_path, ["c10::BFloat16", "c10::BFloat16"], "cutlass_kernel_mystery"))
+    row = a.timed[a.timed["kind"].astype(object) == "kernel"].iloc[0]
+    assert row["dtype"] == "bf16" and row["dtype_from"] == "op"
+
+
+def test_a_kernel_name_that_spells_a_dtype_outranks_the_op_inputs(tmp_path):
+    # fp32 inputs with TF32 enabled run a tf32 tensor-core kernel: the kernel name says so
+    a = analyze(_op_trace(tmp_path, ["float", "float"], "sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n"))
+    row = a.timed[a.timed["kind"].astype(object) == "kernel"].iloc[0]
+    assert row["dtype"] == "tf32" and row["dtype_from"] == "name"

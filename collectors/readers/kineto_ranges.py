@@ -1,4 +1,9 @@
-"""Kineto's own word about the device, and traces recorded in CUPTI range-profiler mode.
+"""Kineto's own word: the device, each op's input dtypes, and CUPTI range-profiler traces.
+
+An op's `Input type` names the dtype its kernels compute in where their names say none
+(`op_dtype_codes`: the launching op's first input; the importer's `dtype` column, which the
+analysis ranks below a kernel name that spells a dtype: an fp32 `aten::mm` with TF32 enabled runs
+a `..._tf32` kernel).
 
 `deviceProperties` (one entry per GPU: name, computeMajor/Minor, numSms, totalGlobalMem) names the
 device even when the trace has no kernel rows to pick one by: when every entry names the same GPU
@@ -24,6 +29,28 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+# The compute dtypes an op's input types can name (`Input type`: "c10::BFloat16", "float", ...).
+OP_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "fp64", "int8")
+
+
+def op_dtype_codes(shape_ids: np.ndarray, shapes: list) -> np.ndarray:
+    """Per op instance, the code (into OP_DTYPES; -1 unknown) of the dtype its input types name
+    (`ceilings.op_dtype`: the first input's type), once per distinct input signature."""
+    from rooftop.analysis.ceilings import op_dtype
+
+    ids = np.asarray(shape_ids, dtype=np.int64)
+    out = np.full(len(ids), -1, np.int64)
+    if not len(ids):
+        return out
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    codes = np.full(len(uniq), -1, np.int64)
+    for j, si in enumerate(uniq.tolist()):
+        if 0 <= si < len(shapes) and shapes[si] is not None and len(shapes[si]) > 1 and shapes[si][1]:
+            d = op_dtype(str(shapes[si][1]))
+            codes[j] = OP_DTYPES.index(d) if d in OP_DTYPES else -1
+    return codes[inverse]
+
 
 CATEGORY = "cuda_profiler_range"
 MAX_BYTES = 2 << 30  # a range-profiler trace holds a few thousand ranges; bigger files are not re-read

@@ -502,7 +502,8 @@ def _dims(values: pd.Series | None) -> pd.Series | None:
     return pd.Series(text.to_numpy(zero_copy_only=False), index=values.index, dtype=object)
 
 
-_EVIDENCE = {"counters": "ncu instruction counters", "name": "kernel name", "trace": "the trace's stated dtype"}
+_EVIDENCE = {"counters": "instruction counters", "name": "kernel name", "op": "op input types",
+             "trace": "the trace's stated dtype"}
 
 
 def _dtype_evidence(rows: pd.DataFrame) -> str:

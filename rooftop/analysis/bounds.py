@@ -23,6 +23,8 @@ Definitions (docs/definitions.md, "Bound"):
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 
@@ -40,20 +42,28 @@ ABOVE_ROOF = PHYSICS_SLACK  # a kernel faster than this share of its own roof is
 
 def resolve_dtypes(rows: pd.DataFrame, said: str | None = None) -> tuple[pd.Series, pd.Series]:
     """Per row, the compute dtype from the best evidence the trace has, and which evidence:
-    the importer's `dtype` (ncu instruction counters per pipe: "counters"), else the kernel name
-    ("name"), else the dtype the trace's metadata states for the model (`said`: "trace"), else
-    missing (None). Copies and memsets compute nothing: no dtype. Classifies each distinct name once."""
+
+    1. "counters": the importer's `dtype` on a row with hardware counters (ncu instruction counters
+       per pipe, a range-profiler trace's);
+    2. "name": a kernel name that spells a dtype (`..._tf32...`, `sgemm`, `e4m3`): more specific
+       than the op's inputs (an fp32 `aten::mm` with TF32 on runs a tf32 kernel);
+    3. "op": the importer's `dtype` from the launching op's input types (Kineto `Input type`);
+    4. "trace": the dtype the trace's metadata states for the model (`said`);
+    else missing. Copies and memsets compute nothing: no dtype. Each distinct value is classified
+    once."""
     from .ceilings import name_dtype
 
     n = len(rows)
     out = np.full(n, None, dtype=object)
     src = np.full(n, None, dtype=object)
+    given = np.full(n, None, dtype=object)
     if "dtype" in rows.columns:
         codes, uniq = distinct_codes(rows["dtype"])
         table = np.array([normalize_dtype(u) if isinstance(u, str) else None for u in uniq] + [None], dtype=object)
         given = table[codes]
-        has = pd.notna(given)
-        out[has], src[has] = given[has], "counters"
+    counted = rows["counters"].fillna(False).to_numpy(dtype=bool) if "counters" in rows.columns else np.zeros(n, bool)
+    has = pd.notna(given)
+    out[has & counted], src[has & counted] = given[has & counted], "counters"
     if "name" in rows.columns:
         need = pd.isna(out)
         if need.any():
@@ -62,6 +72,8 @@ def resolve_dtypes(rows: pd.DataFrame, said: str | None = None) -> tuple[pd.Seri
             by_name = table[codes]
             fill = need & pd.notna(by_name)
             out[fill], src[fill] = by_name[fill], "name"
+    fill = pd.isna(out) & has
+    out[fill], src[fill] = given[fill], "op"
     if said:
         kind = rows["kind"].astype(object).to_numpy() if "kind" in rows.columns else np.full(n, "kernel", dtype=object)
         fill = pd.isna(out) & ~np.isin(kind, ("memcpy", "memset"))
@@ -184,6 +196,19 @@ def bound_mix(rows: pd.DataFrame, verdicts: pd.DataFrame, keys: list[str]) -> pd
     return out
 
 
+class BoundMix(dict):
+    """A mix document: a plain dict to JSON, hashable (tables are deduplicated and exported) and
+    shown as its sentence where a table prints it as text (a CSV export)."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(json.dumps(self, sort_keys=True, default=str))
+
+    def __str__(self) -> str:
+        return str(self.get("text") or "")
+
+
 def mix_doc(r: dict) -> dict | None:
     """The JSON document of one group's mix (`phases[].bound_mix`): shares per bound, the verdict,
     its share of the peak, dtype, category and the sentence."""
@@ -199,7 +224,7 @@ def mix_doc(r: dict) -> dict | None:
     doc["dtype"] = d if isinstance(d, str) else None
     doc["category"] = c if isinstance(c, str) else None
     doc["text"] = mix_text(doc)
-    return doc
+    return BoundMix(doc)
 
 
 def _f(x) -> float | None:
