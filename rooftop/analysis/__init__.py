@@ -87,7 +87,9 @@ class Analysis:
         keys = [k for k in keys if k in out.columns and k in rows.columns]
         if not keys or rows.empty:
             return out.assign(bound=None, bound_mix=None)
-        mix = bounds.bound_mix(rows, self.verdicts, keys)
+        # only the columns the mix reads (a million-row frame is not copied for it)
+        cols = [c for c in dict.fromkeys(keys + ["dur_ns", "dtype", "category"]) if c in rows.columns]
+        mix = bounds.bound_mix(rows[cols], self.verdicts, keys)
         mix.index = bounds.key_index(mix, keys, mix.index)
         got = mix.reindex(bounds.key_index(out, keys))
         out = out.copy()
@@ -112,7 +114,9 @@ class Analysis:
             out["mfu"] = ceilings.dtype_mfu(out, rows, self.row_peaks, keys)
             out["mfu"] = out["mfu"].where(out["mfu_status"] != "unknown")  # a sliver is unknown, never a number
         if len(out):
-            out = self._with_mix(out, self.timed[self.timed["step"].notna()], ["rank", "phase", "step"])
+            t = self.timed
+            cols = [c for c in ("rank", "phase", "step", "dur_ns", "dtype", "category") if c in t.columns]
+            out = self._with_mix(out, t[cols][t["step"].notna()], ["rank", "phase", "step"])
         return model_cost.add_step_costs(out, self.model, self.trace.meta, self.workload, p.flops, p.bw)
 
     @cached_property
@@ -132,13 +136,11 @@ class Analysis:
 
     @cached_property
     def _phase_rows(self) -> pd.DataFrame:
-        """The rows the phase table describes: the lowest rank's, in a step (phase span = the sum
-        of its steps' spans), or all of them where the trace marks no steps."""
+        """The rows the phase table describes (the lowest rank's), in the columns the mix reads."""
         rows = self.timed
+        rows = rows[[c for c in ("rank", "phase", "step", "dur_ns", "dtype", "category") if c in rows.columns]]
         if "rank" in rows.columns and rows["rank"].notna().any():
             rows = rows[rows["rank"] == rows["rank"].min()]
-        if "step" in rows.columns and rows["step"].notna().any():
-            rows = rows[rows["step"].notna()]
         return rows
 
     @cached_property
@@ -169,7 +171,9 @@ class Analysis:
             if len(out) and by in rows.columns:
                 k = rows[by]
                 k = k.astype(object).where(k.notna(), "(unnamed)") if k.isna().any() else k
-                out = self._with_mix(out, rows.assign(key=k), ["key"])
+                small = pd.DataFrame({"key": k, "dur_ns": rows["dur_ns"], "dtype": rows["dtype"],
+                                      "category": rows["category"]}, index=rows.index)
+                out = self._with_mix(out, small, ["key"])
             self._groups[key] = out
         return self._groups[key]
 

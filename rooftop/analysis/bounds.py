@@ -54,32 +54,38 @@ def resolve_dtypes(rows: pd.DataFrame, said: str | None = None) -> tuple[pd.Seri
     from .ceilings import name_dtype
 
     n = len(rows)
-    out = np.full(n, None, dtype=object)
-    src = np.full(n, None, dtype=object)
-    given = np.full(n, None, dtype=object)
-    if "dtype" in rows.columns:
-        codes, uniq = distinct_codes(rows["dtype"])
-        table = np.array([normalize_dtype(u) if isinstance(u, str) else None for u in uniq] + [None], dtype=object)
-        given = table[codes]
+    names = list(dict.fromkeys([*_ALL_DTYPES, *([said] if said else [])]))
+    code_of = {d: i for i, d in enumerate(names)}
+
+    def coded(col: pd.Series, classify) -> np.ndarray:
+        """Per row, the code of `classify(value)` (-1: none), classifying each distinct value once."""
+        codes, uniq = distinct_codes(col)
+        table = np.array([code_of.get(classify(u), -1) if isinstance(u, str) else -1 for u in uniq] + [-1], np.int16)
+        return table[codes]
+
+    out = np.full(n, -1, np.int16)
+    src = np.full(n, -1, np.int8)  # index into _SOURCES
+    given = coded(rows["dtype"], normalize_dtype) if "dtype" in rows.columns else np.full(n, -1, np.int16)
     counted = rows["counters"].fillna(False).to_numpy(dtype=bool) if "counters" in rows.columns else np.zeros(n, bool)
-    has = pd.notna(given)
-    out[has & counted], src[has & counted] = given[has & counted], "counters"
-    if "name" in rows.columns:
-        need = pd.isna(out)
-        if need.any():
-            codes, uniq = distinct_codes(rows["name"])
-            table = np.array([name_dtype(u) for u in uniq] + [None], dtype=object)
-            by_name = table[codes]
-            fill = need & pd.notna(by_name)
-            out[fill], src[fill] = by_name[fill], "name"
-    fill = pd.isna(out) & has
-    out[fill], src[fill] = given[fill], "op"
+    has = given >= 0
+    take = has & counted
+    out[take], src[take] = given[take], 0
+    if "name" in rows.columns and (out < 0).any():
+        by_name = coded(rows["name"], name_dtype)
+        fill = (out < 0) & (by_name >= 0)
+        out[fill], src[fill] = by_name[fill], 1
+    fill = (out < 0) & has
+    out[fill], src[fill] = given[fill], 2
     if said:
-        kind = rows["kind"].astype(object).to_numpy() if "kind" in rows.columns else np.full(n, "kernel", dtype=object)
-        fill = pd.isna(out) & ~np.isin(kind, ("memcpy", "memset"))
-        out[fill], src[fill] = said, "trace"
-    return (pd.Series(pd.Categorical(out), index=rows.index, name="dtype"),
-            pd.Series(pd.Categorical(src), index=rows.index, name="dtype_from"))
+        copies = rows["kind"].isin(("memcpy", "memset")).to_numpy(dtype=bool) if "kind" in rows.columns else np.zeros(n, bool)
+        fill = (out < 0) & ~copies
+        out[fill], src[fill] = code_of[said], 3
+    return (pd.Series(pd.Categorical.from_codes(out, categories=names), index=rows.index, name="dtype"),
+            pd.Series(pd.Categorical.from_codes(src, categories=list(_SOURCES)), index=rows.index, name="dtype_from"))
+
+
+_ALL_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "fp64", "int8")
+_SOURCES = ("counters", "name", "op", "trace")
 
 
 def _ridges(peaks: Peaks) -> tuple[float, float]:
@@ -142,12 +148,11 @@ def kernel_verdicts(rows: pd.DataFrame, peaks: Peaks) -> pd.DataFrame:
 
 def _top(gid: np.ndarray, values: pd.Series, weight: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Per group, the value with most weight among rows of positive weight, and how many distinct
-    values those rows hold."""
+    values those rows hold (the rows are taken, not rewritten: a categorical keeps its codes)."""
     from .groups import top_by_weight
 
-    keep = weight > 0
-    vals = pd.Series(np.where(keep, values.astype(object).to_numpy(), None), index=values.index)
-    return top_by_weight(gid, vals, weight, n, dropna=True)
+    keep = np.flatnonzero(weight > 0)
+    return top_by_weight(gid[keep], values.iloc[keep], weight[keep], n, dropna=True)
 
 
 def bound_mix(rows: pd.DataFrame, verdicts: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -158,11 +163,7 @@ def bound_mix(rows: pd.DataFrame, verdicts: pd.DataFrame, keys: list[str]) -> pd
     code = v["bound_code"].to_numpy()
     dur = rows["dur_ns"].to_numpy(dtype="float64", na_value=0.0)
     link = v["link"].to_numpy(dtype=bool)
-    frame = rows[keys].copy()
-    for k in keys:
-        if isinstance(frame[k].dtype, pd.CategoricalDtype):
-            frame[k] = frame[k].astype(object)
-    gid, sizes = grouped(frame, keys, dropna=False)
+    gid, sizes = grouped(rows[keys], keys, dropna=False)
     n = len(sizes)
     total = np.bincount(gid, weights=np.where(link, 0.0, dur), minlength=n)
     per = np.stack([np.bincount(gid, weights=np.where(code == b, dur, 0.0), minlength=n) for b in range(len(BOUNDS))], axis=1)
