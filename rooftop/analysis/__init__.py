@@ -434,7 +434,7 @@ class Analysis:
              f"{bsrc} vs {self.peaks.source} peaks" if not is_unknown(r["pct_of_roof"]) and self.peaks.source else "unknown"),
             ("compute dtype", dtype or "unknown", _dtype_evidence(rows) if dtype else "unknown"),
             ("peak", fmt_rate(None if is_unknown(peak) or not peak else peak, "FLOP/s"), self.peaks.source or "unknown"),
-            ("bound", _bound_words(r), "rooftop (per-launch roofs)"),
+            ("bound", _bound_words(r), "rooftop"),
         ]
         first = rows.iloc[0]
         for col, label in (("grid", "grid"), ("block", "block")):
