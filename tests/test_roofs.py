@@ -329,3 +329,13 @@ def test_a_kernel_name_that_spells_a_dtype_outranks_the_op_inputs(tmp_path):
     a = analyze(_op_trace(tmp_path, ["float", "float"], "sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n"))
     row = a.timed[a.timed["kind"].astype(object) == "kernel"].iloc[0]
     assert row["dtype"] == "tf32" and row["dtype_from"] == "name"
+
+
+def test_scoped_groups_use_the_same_judgement(tmp_path):
+    a = analyze(fp32_gemm_trace(tmp_path))
+    scoped = a.scoped_groups(phase="prefill", step=0).set_index("key")
+    whole = a.groups(phase="prefill").set_index("key")
+    key = "ampere_sgemm_128x64_tn"
+    assert scoped.loc[key, "bound"] == whole.loc[key, "bound"] == "compute"
+    assert scoped.loc[key, "dtype"] == "fp32" and scoped.loc[key, "bound_mix"]["text"] == whole.loc[key, "bound_mix"]["text"]
+    assert [w for w in a.warnings if w[0] == "physics"] == []

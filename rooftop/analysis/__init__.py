@@ -18,7 +18,7 @@ from ..format import fmt_bytes, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate, i
 from ..trace import STALL_COLUMNS, Trace
 from ..models import ModelSpec
 from ..names import gpu_work_counts
-from . import attention, bounds, ceilings, diff, findings, gap, groups, metrics, model_cost, stalls, tree
+from . import attention, bounds, ceilings, diff, physics, findings, gap, groups, metrics, model_cost, stalls, tree
 from .findings import Finding
 from .model_cost import Workload
 
@@ -166,16 +166,20 @@ class Analysis:
         key = (by, phase)
         if key not in self._groups:
             rows = self.timed if phase is None else self.timed[self.timed["phase"] == phase]
-            peak = self.row_peaks if len(rows) else self.peaks.flops
-            out = groups.kernel_groups(rows, by, peak, self.peaks.bw)
-            if len(out) and by in rows.columns:
-                k = rows[by]
-                k = k.astype(object).where(k.notna(), "(unnamed)") if k.isna().any() else k
-                small = pd.DataFrame({"key": k, "dur_ns": rows["dur_ns"], "dtype": rows["dtype"],
-                                      "category": rows["category"]}, index=rows.index)
-                out = self._with_mix(out, small, ["key"])
-            self._groups[key] = out
+            self._groups[key] = self._groups_of(rows, by)
         return self._groups[key]
+
+    def _groups_of(self, rows: pd.DataFrame, by: str) -> pd.DataFrame:
+        """Kernel groups of `rows`, each launch against its own dtype's peak, with the bound mix."""
+        peak = self.row_peaks if len(rows) else self.peaks.flops
+        out = groups.kernel_groups(rows, by, peak, self.peaks.bw)
+        if len(out) and by in rows.columns:
+            k = rows[by]
+            k = k.astype(object).where(k.notna(), "(unnamed)") if k.isna().any() else k
+            small = pd.DataFrame({"key": k, "dur_ns": rows["dur_ns"], "dtype": rows["dtype"],
+                                  "category": rows["category"]}, index=rows.index)
+            out = self._with_mix(out, small, ["key"])
+        return out
 
     @cached_property
     def first_rank(self) -> int | None:
@@ -303,6 +307,8 @@ class Analysis:
                 if not is_unknown(cov) and cov < self.COVERAGE_WARN_BELOW:
                     out.append(("coverage", f"{r['phase']}: bytes known for {fmt_pct(cov, 0)} of kernel time; "
                                             "MBU and TB/s count only that part"))
+        # physics: a peak or utilization above what the device can do is a bug or wrong input, said
+        out += [("physics", v) for v in physics.violations(self)]
         return out
 
     # --- identity and detail --------------------------------------------------------------------
@@ -324,8 +330,7 @@ class Analysis:
         """Kernel groups of one phase, one step of a phase, or one rank (time share within that scope)."""
         if step is None and rank is None:
             return self.groups(by, phase)
-        rows = self.kernels(phase=phase, step=step, rank=rank)
-        return groups.kernel_groups(rows, by, self.peaks.flops, self.peaks.bw)
+        return self._groups_of(self.kernels(phase=phase, step=step, rank=rank), by)
 
     def scoped_stalls(self, by: str = "short_name", phase: str | None = None, step: int | None = None,
                       rank: int | None = None) -> pd.DataFrame | None:
