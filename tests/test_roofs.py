@@ -7,15 +7,12 @@ from __future__ import annotations
 import gzip
 import json
 import sqlite3
-from pathlib import Path
-
-import numpy as np
 import pandas as pd
 import pytest
 
 from collectors.readers import nsys_device
 from collectors.readers.kineto_ranges import device_meta, range_rows
-from collectors.readers.ncu import flops_from_metrics, peaks_from_metrics, pipe_dtype, row_from_metrics
+from collectors.readers.ncu import peaks_from_metrics, pipe_dtype, row_from_metrics
 from rooftop.analysis import analyze
 from rooftop.analysis.bounds import mix_text
 from rooftop.devices import by_key, identify, peaks, physical_limits
