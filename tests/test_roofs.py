@@ -336,3 +336,20 @@ def test_scoped_groups_use_the_same_judgement(tmp_path):
     assert scoped.loc[key, "bound"] == whole.loc[key, "bound"] == "compute"
     assert scoped.loc[key, "dtype"] == "fp32" and scoped.loc[key, "bound_mix"]["text"] == whole.loc[key, "bound_mix"]["text"]
     assert [w for w in a.warnings if w[0] == "physics"] == []
+
+
+def test_range_profiler_kernels_take_their_launching_op_in_launch_order(tmp_path):
+    from collectors.readers.kineto import read_kineto
+
+    ev = []
+    for i, op in enumerate(("aten::mm", "aten::add")):
+        ev += [{"ph": "X", "cat": "cpu_op", "name": op, "pid": 1, "tid": 1, "ts": 10.0 + 20 * i, "dur": 10.0,
+                "args": {"External id": i + 1}},
+               {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12.0 + 20 * i,
+                "dur": 2.0, "args": {"correlation": 100 + i, "External id": i + 1}}]
+    ev += [_range_event(f"kernel_{i}", 100.0 + 50 * i, 50.0, ffma=1e6) for i in range(2)]
+    path = tmp_path / "launch.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": [dict(A100, id=0)], "traceEvents": ev}))
+    rows, _ = read_kineto(path, workers=1)
+    kern = rows[rows["kind"].astype(object) == "kernel"].sort_values("start_ns")
+    assert kern["op"].astype(object).tolist() == ["aten::mm", "aten::add"]

@@ -147,6 +147,30 @@ def range_rows(events: list[dict], origin_us: float | None = None) -> pd.DataFra
     return frame
 
 
+_LAUNCH = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernelEx")
+
+
+def _with_launches(extra: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """The ranges' launching op and correlation from the kernel launches on the host: in auto-range
+    mode CUPTI profiles each launched kernel in launch order, so where the trace holds exactly as
+    many launch calls as ranges, the k-th range is the k-th launch (HTA's CuptiCounterAnalysis
+    pairs them the same way). Otherwise they stay unknown."""
+    if not len(rows) or "kind" not in rows.columns or "name" not in rows.columns:
+        return extra
+    rt = rows[(rows["kind"].astype(object) == "runtime").to_numpy()]
+    launches = rt[rt["name"].astype(object).isin(_LAUNCH).to_numpy()].sort_values("start_ns", kind="stable")
+    if len(launches) != len(extra):
+        return extra
+    order = np.argsort(extra["start_ns"].to_numpy(), kind="stable")
+    extra = extra.copy()
+    for col in ("op", "correlation"):
+        if col in launches.columns:
+            values = np.full(len(extra), None, dtype=object)
+            values[order] = launches[col].astype(object).to_numpy()
+            extra[col] = values
+    return extra
+
+
 def add_range_rows(rows: pd.DataFrame, meta: dict, path: Path, origin_ns: int | None) -> tuple[pd.DataFrame, dict]:
     """`rows` with the range-profiler kernels added where the trace has no GPU rows of its own;
     unchanged otherwise. `origin_ns`: the file-clock time of start 0 of the rows already read (the
@@ -160,6 +184,7 @@ def add_range_rows(rows: pd.DataFrame, meta: dict, path: Path, origin_ns: int | 
         return rows, meta
     extra["start_ns"] -= int(origin_ns) if origin_ns is not None and len(rows) else int(extra["start_ns"].min())
     extra["device"] = pd.array(extra["device"], dtype="Int64")
+    extra = _with_launches(extra, rows)
     if "id" in rows.columns and len(rows):
         top = pd.to_numeric(rows["id"], errors="coerce").max()
         first = int(top) + 1 if pd.notna(top) else 0
