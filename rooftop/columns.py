@@ -119,7 +119,12 @@ _MFU_STATUS = _c("mfu_status", "MFU status", "", "text",
                  "`verdict` (FLOPs coverage >= 0.5), `lower bound` (>= 0.05) or `unknown`")
 _AI = _c("ai", "AI", "FLOP/B", "num", "arithmetic intensity: FLOPs / bytes over the kernels that have both")
 _BOUND = _c("bound", "bound", "", "text",
-            "`memory` (AI left of the ridge) or `compute`; null without peaks or below half AI coverage")
+            "the bound holding for at least 2/3 of the judged kernel time, each kernel against the ridge of its own "
+            "compute dtype: `memory`, `compute` or `latency`; `mixed` where none does; null without peaks or below half "
+            "coverage")
+_BOUND_MIX = _c("bound_mix", "bound mix", "", "text",
+                "the time-weighted mix of the kernels' own verdicts: per bound its share of the judged time and its "
+                "kernels' share of their own peak; the verdict, its dtype and category, and the sentence (`text`)")
 _TOKENS_PER_S = _c("tokens_per_s", "tok/s", "tokens/s", "num", "new tokens / span", digits=0, title="tokens/s")
 _MODEL_MBU = _c("model_mbu", "model MBU", "fraction", "pct",
                 "the bytes the model must move (weights, KV read and written) / span / peak bandwidth")
@@ -151,7 +156,7 @@ PHASES = Table("phases", "one row per phase; on a multi-rank run, the lowest ran
     _MODEL_BYTES,
     _c("model_bytes_per_step", "model bytes/step", "B", "bytes", "model bytes / model steps"),
     _MODEL_FLOPS, _MODEL_MBU_BUSY, _MODEL_MFU, _MODEL_MFU_BUSY, _MODEL_REASON,
-    _FLOPS_COV, _AI_COV, _MBU_STATUS, _MFU_STATUS, _MODEL_BOUND,
+    _FLOPS_COV, _AI_COV, _MBU_STATUS, _MFU_STATUS, _MODEL_BOUND, _BOUND_MIX,
 ))
 
 STEPS = Table("steps", "one row per (rank,) phase and step", (
@@ -172,7 +177,7 @@ STEPS = Table("steps", "one row per (rank,) phase and step", (
     _c("model_ideal_ns", "model ideal", "ns", "ns", "max(model bytes / bandwidth, model FLOPs / peak)"),
     _MODEL_REASON,
     _c("workload_source", "workload", "", "text", "where batch, new tokens and context come from"),
-    _FLOPS_SOURCE, _BYTES_COV, _FLOPS_COV, _AI, _AI_COV, _MBU_STATUS, _MFU_STATUS,
+    _FLOPS_SOURCE, _BYTES_COV, _FLOPS_COV, _AI, _AI_COV, _MBU_STATUS, _MFU_STATUS, _BOUND_MIX,
     _c("phase_source", "phase from", "", "text", "`marker`: the step marker names the phase; `inferred`: the step's own "
        "work (per-token kernel grids, CUDA-graph replays); null: no phase"),
     _c("phase_reason", "why", "", "text", "for an inferred phase, the evidence"),
@@ -194,10 +199,12 @@ GROUPS = Table("groups", "one row per kernel group (short name, full name or cat
     _c("tbps", "TB/s", "TB/s", "num", "known bytes / time of the launches whose bytes are known", digits=2),
     _c("pct_of_roof", "% roof", "fraction", "pct",
        "achieved rate / attainable rate min(peak, bandwidth x AI); for copies, bandwidth / peak bandwidth"),
-    _c("bound", "bound", "", "text", "`memory`, `compute` or `latency` (far under both roofs and short); null when not judged"),
-    _c("dtype", "dtype", "", "text", "the compute dtype whose peak judges the group, from the kernel names"),
+    _c("bound", "bound", "", "text", "`memory`, `compute` or `latency` (far under both roofs and short) for at least 2/3 "
+       "of the judged time, each launch against its own dtype's ridge; `mixed` where none holds; null when not judged"),
+    _c("dtype", "dtype", "", "text", "the compute dtype whose peak judges the group: from ncu instruction counters per "
+       "pipe where the trace has them, else from the kernel names"),
     _c("peak_flops", "peak", "FLOP/s", "rate", "the peak FLOP/s of the group's compute dtype"),
-    _FLOPS_SOURCE, _FLOPS_COV, _BYTES_COV, _AI_COV,
+    _FLOPS_SOURCE, _FLOPS_COV, _BYTES_COV, _AI_COV, _BOUND_MIX,
 ))
 
 ROOFLINE = Table("roofline", "one point per kernel group (and phase): the groups whose AI and FLOP rate are known", (
@@ -207,7 +214,7 @@ ROOFLINE = Table("roofline", "one point per kernel group (and phase): the groups
     _c("achieved_flops", "FLOP/s", "FLOP/s", "rate", "the point's height: FLOPs / time of the launches whose FLOPs and bytes are known"),
     _c("achieved_bw", "B/s", "B/s", "rate", "the group's achieved bandwidth"),
     GROUPS["time_ns"], GROUPS["time_share"], GROUPS["pct_of_roof"], GROUPS["bound"],
-    _FLOPS_COV, _BYTES_COV, _AI_COV, GROUPS["peak_flops"], GROUPS["dtype"],
+    _FLOPS_COV, _BYTES_COV, _AI_COV, GROUPS["peak_flops"], GROUPS["dtype"], GROUPS["bound_mix"],
 ))
 
 _GAP_PARTS = (

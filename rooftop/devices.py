@@ -371,6 +371,7 @@ class Peaks:
     matched_by: tuple[str, ...] = ()
     inferred: bool = False
     override: str | None = None    # "gpu" / "peaks" when the user said so
+    notes: tuple[str, ...] = ()     # peaks from the file that were not used, and why (physics)
 
     @property
     def ridge(self) -> float | None:
@@ -386,6 +387,14 @@ class Peaks:
         if d == self.dtype:
             return self.flops
         return self.table.get(d)
+
+    def ops_for(self, dtype: str | None) -> float | None:
+        """The peak a kernel's work is judged against: `flops_for` for the float dtypes, the int8
+        tensor TOPS (integer op/s) for int8 work counted in integer ops; None where unknown."""
+        d = normalize_dtype(dtype) if dtype else self.dtype
+        if d == "int8":
+            return _num(self.table.get("int8"))
+        return self.flops_for(d)
 
     @property
     def differences(self) -> list[dict[str, Any]]:
@@ -405,6 +414,16 @@ def trace_dtype(meta: Mapping[str, Any]) -> str:
         if d:
             return d
     return DEFAULT_DTYPE
+
+
+def said_dtype(meta: Mapping[str, Any]) -> str | None:
+    """The compute dtype the trace's metadata states (model.dtype, else workload.dtype); None
+    where it states none (then `trace_dtype`'s bf16 is a default, not evidence)."""
+    for section in ("model", "workload"):
+        d = normalize_dtype((meta.get(section) or {}).get("dtype"))
+        if d:
+            return d
+    return None
 
 
 def _said_dtype(meta: Mapping[str, Any]) -> bool:
@@ -439,7 +458,43 @@ def ncu_table(ncu: Mapping[str, Any] | None) -> dict[str, float | None]:
             cand = ("dst_fp32" in key, v)
             best[d] = max(best.get(d, cand), cand)
     out.update({d: v for d, (_, v) in best.items()})
-    return {d: out.get(d) for d in FLOAT_DTYPES}
+    out["int8"] = _num(ncu.get("tensor_int8_ops"))
+    return {d: out.get(d) for d in DTYPES}
+
+
+# A peak may sit this far above the dense datasheet figure at boost clock before it is called
+# impossible: datasheets round (989.4 vs 989.5 TF), and some parts boost a few % above the
+# published clock. The 2:4-sparse rates ncu once reported were 2x.
+PHYSICS_SLACK = 1.05
+
+
+def physical_limits(gpu: GPUSpec | None) -> dict[str, float | None]:
+    """The ceilings no peak, rate or utilization may exceed: the dense datasheet peak per dtype at
+    boost clock and the datasheet bandwidth (`bw`), each times PHYSICS_SLACK; None where unknown."""
+    if gpu is None:
+        return {}
+    out: dict[str, float | None] = {d: (v * PHYSICS_SLACK if v else None) for d, v in gpu.tflops.items()}
+    out["bw"] = gpu.peak_bw * PHYSICS_SLACK if gpu.peak_bw else None
+    return out
+
+
+def within_physics(table: Mapping[str, float | None], bw: float | None, gpu: GPUSpec | None
+                   ) -> tuple[dict[str, float | None], float | None, list[str]]:
+    """Peaks from a file (an ncu report's) with every value above the device's dense datasheet peak
+    dropped (None), and a note per value dropped. Such a value is a sparse rate or a misread unit,
+    never a property of the chip."""
+    limits = physical_limits(gpu)
+    out, notes = dict(table), []
+    for d, v in table.items():
+        lim = limits.get(d)
+        if v and lim and v > lim:
+            out[d] = None
+            notes.append(f"ncu {d} peak {v / 1e12:.4g} T/s is above the dense datasheet peak "
+                         f"{lim / PHYSICS_SLACK / 1e12:.4g} T/s of the {gpu.name}: not used")
+    if bw and limits.get("bw") and bw > limits["bw"]:
+        notes.append(f"ncu bandwidth {bw / 1e12:.4g} TB/s is above the datasheet {gpu.peak_bw / 1e12:.4g} TB/s: not used")
+        bw = None
+    return out, bw, notes
 
 
 def peaks(meta: Mapping[str, Any] | None, dtype: str | None = None, override: Override | None = None) -> Peaks:
@@ -472,6 +527,8 @@ def peaks(meta: Mapping[str, Any] | None, dtype: str | None = None, override: Ov
     ncu = given.get("ncu") or {}
     n_table = ncu_table(ncu)
     n_bw = _num(ncu.get("bw"))
+    # physics: an ncu peak above the dense datasheet peak (a 2:4-sparse rate) is never used
+    n_table, n_bw, notes = within_physics(n_table, n_bw, gpu)
 
     if gpu is not None:
         table = dict(gpu.tflops)
@@ -487,6 +544,10 @@ def peaks(meta: Mapping[str, Any] | None, dtype: str | None = None, override: Ov
     m_dtype = normalize_dtype(measured.get("dtype")) if measured.get("dtype") else None
     if m_dtype and m_dtype != d:
         m_flops = None
+    # a calibration above the dense datasheet peak measured something else (a sparse GEMM, a cache)
+    checked, m_bw, more = within_physics({d: m_flops}, m_bw, gpu)
+    m_flops = checked.get(d)
+    notes += [n.replace("ncu", "measured", 1) for n in more]
 
     flops = m_flops if m_flops is not None else ds_flops
     bw = m_bw if m_bw is not None else ds_bw
@@ -498,7 +559,7 @@ def peaks(meta: Mapping[str, Any] | None, dtype: str | None = None, override: Ov
         source = None
     # No spec row and no datasheet values: an ncu report's own peaks (at its locked clocks).
     if gpu is None and source is None and (n_bw or any(n_table.values())):
-        table = {k: v for k, v in n_table.items()}
+        table = {k: n_table.get(k) for k in DTYPES}
         flops, bw, source = (n_table.get(d) if d in FLOAT_DTYPES else None), n_bw, "ncu"
     used_override = "gpu" if override.gpu else None
     if override.bw or override.flops:
@@ -518,4 +579,4 @@ def peaks(meta: Mapping[str, Any] | None, dtype: str | None = None, override: Ov
             reason = f"peak bandwidth unknown; {HOW_TO_SAY}"
     return Peaks(flops, bw, source, reason, ds_flops, ds_bw, m_flops, m_bw, gpu, d, table,
                  n_table.get(d) if d in FLOAT_DTYPES else None, n_bw, n_table,
-                 ident.by, ident.inferred, used_override)
+                 ident.by, ident.inferred, used_override, tuple(notes))

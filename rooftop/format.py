@@ -108,6 +108,29 @@ def fmt_pct(v, digits: int = 1) -> str:
     return f"{v:.{digits}f}%"
 
 
+# A rate over kernels covering less of the time than this is a lower bound: the rest moved or
+# computed something nobody counted (0.995: a rounding of "all").
+FULL_COVERAGE = 0.995
+
+
+def bounded_cell(cell: str, status, coverage=None) -> str:
+    """A formatted rate with its coverage: ">=x" where it is a lower bound (its status says so, or
+    its coverage is below full), the cell as it is otherwise."""
+    partial = not _no_number(coverage) and float(coverage) < FULL_COVERAGE
+    return f">={cell}" if (status == "lower bound" or partial) and cell != UNKNOWN else cell
+
+
+def fmt_bounded(value, status, fmt=None, coverage=None) -> str:
+    """The one way a phase or step rate/utilization is shown (report text, TUI): unknown ("—")
+    where the value or its status is unknown (coverage below the minimum: a sliver says nothing,
+    and is never 0), ">=x" where it is a lower bound (status "lower bound", or `coverage` below
+    full), x where the work it counts covers all the time. `fmt`: the value's formatter (fmt_pct
+    by default)."""
+    if status == "unknown" or _no_number(value):
+        return UNKNOWN
+    return bounded_cell((fmt or fmt_pct)(value), status, coverage)
+
+
 def fmt_num(v, digits: int = 3) -> str:
     """A plain number: whole numbers as they are, others to `digits` significant digits; from a
     million up and below 0.001 with an SI prefix (`1.5 M`, `79.7 µ`), never an exponent."""

@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any
 
-from .format import fmt_bytes, fmt_ns, fmt_num, fmt_pct, fmt_rate, fmt_tera
+from .format import bounded_cell, fmt_bytes, fmt_ns, fmt_num, fmt_pct, fmt_rate, fmt_tera
 from .text import printable
 
 
@@ -33,9 +33,10 @@ def _table(headers: list[str], rows: list[list[str]], right: set[int] | None = N
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
-def _bounded(cell: str, status: Any) -> str:
-    """A phase rate from per-kernel costs: ">= x" where it is only a lower bound (thin coverage)."""
-    return f">={cell}" if status == "lower bound" and cell != "—" else cell
+def _bounded(cell: str, status: Any, coverage: Any = None) -> str:
+    """A phase rate from per-kernel costs: ">= x" where it is a lower bound (coverage below full);
+    unknown where its status is (`format.fmt_bounded`, the formatter the TUI uses too)."""
+    return "—" if status == "unknown" else bounded_cell(cell, status, coverage)
 
 
 def _coverage_cell(cov: Any) -> str:
@@ -45,6 +46,16 @@ def _coverage_cell(cov: Any) -> str:
 def _word(v: Any) -> str:
     """A category, a bound or a source: its text, or a dash when unknown."""
     return str(v) if _known(v) and v != "" else "—"
+
+
+def bound_notes(phases: list[dict]) -> list[str]:
+    """Per judged phase, its bound in words: the time-weighted mix of its kernels' own verdicts."""
+    out = []
+    for r in phases:
+        mix = r.get("bound_mix")
+        if isinstance(mix, dict) and mix.get("verdict") and isinstance(mix.get("text"), str):
+            out.append(f"  {_printable(str(r.get('phase')))}: {_printable(mix['text'])}")
+    return out
 
 
 def coverage_notes(phases: list[dict], source: dict | None = None) -> list[str]:
@@ -134,13 +145,16 @@ def _phase_lines(doc: dict) -> list[str]:
     for r in ph:
         g = r.get
         rows.append([str(g("phase")), fmt_num(g("steps")), fmt_num(g("kernels")), fmt_ns(g("span_ns")),
-                     fmt_pct(g("idle_frac"), 0), fmt_num(g("tokens_per_s")), _bounded(fmt_tera(g("tflops"), "TFLOP/s"), g("mfu_status")),
-                     _bounded(fmt_tera(g("tbps"), "TB/s"), g("mbu_status")), _bounded(fmt_pct(g("mfu")), g("mfu_status")),
-                     _bounded(fmt_pct(g("mbu")), g("mbu_status")), _at_least(fmt_pct(g("model_mbu")), g("model_bound")),
-                     _word(g("bound")),
+                     fmt_pct(g("idle_frac"), 0), fmt_num(g("tokens_per_s")),
+                     _bounded(fmt_tera(g("tflops"), "TFLOP/s"), g("mfu_status"), g("flops_coverage")),
+                     _bounded(fmt_tera(g("tbps"), "TB/s"), g("mbu_status"), g("bytes_coverage")),
+                     _bounded(fmt_pct(g("mfu")), g("mfu_status"), g("flops_coverage")),
+                     _bounded(fmt_pct(g("mbu")), g("mbu_status"), g("bytes_coverage")),
+                     _at_least(fmt_pct(g("model_mbu")), g("model_bound")), _word(g("bound")),
                      _word(g("bytes_source")), _coverage_cell(g("bytes_coverage"))])
     lines = [_table(["phase", "steps", "kernels", "time", "gaps", "tok/s", "TFLOP/s", "TB/s", "MFU", "MBU",
                      "modelMBU", "bound", "bytes", "known"], rows, right=set(range(1, 11)) | {13})]
+    lines += bound_notes(ph)
     lines += coverage_notes(ph, (doc.get("trace") or {}).get("source_detail") or {})
     dev = doc["device"]
     if (dev.get("measured") or {}).get("bw") and (dev.get("datasheet") or {}).get("bw"):

@@ -206,7 +206,7 @@ def _sections(a: Analysis, top: int) -> dict:
             "peak_flops_by_dtype": {k: v for k, v in p.table.items() if k != "int8"} or None,
             "ncu": ({"flops": p.ncu_flops, "bw": p.ncu_bw, "flops_by_dtype": dict(p.ncu_table)}
                     if p.ncu_bw or any(p.ncu_table.values()) else None),
-            "peaks_differ": p.differences},
+            "peaks_differ": p.differences, "peaks_notes": list(p.notes)},
         "totals": lambda: totals(timed, span()),
         "phases": lambda: records(a.phases, PHASE_KEYS),
         "steps": lambda: records(a.steps, STEP_KEYS),

@@ -24,13 +24,13 @@ JSON_PHASE_KEYS = ('phase', 'steps', 'kernels', 'span_ns', 'busy_ns', 'idle_ns',
                    'tokens', 'tokens_per_s', 'ai', 'bound', 'mbu_datasheet', 'mbu_measured', 'mfu_datasheet',
                    'mfu_measured', 'model_steps', 'model_bytes', 'model_bytes_per_step', 'model_flops',
                    'model_mbu_busy', 'model_mfu', 'model_mfu_busy', 'model_reason', 'flops_coverage', 'ai_coverage',
-                   'mbu_status', 'mfu_status', 'model_bound')
+                   'mbu_status', 'mfu_status', 'model_bound', 'bound_mix')
 JSON_STEP_KEYS = ('rank', 'phase', 'step', 'kernels', 'start_ns', 'span_ns', 'busy_ns', 'idle_ns', 'idle_frac',
                   'flops', 'bytes', 'bytes_source', 'tflops', 'tbps', 'mfu', 'mbu', 'model_mbu', 'batch',
                   'new_tokens', 'context', 'tokens_per_s', 'bound', 'model_bytes', 'model_weight_bytes',
                   'model_kv_read_bytes', 'model_kv_write_bytes', 'model_flops', 'experts_touched', 'model_mbu_busy',
                   'model_mfu', 'model_mfu_busy', 'model_ideal_ns', 'model_reason', 'workload_source', 'flops_source',
-                  'bytes_coverage', 'flops_coverage', 'ai', 'ai_coverage', 'mbu_status', 'mfu_status',
+                  'bytes_coverage', 'flops_coverage', 'ai', 'ai_coverage', 'mbu_status', 'mfu_status', 'bound_mix',
                   'phase_source', 'phase_reason', 'model_bound', 'device')
 JSON_GAP_KEYS = ('phase', 'measured_ns', 'ideal_ns', 'slow_kernels_ns', 'extra_bytes_ns', 'launch_gaps_ns',
                  'unmodeled_ns', 'ideal_frac', 'basis',
@@ -41,7 +41,7 @@ JSON_GAP_STEP_KEYS = ('phase', 'step', 'measured_ns', 'ideal_ns', 'slow_kernels_
                       'copies_ns', 'edge_idle_ns', 'basis_reason')
 JSON_GROUP_KEYS = ('key', 'category', 'phase', 'count', 'time_ns', 'time_share', 'mean_ns', 'flops', 'bytes',
                    'bytes_source', 'ai', 'tflops', 'tbps', 'pct_of_roof', 'bound', 'dtype', 'peak_flops',
-                   'flops_source', 'flops_coverage', 'bytes_coverage', 'ai_coverage')
+                   'flops_source', 'flops_coverage', 'bytes_coverage', 'ai_coverage', 'bound_mix')
 JSON_RANK_STEP_KEYS = ("phase", "step", "ranks", "min_ns", "median_ns", "max_ns", "straggler", "spread")
 
 

@@ -51,13 +51,14 @@ KNOWN = [
 ]
 
 UNKNOWN = [
-    "NVIDIA GeForce GTX 1060 6GB", "Tesla T4", "CPU (x86_64)", "", "   ", None,
+    "NVIDIA GeForce GTX 1060 6GB", "Tesla P4", "CPU (x86_64)", "", "   ", None,
     "NVIDIA H100",         # SXM, PCIe or NVL? ambiguous without the file's figures: never guessed
     "NVIDIA A100",         # 40 or 80 GB, SXM or PCIe
-    "NVIDIA GeForce RTX 5090 D", "NVIDIA GeForce RTX 5080",
+    "NVIDIA GeForce RTX 5090 D", "NVIDIA GeForce RTX 5080 Laptop GPU",
     "NVIDIA GeForce RTX 4090 D", "NVIDIA GeForce RTX 4090 Laptop GPU",
     "NVIDIA H100 80GB HBM3 MIG 1g.10gb",  # a slice: full-GPU peaks would be wrong
-    "AMD Instinct MI300A", "Tesla V100-SXM2-16GB",
+    "AMD Instinct MI300A", "Tesla V100S-PCIE-32GB",  # V100S: faster clocks and HBM, not a V100 row
+    "NVIDIA GeForce RTX 4060 Ti",  # 8 or 16 GB: same name, told apart only by the file's memory size
 ]
 
 
@@ -209,16 +210,16 @@ def test_cpu_run_has_no_peaks():
 
 
 def test_unknown_device():
-    p = peaks(_meta(name="Tesla T4"))
+    p = peaks(_meta(name="Tesla P4"))
     assert p.flops is None and p.bw is None and p.source is None
-    assert p.reason.startswith("unknown device 'Tesla T4': not in the spec table; pass --gpu KEY")
+    assert p.reason.startswith("unknown device 'Tesla P4': not in the spec table; pass --gpu KEY")
     assert "--peaks BW_TBps,TFLOPs" in p.reason
     assert "names no device" in peaks({}).reason and "--gpu" in peaks({}).reason
 
 
 def test_unknown_device_uses_the_traces_own_datasheet():
     # e.g. an ncu report's peaks for a GPU the table lacks
-    p = peaks(_meta(name="Tesla T4", datasheet={"flops": 65e12, "bw": 320e9}))
+    p = peaks(_meta(name="Tesla P4", datasheet={"flops": 65e12, "bw": 320e9}))
     assert (p.flops, p.bw, p.source, p.reason) == (65e12, 320e9, "datasheet", None)
     # ...but the spec table wins for a known one
     assert peaks(_meta(datasheet={"flops": 1.0, "bw": 1.0})).flops == 989.4e12
@@ -274,11 +275,11 @@ def test_nameless_files_need_cc_and_a_figure():
     assert identify(dev(cc="12.0")).spec is None
     # CC 8.6 fits the A10 and the A10G
     amb = identify(dev(cc="8.6"))
-    assert amb.spec is None and set(amb.candidates) == {"a10", "a10g"} and "--gpu" in amb.reason
+    assert amb.spec is None and set(amb.candidates) == {"a10", "a10g", "rtx-3090"} and "--gpu" in amb.reason
     # a bandwidth that fits no row of that CC
-    assert identify(dev(cc="12.0", ncu={"bw_from_throughput": 0.96e12})).spec is None
+    assert identify(dev(cc="12.0", ncu={"bw_from_throughput": 0.50e12})).spec is None
     # a name that is not in the table is never matched by its CC
-    assert identify(dev("NVIDIA GeForce RTX 5080", "12.0", 84)).spec is None
+    assert identify(dev("NVIDIA GeForce RTX 5070", "12.0", 48)).spec is None
 
 
 def test_flops_for_each_dtype():
@@ -298,7 +299,7 @@ def test_no_dtype_said_on_a_gpu_without_bf16_uses_fp32():
 def test_override_gpu_and_peaks():
     p = peaks(_meta(name=None), override=Override(gpu="h200"))
     assert p.gpu.key == "h200" and p.bw == 4.8e12 and p.override == "gpu" and p.matched_by == ("--gpu",)
-    p = peaks(_meta(name="Tesla T4"), override=Override(bw=0.32e12, flops=65e12))
+    p = peaks(_meta(name="Tesla P4"), override=Override(bw=0.32e12, flops=65e12))
     assert (p.bw, p.flops, p.source, p.override, p.reason) == (0.32e12, 65e12, "user", "peaks", None)
     with pytest.raises(ValueError, match="no such GPU"):
         peaks(_meta(), override=Override(gpu="h900"))
@@ -310,7 +311,7 @@ def test_override_gpu_and_peaks():
 def test_ncu_peaks_where_the_table_has_no_row_and_differences():
     ncu = {"bw": 0.3e12, "fp32_flops": 8e12, "tensor_fp16_dst_fp16_flops": 130e12,
            "tensor_fp16_dst_fp32_flops": 65e12, "tensor_bf16_dst_fp32_flops": 65e12}
-    meta = _meta(name="Tesla T4")
+    meta = _meta(name="Tesla P4")
     meta["device"]["peaks"]["ncu"] = ncu
     p = peaks(meta)
     assert (p.source, p.bw, p.flops) == ("ncu", 0.3e12, 65e12)
@@ -447,7 +448,7 @@ def test_open_takes_the_same_override(tmp_path, capsys):
     from rooftop.trace import load_trace, write_trace
     from tui.loader import analyze_warm
     rows = [dict(kind="kernel", name="k", start_ns=0, dur_ns=10, device=0, stream=7)]
-    path = write_trace(tmp_path / "t.parquet", rows, {"device": {"name": "Tesla T4"}})
+    path = write_trace(tmp_path / "t.parquet", rows, {"device": {"name": "Tesla P4"}})
     a = analyze_warm(load_trace(path), Override(gpu="h200"))
     assert a.peaks.gpu.key == "h200" and a.peaks.override == "gpu"
     assert analyze_warm(load_trace(path)).peaks.gpu is None
@@ -481,3 +482,30 @@ def test_a_bad_gpu_key_is_refused_before_any_trace_is_read(tmp_path, capsys, mon
     assert cli.main([command, *paths, "--gpu", "h900"]) == 2
     err = capsys.readouterr().err
     assert "--gpu 'h900': no such GPU" in err and "absent.json" not in err and not opened
+
+
+# issue 33 item 7: the GPUs users bring, as CUDA/NVML spell them (nvidia-smi --query-gpu=name)
+@pytest.mark.parametrize("name,memory,key", [
+    ("NVIDIA B300 SXM6 AC", None, "b300"), ("NVIDIA GB300", None, "gb300"), ("NVIDIA B100", None, "b100"),
+    ("NVIDIA GB200", None, "gb200"),
+    ("Tesla V100-SXM2-16GB", None, "v100-sxm2-16gb"), ("Tesla V100-SXM2-32GB", None, "v100-sxm2-32gb"),
+    ("Tesla V100-PCIE-16GB", None, "v100-pcie-16gb"), ("Tesla V100-PCIE-32GB", None, "v100-pcie-32gb"),
+    ("Tesla T4", None, "t4"), ("NVIDIA L4", None, "l4"), ("NVIDIA L40S", None, "l40s"), ("NVIDIA A10G", None, "a10g"),
+    ("NVIDIA GeForce RTX 3090", None, "rtx-3090"),
+    ("NVIDIA GeForce RTX 4060 Ti", 8.59e9, "rtx-4060ti-8gb"), ("NVIDIA GeForce RTX 4060 Ti", 17.17e9, "rtx-4060ti-16gb"),
+    ("NVIDIA GeForce RTX 4070", None, "rtx-4070"), ("NVIDIA GeForce RTX 4070 SUPER", None, "rtx-4070-super"),
+    ("NVIDIA GeForce RTX 4070 Ti", None, "rtx-4070ti"), ("NVIDIA GeForce RTX 4070 Ti SUPER", None, "rtx-4070ti-super"),
+    ("NVIDIA GeForce RTX 4080", None, "rtx-4080"), ("NVIDIA GeForce RTX 4080 SUPER", None, "rtx-4080-super"),
+    ("NVIDIA GeForce RTX 4090", None, "rtx-4090"), ("NVIDIA GeForce RTX 5080", None, "rtx-5080"),
+    ("NVIDIA GeForce RTX 5090", None, "rtx-5090"),
+])
+def test_every_gpu_a_user_brings(name, memory, key):
+    got = identify({"name": name, "memory_bytes": memory})
+    assert got.spec is not None and got.spec.key == key, got.reason
+
+
+def test_pre_ampere_rows_have_no_bf16_and_dense_rates():
+    v100, t4 = by_key("v100-sxm2-32gb"), by_key("t4")
+    assert v100.peak_bf16 is None and v100.tflops["tf32"] is None and v100.peak_fp16 == 125e12
+    assert t4.tflops["int8"] == 2 * t4.peak_fp16 and t4.peak_bw == 0.32e12
+    assert by_key("b300").cc == "10.3" and by_key("b300").tflops["fp4"] > by_key("b200").tflops["fp4"]

@@ -256,7 +256,7 @@ def test_qwen3_moe_prefill_worked_example(tmp_path):
 def test_unknown_device_keeps_bytes_and_says_why_no_mbu(tmp_path, capsys):
     t = graph_trace(tmp_path, [{"phase": "decode", "index": i, "batch": 1, "new_tokens": 1, "context": 2048}
                                for i in range(3)])
-    meta = dict(t.meta, device={"name": "Tesla T4"})
+    meta = dict(t.meta, device={"name": "Tesla P4"})
     path = write_trace(tmp_path / "t4.parquet", t.events, meta)
     a = analyze(load_trace(path), model=load_spec("llama3-8b"))
     assert a.steps["model_bytes"].tolist() == [15_278_415_872] * 3  # the bytes do not need a peak

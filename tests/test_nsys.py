@@ -194,7 +194,8 @@ def _build(path: Path, *, old_gpu: bool = True, nvtx: bool = True) -> Path:
         con.execute("CREATE TABLE TARGET_INFO_CUDA_GPU (deviceId INT, numMultiprocessors INT, "
                     "globalMemoryBandwidth INT, coreClockRate INT, computeCapabilityMajor INT, "
                     "computeCapabilityMinor INT)")
-        con.execute("INSERT INTO TARGET_INFO_CUDA_GPU VALUES (0, 132, 4800000000000, 1980000000, 9, 0)")
+        # CUPTI's device record units (CUpti_ActivityDevice): globalMemoryBandwidth in kB/s, coreClockRate in kHz
+        con.execute("INSERT INTO TARGET_INFO_CUDA_GPU VALUES (0, 132, 4800000000, 1980000, 9, 0)")
     con.commit()
     con.close()
     return path

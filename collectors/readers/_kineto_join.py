@@ -27,6 +27,7 @@ from rooftop.redact import redact_names
 from ._kineto_events import KIND_NAMES, NULL, Collector
 from ._kineto_runtime import runtime_rows
 from ._kineto_events import first_index as _lookup
+from .kineto_ranges import OP_DTYPES, device_meta, op_dtype_codes
 
 
 # A path is built by appending a label to its parent's: bounded so that hostile nesting (100k
@@ -293,15 +294,8 @@ def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _device_meta(props: Any, dev: int | None) -> dict:
-    entry = None
-    if isinstance(props, list):
-        entry = next((p for p in props if isinstance(p, dict) and p.get("id") == dev), None)
-    if not entry:
-        return {"index": dev, "name": None}
-    cc = (f"{entry['computeMajor']}.{entry['computeMinor']}"
-          if "computeMajor" in entry and "computeMinor" in entry else None)
-    return {"index": dev, "name": entry.get("name"), "cc": cc, "sms": entry.get("numSms"),
-            "memory_bytes": entry.get("totalGlobalMem")}
+    """deviceProperties name the device, even without kernel rows (kineto_ranges.device_meta)."""
+    return device_meta(props, dev)
 
 
 def _shape3(g, prefix: str) -> tuple[np.ndarray, np.ndarray]:
@@ -401,6 +395,7 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
     # analytic cost of each launching op instance, split across its kernels by duration
     op_name = np.full(len(g), -1, dtype=np.int64)  # name ids (-1: no op)
     mflops, mbytes = np.full(len(g), np.nan), np.full(len(g), np.nan)
+    op_dtype = np.full(len(g), -1, dtype=np.int64)  # the launching op's input dtype (codes into OP_DTYPES)
     with_op = np.flatnonzero(oi >= 0)
     gkind = g.np("kind")
     if len(with_op):
@@ -412,6 +407,7 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
         kern = gkind[with_op] == 0
         krows, klocal = with_op[kern], local[kern]
         mflops[krows], mbytes[krows] = fl[klocal], by[klocal]
+        op_dtype[krows] = op_dtype_codes(oshape, sink.shape_inputs)[klocal]
         # an op that launched several kernels: its cost split by their durations (docs/definitions.md)
         cnt = np.bincount(klocal, minlength=len(inst))
         multi = np.flatnonzero((cnt[klocal] > 1) & ~(np.isnan(fl[klocal]) & np.isnan(by[klocal])))
@@ -497,6 +493,8 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
         "shared_mem": lambda: _masked(ints(g.np("smem"), np.full(na, NULL, np.int64)), "Int32"),
         "model_flops": lambda: floats(mflops, np.full(na, np.nan), op_part.get("flops")),
         "model_bytes": lambda: floats(mbytes, np.full(na, np.nan), op_part.get("bytes")),
+        "dtype": lambda: _categorical([(op_dtype, list(OP_DTYPES)), (none(na), None), (none(no), None),
+                                       (none(nr), None)], order),
     }), copy=False)
     if nr:  # the OS thread of a runtime call (no column at all when there are none)
         rows["thread"] = _masked(ints(np.full(nk, NULL, np.int64), np.full(na, NULL, np.int64), None, runtime["thread"]))

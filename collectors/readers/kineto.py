@@ -22,7 +22,7 @@ from rooftop.redact import redact
 from rooftop.trace import TraceError
 from rooftop.trace.read import give_back_memory
 
-from . import _jsonstream, import_command
+from . import _jsonstream, import_command, kineto_ranges
 from ._jsonstream import Progress
 from ._kineto_events import Collector
 from ._kineto_parallel import (FALL_BACK, ParallelSink, RangeSplit, Recut, adopt_inflated, inflated, inflated_name,
@@ -119,6 +119,7 @@ def _read(path: Path, s: _jsonstream.Stream, parallel: ParallelSink | RangeSplit
         give_back_memory()
         import_command.stage(progress, import_command.JOINING)
         rows, meta = assemble(sink, head, path)
+        rows, meta = kineto_ranges.add_range_rows(rows, meta, path, sink.origin)  # (range-profiler mode)
     finally:
         s.close()
         if was_enabled:

@@ -47,7 +47,7 @@ class NcuError(TraceError):
 
 # The columns a counter row carries onto a timeline row (durations stay the timeline's own:
 # ncu serialises kernels, flushes caches and replays them, so its durations are not the run's).
-COUNTER_COLUMNS = ("flops", "dram_read", "dram_write", "sm_pct", "dram_pct", "occupancy_pct",
+COUNTER_COLUMNS = ("flops", "int_ops", "dtype", "dram_read", "dram_write", "sm_pct", "dram_pct", "occupancy_pct",
                    "l1_hit_pct", "l2_hit_pct") + STALL_COLUMNS
 # Launch columns copied only where the timeline does not know them.
 LAUNCH_COLUMNS = ("grid", "block", "registers", "shared_mem")
@@ -111,20 +111,17 @@ _FP_FAMILIES = {
 _TENSOR_PREFIX = "sm__ops_path_tensor_src_"
 
 
-def _tensor_ops(m: Mapping[str, Any]) -> float | None:
-    """Floating-point tensor ops from the per-source-type `sm__ops_path_tensor_src_*` totals.
-
-    Only per-type totals are summed (not the per-instruction `..._op_hgmma_...` families, which
-    split the same work again); where one total's name extends another's (`src_fp16` and
-    `src_fp16_dst_fp32`), only the shorter, covering one counts.
-    """
+def _tensor_totals(m: Mapping[str, Any]) -> dict[str, float]:
+    """Tensor ops per source type from the per-type `sm__ops_path_tensor_src_<type>[_dst_<type>]
+    [_sparsity_{off,on}]` totals (per-instruction `..._op_hgmma_...` families split the same work
+    again and are not summed). Where one total's name extends another's (`src_fp16` and
+    `src_fp16_dst_fp32`), only the shorter, covering one counts. Keys are the names after `src_`."""
     found: dict[str, float] = {}
     for name, value in m.items():
         if not name.startswith(_TENSOR_PREFIX):
             continue
         base, _, suffix = name[len(_TENSOR_PREFIX):].partition(".")
-        # integer tensor ops (src_int8, src_int1) are not FLOPs
-        if base.startswith("int") or suffix not in ("sum", "sum.per_cycle_elapsed"):
+        if suffix not in ("sum", "sum.per_cycle_elapsed"):
             continue
         v = _num(value)
         if v is None:
@@ -135,8 +132,51 @@ def _tensor_ops(m: Mapping[str, Any]) -> float | None:
                 continue
             v *= cycles
         found[base] = v
-    keep = [b for b in found if not any(o != b and b.startswith(o + "_") for o in found)]
-    return sum(found[b] for b in keep) if keep else None
+    return {b: found[b] for b in found if not any(o != b and b.startswith(o + "_") for o in found)}
+
+
+def _tensor_ops(m: Mapping[str, Any]) -> float | None:
+    """Floating-point tensor ops (`_tensor_totals` of the non-integer source types)."""
+    keep = [v for b, v in _tensor_totals(m).items() if not b.startswith("int")]
+    return sum(keep) if keep else None
+
+
+def _int_tensor_ops(m: Mapping[str, Any]) -> float | None:
+    """Integer tensor ops (IMMA/IGMMA: `sm__ops_path_tensor_src_int8`, `_int4`, `_int1`): integer
+    operations, counted against the int8 TOPS peak, never as FLOPs."""
+    keep = [v for b, v in _tensor_totals(m).items() if b.startswith("int")]
+    return sum(keep) if keep else None
+
+
+# The compute dtype of a tensor source type as ncu spells it (`src_bf16_dst_fp32`, `src_fp8_sparsity_off`,
+# `src_fp4_fp6_fp8_dst_fp32` (Blackwell's mixed kinds run at the fp8 rate unless fp4 alone), `src_int8`).
+def _tensor_dtype(base: str) -> str | None:
+    src = base.split("_dst_")[0].replace("_sparsity_off", "").replace("_sparsity_on", "")
+    if src.startswith("int"):
+        return "int8"
+    if src in ("fp4",):
+        return "fp4"
+    if "fp8" in src or "fp6" in src:
+        return "fp8"
+    return {"fp16": "fp16", "bf16": "bf16", "tf32": "tf32", "fp64": "fp64"}.get(src)
+
+
+def pipe_dtype(m: Mapping[str, Any]) -> str | None:
+    """The compute dtype and pipe of a kernel from its instruction counters: the tensor source type
+    with the most ops when the tensor pipe did any (tensor work dominates a kernel that has it), else
+    the CUDA-core family (fp32 FFMA/FADD/FMUL, fp64 DFMA/DADD/DMUL) with the most FLOPs. None when the
+    counters were not collected or count no work (half-precision CUDA-core math has no peak of its own
+    in the spec table, so it names no dtype either)."""
+    tensor = {b: v for b, v in _tensor_totals(m).items() if v and v > 0}
+    if tensor:
+        return _tensor_dtype(max(tensor, key=tensor.get))
+    best, best_v = None, 0.0
+    for family in ("fp32", "fp64"):
+        got = [_count(m, op) for op, _ in _FP_FAMILIES[family]]
+        v = sum(w * c for (_, w), c in zip(_FP_FAMILIES[family], got) if c is not None)
+        if v > best_v:
+            best, best_v = family, v
+    return best
 
 
 def _tensor_active(m: Mapping[str, Any]) -> bool:
@@ -164,6 +204,10 @@ def flops_from_metrics(m: Mapping[str, Any]) -> float | None:
                 total += weight * c
                 any_found = True
     tensor = _tensor_ops(m)
+    if total == 0 and not tensor and (_int_tensor_ops(m) or 0) > 0:
+        # integer tensor work (an int8 GEMM): its FLOPs are not 0 but none; its integer ops are
+        # `int_ops`, judged against the int8 TOPS peak
+        return None
     if tensor is not None and not any_found:
         # Only tensor-pipe counters: they see no CUDA-core FMA. Zero tensor ops then says nothing
         # about the FLOPs (a cuBLAS GEMV on CUDA cores would read "0 FLOPs, 0% MFU, AI 0"); a
@@ -201,6 +245,8 @@ def row_from_metrics(m: Mapping[str, Any]) -> dict[str, Any]:
             row["dur_ns"] = cycles / clock * 1e9
             row["dur_derived"] = True
     row["flops"] = flops_from_metrics(m)
+    row["int_ops"] = _int_tensor_ops(m) or None
+    row["dtype"] = pipe_dtype(m)
     row["grid"] = _shape(m, "grid")
     row["block"] = _shape(m, "block")
     static = _num(m.get("launch__shared_mem_per_block_static"))
@@ -212,8 +258,53 @@ def row_from_metrics(m: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _sparse_capable(m: Mapping[str, Any]) -> bool:
+    """Whether the device has 2:4-sparse tensor paths (compute capability 8.0 and later)."""
+    major = _num(m.get("device__attribute_compute_capability_major"))
+    return major is None or major >= 8
+
+
+def dense_tensor_peaks(m: Mapping[str, Any], sm_hz: float | None) -> dict[str, float]:
+    """Dense tensor peaks in op/s per source type (`bf16_dst_fp32`, `fp8`, `int8` ...) at the run's
+    SM clock.
+
+    ncu's `sm__ops_path_tensor_*.sum.peak_sustained` is ops per cycle. A name ending
+    `_sparsity_off` is the dense path, `_sparsity_on` the 2:4-sparse path (twice the rate); a
+    per-type total without the suffix (`src_fp16`, `src_bf16_dst_fp32` on CC 9.0) covers both paths,
+    so its peak is the sparse one: on a sparse-capable device (CC >= 8.0) its dense rate is half.
+    The dense rate of a type is its `_sparsity_off` value where any name gives one (the total or the
+    per-instruction `op_hgmma_`/`op_hmma_`/`op_imma_` families), else the halved total."""
+    if not sm_hz:
+        return {}
+    off: dict[str, float] = {}
+    total: dict[str, float] = {}
+    for name in m:
+        if not (name.startswith("sm__ops_path_tensor_") and name.endswith(".sum.peak_sustained")):
+            continue
+        v = _num(m.get(name))
+        body = name[len("sm__ops_path_tensor_"):].split(".")[0]
+        if v is None or "src_" not in body:
+            continue
+        src = body[body.index("src_") + 4:]
+        if src.endswith("_sparsity_on"):
+            continue
+        if src.endswith("_sparsity_off"):
+            key = src[: -len("_sparsity_off")]
+            off[key] = max(off.get(key, 0.0), v)
+        elif body.startswith("src_"):
+            total[src] = v
+    out = {k: v * sm_hz for k, v in off.items()}
+    halve = 0.5 if _sparse_capable(m) else 1.0
+    for k, v in total.items():
+        # fp64 tensor math has no sparse path; every other type does from CC 8.0 on
+        if k not in out and not any(o.startswith(k + "_") or k.startswith(o + "_") for o in off):
+            out[k] = v * sm_hz * (1.0 if k.startswith("fp64") else halve)
+    return out
+
+
 def peaks_from_metrics(m: Mapping[str, Any]) -> dict[str, float | None]:
-    """Peaks at the clocks ncu measured (roofline sections): bytes/s and FLOP/s."""
+    """Peaks at the clocks ncu measured (roofline sections): bytes/s, dense FLOP/s per type and the
+    dense int8 tensor op/s (`tensor_int8_ops`)."""
     def rate(per_cycle: str, clock: str, factor: float = 1.0) -> float | None:
         a, b = _num(m.get(per_cycle)), _num(m.get(clock))
         return a * b * factor if a is not None and b is not None else None
@@ -225,16 +316,14 @@ def peaks_from_metrics(m: Mapping[str, Any]) -> dict[str, float | None]:
         "fp64_flops": rate("sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained", sm_clock, 2),
         "fp16_flops": rate("sm__sass_thread_inst_executed_op_hfma_pred_on.sum.peak_sustained", sm_clock, 4),
     }
-    for name in m:
-        if name.startswith(_TENSOR_PREFIX) and name.endswith(".sum.peak_sustained"):
-            base = name[len(_TENSOR_PREFIX):].split(".")[0]
-            # integer ops are not FLOPs; a 2:4-sparse rate is not the dense peak we compare with
-            if base.startswith("int") or base.endswith("sparsity_on"):
-                continue
-            peaks[f"tensor_{base}_flops"] = rate(name, sm_clock)
+    for src, value in dense_tensor_peaks(m, _num(m.get(sm_clock))).items():
+        if src.startswith("int8"):
+            peaks["tensor_int8_ops"] = max(peaks.get("tensor_int8_ops") or 0.0, value)
+        elif not src.startswith("int"):  # (int4/int1: no column of the spec table)
+            peaks[f"tensor_{src}_flops"] = value
     # `flops` is the dense bf16 tensor peak, the one MFU uses by default.
     peaks["flops"] = next((peaks[k] for k in ("tensor_bf16_dst_fp32_flops", "tensor_bf16_flops",
-                                              "tensor_fp16_flops") if peaks.get(k)), None)
+                                              "tensor_fp16_dst_fp32_flops", "tensor_fp16_flops") if peaks.get(k)), None)
     return peaks
 
 

@@ -24,6 +24,7 @@ from rooftop.redact import redact, redact_names
 from rooftop.trace import TraceError
 from rooftop.trace.schema import GPU_KINDS
 
+from . import nsys_device
 from ._kineto_join import MAX_PATH_CHARS, MAX_PATH_DEPTH, clean_text
 from .kineto import nest_intervals
 
@@ -303,8 +304,8 @@ def _device_meta(db: _Db, dev: int | None) -> dict:
             "cc": f"{major}.{minor or 0}" if major is not None else None,
             "sms": pick("smCount", "numMultiprocessors"),
             "memory_bytes": pick("totalMemory", "totalGlobalMemory"),
-            "memory_bandwidth": pick("memoryBandwidth", "globalMemoryBandwidth"),
-            "clocks": {"sm_hz": pick("clockRate", "coreClockRate")}}
+            "memory_bandwidth": nsys_device.bandwidth_bps(pick("memoryBandwidth"), pick("globalMemoryBandwidth")),
+            "clocks": {"sm_hz": nsys_device.clock_hz(pick("clockRate"), pick("coreClockRate"))}}
 
 
 def _meta(db: _Db, origin: int, gpu: pd.DataFrame, graphs: bool, warnings: list[str]) -> dict:

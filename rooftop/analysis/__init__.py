@@ -13,13 +13,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..devices import Peaks, peaks as device_peaks
+from ..devices import Peaks, peaks as device_peaks, said_dtype
 from ..format import fmt_bytes, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
 from ..trace import STALL_COLUMNS, Trace
 from ..models import ModelSpec
 from ..names import gpu_work_counts
-from . import attention, ceilings, diff, findings, gap, groups, metrics, model_cost, per_device, stalls, tree
-from . import comm, copies, graphs, idle
+from . import attention, bounds, ceilings, diff, findings, gap, groups, metrics, model_cost, per_device, physics
+from . import comm, copies, graphs, idle, stalls, tree
 from .findings import Finding
 from .model_cost import Workload
 
@@ -70,9 +70,36 @@ class Analysis:
         best-known bytes/FLOPs and their sources (see `metrics.prepare`)."""
         rows = metrics.prepare(self.trace.timed())
         rows = graphs.with_layers(rows)  # layers of CUDA-graph replays, from their structure (labelled inferred)
-        if "dtype" not in rows.columns and len(rows):
-            rows = rows.assign(dtype=ceilings.kernel_dtypes(rows["name"]))
+        if len(rows):
+            # each kernel's compute dtype from the best evidence: counters, else its name (bounds.py)
+            dtype, dtype_from = bounds.resolve_dtypes(rows, said_dtype(self.trace.meta))
+            rows = rows.assign(dtype=dtype, dtype_from=dtype_from)
         return rows
+
+    @cached_property
+    def verdicts(self) -> pd.DataFrame:
+        """Per timed row, its bound against its own dtype's roof (see bounds.py)."""
+        return bounds.kernel_verdicts(self.timed, self.peaks)
+
+    def _with_mix(self, out: pd.DataFrame, rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+        """`out` (one row per `keys` group of `rows`) with `bound` and `bound_mix` from the
+        time-weighted mix of its kernels' own verdicts (bounds.py): the one judgement."""
+        if out.empty:
+            return out
+        keys = [k for k in keys if k in out.columns and k in rows.columns]
+        if not keys or rows.empty:
+            return out.assign(bound=None, bound_mix=None)
+        # only the columns the mix reads (a million-row frame is not copied for it)
+        cols = [c for c in dict.fromkeys(keys + ["dur_ns", "dtype", "category"]) if c in rows.columns]
+        mix = bounds.bound_mix(rows[cols], self.verdicts, keys)
+        mix.index = bounds.key_index(mix, keys, mix.index)
+        got = mix.reindex(bounds.key_index(out, keys))
+        out = out.copy()
+        # (a row no kernel fell into: no verdict, None rather than NaN)
+        out["bound"] = pd.Series([v if isinstance(v, str) else None for v in got["verdict"]], index=out.index, dtype=object)
+        out["bound_mix"] = pd.Series([m if isinstance(m, dict) else None for m in got["bound_mix"]], index=out.index,
+                                     dtype=object)
+        return out
 
     @cached_property
     def row_peaks(self) -> pd.Series:
@@ -87,6 +114,11 @@ class Analysis:
             rows = self.timed[self.timed["step"].notna()]
             keys = [k for k in ("rank", "device", "phase", "step") if k in out.columns and k in rows.columns]
             out["mfu"] = ceilings.dtype_mfu(out, rows, self.row_peaks, keys)
+            out["mfu"] = out["mfu"].where(out["mfu_status"] != "unknown")  # a sliver is unknown, never a number
+        if len(out):
+            t = self.timed
+            cols = [c for c in ("rank", "device", "phase", "step", "dur_ns", "dtype", "category") if c in t.columns]
+            out = self._with_mix(out, t[cols][t["step"].notna()], ["rank", "device", "phase", "step"])
         return model_cost.add_step_costs(out, self.model, self.trace.meta, self.workload, p.flops, p.bw)
 
     @cached_property
@@ -96,8 +128,19 @@ class Analysis:
         if len(out) and self._mixed_dtypes:
             rows = per_device.headline(self.timed)  # the phase table is the lowest rank's (and device's)
             out["mfu"] = ceilings.dtype_mfu(out, rows, self.row_peaks, ["phase"])
+            out["mfu"] = out["mfu"].where(out["mfu_status"] != "unknown")  # a sliver is unknown, never a number
+        if len(out):
+            out = self._with_mix(out, self._phase_rows, ["phase"])
         out = metrics.both_utilizations(out, p)
         return model_cost.add_phase_costs(out, self.steps, p.flops, p.bw)
+
+    @cached_property
+    def _phase_rows(self) -> pd.DataFrame:
+        """The rows the phase table describes (the lowest rank's, and its lowest device's), in the
+        columns the mix reads."""
+        rows = self.timed
+        rows = rows[[c for c in ("rank", "device", "phase", "step", "dur_ns", "dtype", "category") if c in rows.columns]]
+        return per_device.headline(rows)
 
     @cached_property
     def model_summary(self) -> dict | None:
@@ -131,9 +174,20 @@ class Analysis:
         key = (by, phase)
         if key not in self._groups:
             rows = self.timed if phase is None else self.timed[self.timed["phase"] == phase]
-            peak = self.row_peaks if len(rows) else self.peaks.flops
-            self._groups[key] = groups.kernel_groups(rows, by, peak, self.peaks.bw)
+            self._groups[key] = self._groups_of(rows, by)
         return self._groups[key]
+
+    def _groups_of(self, rows: pd.DataFrame, by: str) -> pd.DataFrame:
+        """Kernel groups of `rows`, each launch against its own dtype's peak, with the bound mix."""
+        peak = self.row_peaks if len(rows) else self.peaks.flops
+        out = groups.kernel_groups(rows, by, peak, self.peaks.bw)
+        if len(out) and by in rows.columns:
+            k = rows[by]
+            k = k.astype(object).where(k.notna(), "(unnamed)") if k.isna().any() else k
+            small = pd.DataFrame({"key": k, "dur_ns": rows["dur_ns"], "dtype": rows["dtype"],
+                                  "category": rows["category"]}, index=rows.index)
+            out = self._with_mix(out, small, ["key"])
+        return out
 
     @cached_property
     def first_rank(self) -> int | None:
@@ -358,6 +412,8 @@ class Analysis:
                 if not is_unknown(cov) and cov < self.COVERAGE_WARN_BELOW:
                     out.append(("coverage", f"{r['phase']}: bytes known for {fmt_pct(cov, 0)} of kernel time; "
                                             "MBU and TB/s count only that part"))
+        # physics: a peak or utilization above what the device can do is a bug or wrong input, said
+        out += [("physics", v) for v in physics.violations(self)]
         return out
 
     # --- identity and detail --------------------------------------------------------------------
@@ -379,8 +435,7 @@ class Analysis:
         """Kernel groups of one phase, one step of a phase, or one rank (time share within that scope)."""
         if step is None and rank is None:
             return self.groups(by, phase)
-        rows = self.kernels(phase=phase, step=step, rank=rank)
-        return groups.kernel_groups(rows, by, self.peaks.flops, self.peaks.bw)
+        return self._groups_of(self.kernels(phase=phase, step=step, rank=rank), by)
 
     def scoped_stalls(self, by: str = "short_name", phase: str | None = None, step: int | None = None,
                       rank: int | None = None) -> pd.DataFrame | None:
@@ -487,9 +542,9 @@ class Analysis:
              said(r["tbps"], bsrc)),
             ("% of roof", fmt_pct(r["pct_of_roof"]),
              f"{bsrc} vs {self.peaks.source} peaks" if not is_unknown(r["pct_of_roof"]) and self.peaks.source else "unknown"),
-            ("compute dtype", dtype or f"{self.peaks.dtype} (the trace's)", "kernel name" if dtype else "trace"),
+            ("compute dtype", dtype or "unknown", _dtype_evidence(rows) if dtype else "unknown"),
             ("peak", fmt_rate(None if is_unknown(peak) or not peak else peak, "FLOP/s"), self.peaks.source or "unknown"),
-            ("bound", str(r["bound"] or "—"), "rooftop"),
+            ("bound", _bound_words(r), "rooftop"),
         ]
         first = rows.iloc[0]
         for col, label in (("grid", "grid"), ("block", "block")):
@@ -559,6 +614,26 @@ def _dims(values: pd.Series | None) -> pd.Series | None:
         return pd.Series([None] * len(values), index=values.index, dtype=object)
     text = pc.binary_join(pc.cast(arr, pa.list_(pa.string())), "x")
     return pd.Series(text.to_numpy(zero_copy_only=False), index=values.index, dtype=object)
+
+
+_EVIDENCE = {"counters": "instruction counters", "name": "kernel name", "op": "op input types",
+             "trace": "the trace's stated dtype"}
+
+
+def _dtype_evidence(rows: pd.DataFrame) -> str:
+    """Where a group's compute dtype came from: the evidence behind most of its launches."""
+    if "dtype_from" not in rows.columns or not rows["dtype_from"].notna().any():
+        return "unknown"
+    return _EVIDENCE.get(str(rows["dtype_from"].astype(object).mode().iloc[0]), "trace")
+
+
+def _bound_words(r) -> str:
+    """A group's bound as the analysis states it: its mix's sentence, else its name, else a dash."""
+    mix = r.get("bound_mix") if hasattr(r, "get") else None
+    if isinstance(mix, dict) and isinstance(mix.get("text"), str):
+        return mix["text"]
+    b = r.get("bound") if hasattr(r, "get") else None
+    return str(b) if isinstance(b, str) and b else "—"
 
 
 def _phase_split(rows: pd.DataFrame) -> str:

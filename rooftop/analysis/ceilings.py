@@ -42,7 +42,7 @@ _NVJET_LETTERS = (("q", "fp8"), ("o", "fp8"), ("t", "bf16"), ("h", "fp16"))
 
 # torch op input types (Kineto "Input type") -> dtype, for names that say nothing.
 _TORCH = (("float8", "fp8"), ("float4", "fp4"), ("bfloat16", "bf16"), ("half", "fp16"),
-          ("qint8", "int8"), ("signed char", "int8"), ("float", "fp32"))
+          ("qint8", "int8"), ("signed char", "int8"), ("double", "fp64"), ("float", "fp32"))
 
 
 def name_dtype(name: str | None) -> str | None:

@@ -159,8 +159,7 @@ def _utilization_findings(row: pd.Series, peaks) -> list[Finding]:
         partial = "" if cov_b is None or cov_b >= 0.995 else f"; bytes known for {fmt_pct(cov_b, 0)} of kernel time (a lower bound)"
         out.append(Finding(f"{ph}-mbu", sev,
                            f"{ph} is memory-bound and running at {fmt_pct(mbu)} MBU ({verdict})",
-                           f"arithmetic intensity {row['ai']:.3g} FLOP/B is left of the ridge "
-                           f"({peaks.flops / peaks.bw:.0f} FLOP/B); achieved {row['tbps']:.3g} TB/s; {where}{partial}",
+                           f"{_mix_words(row)}; achieved {row['tbps']:.3g} TB/s; {where}{partial}",
                            evidence_b, _cov(cov_b)))
         if mfu is not None and mfu < MFU_LOW and (idle is None or idle < GAPS_BOUND):
             out.append(Finding(f"{ph}-mfu-gauge", "info",
@@ -171,9 +170,30 @@ def _utilization_findings(row: pd.Series, peaks) -> list[Finding]:
     elif bound == "compute" and mfu is not None and _get(row, "mfu_status") in (None, "verdict"):
         sev = "info" if mfu >= 0.4 else "warn"
         out.append(Finding(f"{ph}-mfu", sev, f"{ph} is compute-bound and running at {fmt_pct(mfu)} MFU",
-                           f"arithmetic intensity {row['ai']:.3g} FLOP/B is right of the ridge; achieved {row['tflops']:.3g} TFLOP/s; {where}",
+                           f"{_mix_words(row)}; achieved {row['tflops']:.3g} TFLOP/s (each kernel's FLOPs against "
+                           f"its own dtype's peak); {where}",
                            evidence_f, _cov(cov_f)))
+    elif bound == "latency":
+        out.append(Finding(f"{ph}-latency-bound", "warn", f"{ph} is latency-bound: {_mix_words(row)}",
+                           "its kernels are short (< 5 us) and far under both roofs (< 10% of the rate their AI allows): "
+                           "launch and scheduling latency, not bandwidth or FLOPs, sets their time; fuse kernels, "
+                           "raise the batch, or replay them as CUDA graphs",
+                           "per-kernel duration and ideal time against each kernel's own roof", _cov(_get(row, "ai_coverage"))))
+    elif bound == "mixed":
+        out.append(Finding(f"{ph}-bound-mix", "info", f"{ph} has no single bound: {_mix_words(row)}",
+                           "each kernel is judged against the ridge of its own compute dtype; no bound holds for "
+                           "two thirds of the judged time, so neither MBU nor MFU alone describes the phase",
+                           "per-kernel AI against each kernel's own ridge, weighted by time", _cov(_get(row, "ai_coverage"))))
     return out
+
+
+def _mix_words(row: pd.Series) -> str:
+    """The phase's bound mix in words (bounds.mix_text), or its AI where no mix was computed."""
+    mix = row.get("bound_mix") if hasattr(row, "get") else None
+    if isinstance(mix, dict) and mix.get("text"):
+        return str(mix["text"])
+    ai = _get(row, "ai")
+    return f"arithmetic intensity {ai:.3g} FLOP/B" if ai is not None else "arithmetic intensity unknown"
 
 
 def _gap_findings(row: pd.Series, graphs: bool, modeled: bool = False, causes: pd.Series | None = None) -> list[Finding]:
@@ -242,7 +262,8 @@ def _ideal_findings(row: pd.Series, peaks, timed: pd.DataFrame | None) -> list[F
     if mbu is None and mfu is None:
         return []
     headline = (f"{fmt_pct(mbu)} MBU" if bound != "compute" else f"{fmt_pct(mfu)} MFU")
-    title = f"{ph} ideal: {headline}" + (f" ({bound}-bound at the roofline)" if bound else "")
+    where = "no single bound" if bound == "mixed" else f"{bound}-bound"
+    title = f"{ph} ideal: {headline}" + (f" ({where} at the roofline)" if bound else "")
     roofs = _roof_split(timed, ph, peaks)
     if roofs is None:
         detail, cov = "every kernel at its roofline time", None

@@ -77,6 +77,10 @@ SCHEMA = pa.schema(
     # The host thread (OS thread id) of a runtime call or a CPU range; null for GPU rows and in
     # files written before it existed.
     + [("thread", pa.int64())]
+    # The compute dtype and pipe an importer found for a kernel from the best evidence it had
+    # (ncu instruction counters per pipe: fp32/fp64 CUDA cores, tf32/bf16/fp16/fp8/fp4/int8 tensor),
+    # and its integer tensor ops (IMMA/IGMMA, never FLOPs); null where unknown and in older files.
+    + [("dtype", _DICT), ("int_ops", pa.float64())]
     # `rank` is not written into per-rank files (the directory name carries it, hive style);
     # it exists in memory once a multi-rank run is loaded.
 )

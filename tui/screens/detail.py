@@ -18,6 +18,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from rooftop.analysis import scope_name
+from rooftop.devices import ridge_point
 from rooftop.format import fmt_num, fmt_rate, is_unknown
 from rooftop.names import fit
 
@@ -193,16 +194,23 @@ class KernelDetailScreen(RooftopScreen):
         if not len(roof):
             return Text(f"Arithmetic intensity unknown ({self._missing_costs()}): not on the roofline.")
         r = roof.iloc[0]
-        ridge = self.analysis.ridge
+        # the ridge of the group's own compute dtype (an fp32 GEMM against the fp32 ridge, not bf16's)
+        own = r.get("peak_flops")
+        ridge = ridge_point(own, self.analysis.peaks.bw) if not is_unknown(own) else self.analysis.ridge
+        dtype = r.get("dtype") if isinstance(r.get("dtype"), str) else None
         text = Text()
         text.append(f"AI {fmt_num(r['ai'])} FLOP/B", "bold")
         text.append(f" · {fmt_rate(r['achieved_flops'], 'FLOP/s')} · {fmt_rate(r['achieved_bw'])}")
         if ridge is not None:
             side = "left of" if r["ai"] < ridge else "right of"
-            text.append(f" · {side} the ridge ({ridge:.0f} FLOP/B, {sanitize(self.analysis.peaks.source)} peaks)")
+            what = f"the {sanitize(dtype)} ridge" if dtype and not is_unknown(own) else "the ridge"
+            text.append(f" · {side} {what} ({ridge:.0f} FLOP/B, {sanitize(self.analysis.peaks.source)} peaks)")
         pct = r.get("pct_of_roof")
         if not is_unknown(pct):
             text.append(f" · {100 * pct:.0f}% of its roof")
-        if r.get("bound"):
+        mix = r.get("bound_mix")
+        if isinstance(mix, dict) and isinstance(mix.get("text"), str):
+            text.append(f" · {sanitize(mix['text'])}")
+        elif r.get("bound"):
             text.append(f" · {sanitize(r['bound'])}-bound")
         return text

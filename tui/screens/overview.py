@@ -14,7 +14,7 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from rooftop.columns import GAP, PHASES, RANK_PHASES, RANK_STEPS
-from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate, fmt_tera, is_unknown
+from rooftop.format import fmt_bounded, fmt_ns, fmt_num, fmt_pct, fmt_rate, fmt_tera, is_unknown
 from rooftop.render import is_integrity
 
 from ..loader import Preview, overview_ready, phases_ready, warm_overview_rest
@@ -62,9 +62,11 @@ class PhaseTable(StyledStatic):
             table.add_row(
                 safe_text(phase, self.style_of(f"phase--{phase}")), fmt_ns(r.get("span_ns")),
                 fmt_rate(r.get("tokens_per_s"), "").strip(),
-                fmt_tera(r.get("tflops"), "TFLOP/s"),
-                fmt_tera(r.get("tbps"), "TB/s"),
-                fmt_pct(r.get("mfu")), fmt_pct(r.get("mbu")),
+                # the report's formatter: unknown as a dash, lower bounds with ">="
+                fmt_bounded(r.get("tflops"), r.get("mfu_status"), lambda v: fmt_tera(v, "TFLOP/s"), r.get("flops_coverage")),
+                fmt_bounded(r.get("tbps"), r.get("mbu_status"), lambda v: fmt_tera(v, "TB/s"), r.get("bytes_coverage")),
+                fmt_bounded(r.get("mfu"), r.get("mfu_status"), None, r.get("flops_coverage")),
+                fmt_bounded(r.get("mbu"), r.get("mbu_status"), None, r.get("bytes_coverage")),
                 safe_text("—" if is_unknown(bound) else bound, self.style_of(f"bound--{bound}")),
             )
         self.table = table  # kept for tests and export

@@ -151,7 +151,7 @@ class RooflineScreen(RooftopScreen):
         phase = phase_label(row.get("phase"), trace_phases(self.analysis))
         t = Text(f"[{i + 1}/{len(plot.points)}] {printable(phase or '—')} · AI {fmt_num(row['ai'])} FLOP/B"
                  f" · {fmt_rate(row['achieved_flops'], 'FLOP/s')} · {fmt_rate(row.get('achieved_bw'))}"
-                 f" · {fmt_pct(row.get('pct_of_roof'))} of roof · {_bound(row.get('bound'))}"
+                 f" · {fmt_pct(row.get('pct_of_roof'))} of roof · {_bound(row.get('bound'), row.get('bound_mix'))}"
                  f" · {fmt_ns(row.get('time_ns'))}\n", no_wrap=True, overflow="ellipsis")
         name = name_text(row["key"])
         name.stylize("bold")
@@ -219,5 +219,9 @@ class RooflineScreen(RooftopScreen):
         return self.plot.points
 
 
-def _bound(bound) -> str:
+def _bound(bound, mix=None) -> str:
+    """The group's verdict as the analysis states it: the sentence of its bound mix (each launch
+    against its own dtype's roof), else the bound's name."""
+    if isinstance(mix, dict) and isinstance(mix.get("text"), str):
+        return printable(mix["text"])
     return f"{bound}-bound" if isinstance(bound, str) and bound else "bound unknown"
