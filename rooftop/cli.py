@@ -284,6 +284,9 @@ def cmd_report(args) -> int:
             text = json.dumps(report_dict(a, args.top), indent=1, default=str, allow_nan=False)
         else:
             text = render_report(report_dict(a, args.top, TEXT_KEYS))  # only what the text shows
+    if not args.json:  # (JSON is ASCII-escaped by its encoder)
+        from .text import printable_lines
+        text = printable_lines(text)  # the one last step before the terminal, whatever a cell did
     print(text)
     return 0
 
@@ -316,7 +319,8 @@ def cmd_diff(args) -> int:
         json.dump(doc, sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")
     else:
-        print(diff_text(a, b, args.top))
+        from .text import printable_lines
+        print(printable_lines(diff_text(a, b, args.top)))
     return 0
 
 
