@@ -258,14 +258,14 @@ def _analysis(path: str, peaks="auto", override=None, options: dict | None = Non
 _ANALYSIS_FLAGS = ("gpu", "model", "tp", "ep", "weight_dtype", "kv_dtype", "batch", "context", "new_tokens", "steps")
 
 
-def _stored_report(args) -> str | None:
+def _stored_report(args, unsealed: list | None = None) -> str | None:
     """The report's output from the trace's stored summary (docs/summary.md), when it can answer: a
     current summary, the default options, a trace file (not a directory); else None (analyse)."""
     if args.peaks != "auto" or any(getattr(args, f, None) is not None for f in _ANALYSIS_FLAGS):
         return None
     from .render import render_report
     from .summary import load_stored
-    stored = load_stored(args.trace, args.top)
+    stored = load_stored(args.trace, args.top, unsealed=unsealed)
     if stored is None:
         return None
     try:
@@ -275,20 +275,35 @@ def _stored_report(args) -> str | None:
 
 
 def cmd_report(args) -> int:
-    text = _stored_report(args)
+    unsealed: list = []  # a current stored summary without this user's seal: not used, compared
+    text = _stored_report(args, unsealed)
     if text is None:
         from .render import render_report
         from .report import TEXT_KEYS, report_dict
         a = _analysis(args.trace, args.peaks, _override(args), _model_options(args))
+        doc = report_dict(a, args.top) if args.json else report_dict(a, args.top, TEXT_KEYS)
+        if unsealed:
+            _say_unsealed(args.trace, unsealed[0], doc)
         if args.json:
-            text = json.dumps(report_dict(a, args.top), indent=1, default=str, allow_nan=False)
+            text = json.dumps(doc, indent=1, default=str, allow_nan=False)
         else:
-            text = render_report(report_dict(a, args.top, TEXT_KEYS))  # only what the text shows
+            text = render_report(doc)  # only what the text shows
     if not args.json:  # (JSON is ASCII-escaped by its encoder)
         from .text import printable_lines
         text = printable_lines(text)  # the one last step before the terminal, whatever a cell did
     print(text)
     return 0
+
+
+def _say_unsealed(path: str, stored, doc: dict) -> None:
+    """The stored summary was not used (rooftop/seal.py): say so under the report's warnings, and on
+    stderr when its numbers are not those of the rows."""
+    from .summary import disagreement, unsealed_note
+    note = unsealed_note(path, stored, doc)
+    doc["warnings"] = [*(doc.get("warnings") or []), note]
+    if disagreement(stored, doc) is not None:
+        from .text import printable
+        print(f"rooftop: warning: {printable(path)}: {note}", file=sys.stderr)
 
 
 def cmd_summarize(args) -> int:
