@@ -29,6 +29,20 @@ MAX_SKIPPED_LINES_ENV = "ROOFTOP_MAX_SKIPPED_LINES"
 MAX_SKIPPED_LINES_DEFAULT = 100_000
 # Nesting depth of the metadata document.
 MAX_META_DEPTH = 64
+# A `--model` config.json: bytes of the file (real ones are a few KB; a tokenizer-sized one ~1 MB),
+# nesting depth, digits of one number, the largest integer a size or count field may hold, and the
+# length of one quantization exclusion pattern (`re:` patterns run on a linear-time engine).
+MAX_CONFIG_BYTES_ENV = "ROOFTOP_MAX_CONFIG_BYTES"
+MAX_CONFIG_BYTES_DEFAULT = 16 << 20
+MAX_CONFIG_DEPTH = 64
+MAX_CONFIG_DIGITS = 32
+MAX_CONFIG_INT = 2**40
+MAX_CONFIG_PATTERN = 4096
+MAX_CONFIG_PATTERNS = 10_000
+
+
+def max_config_bytes() -> int:
+    return budget(MAX_CONFIG_BYTES_ENV, MAX_CONFIG_BYTES_DEFAULT)
 
 
 def budget(env: str, default: int) -> int:

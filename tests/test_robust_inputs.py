@@ -87,3 +87,103 @@ def test_a_long_token_is_read_in_linear_time(tmp_path):
     small = min(_read_time(tmp_path, 8) for _ in range(2))
     big = _read_time(tmp_path, 64)
     assert big < 20 * small, (small, big)
+
+
+# --- `--model` configs -----------------------------------------------------------------------------
+
+LLAMA = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+         "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "torch_dtype": "bfloat16"}
+CT = {"quant_method": "compressed-tensors",
+      "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float"}}}}
+
+
+def _config_text(**over) -> str:
+    return json.dumps({**LLAMA, **over})
+
+
+HOSTILE_CONFIGS = {
+    "huge-int": _config_text().replace('"hidden_size": 4096', '"hidden_size": 1' + "0" * 200),
+    "4301-digits": _config_text().replace('"vocab_size": 128256', '"vocab_size": ' + "9" * 4301),
+    "deep-arrays": _config_text()[:-1] + ', "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    "deep-objects": _config_text()[:-1] + ', "x": ' + '{"a":' * 50_000 + "1" + "}" * 50_000 + "}",
+    "out-of-range-float": _config_text()[:-1] + ', "rope_theta": 1e999}',
+    "nan": _config_text()[:-1] + ', "rope_theta": NaN}',
+    "invalid-re": _config_text(quantization_config={**CT, "ignore": ["re:(unclosed"]}),
+    "backreference-re": _config_text(quantization_config={**CT, "ignore": [r"re:(a)\1"]}),
+    "catastrophic-re": _config_text(quantization_config={**CT, "ignore": ["re:^([a-z._0-9]+)+!"]}),
+    "long-pattern": _config_text(quantization_config={**CT, "ignore": ["re:" + "a?" * 5000 + "a" * 5000]}),
+    "sliding-window": _config_text(model_type="mistral", sliding_window=10**30),
+}
+OK_CONFIGS = {"catastrophic-re"}  # a valid pattern, run in linear time: the config is used
+
+
+@pytest.fixture(scope="module")
+def small_trace(tmp_path_factory):
+    from rooftop.trace import encode_meta, to_table
+    import pyarrow.parquet as pq
+    from bad_inputs.corpus import _meta, _row
+
+    p = tmp_path_factory.mktemp("trace") / "t.parquet"
+    pq.write_table(to_table([_row(i) for i in range(6)]).replace_schema_metadata(
+        {b"rooftop": encode_meta(_meta())}), p)
+    return p
+
+
+def _one_line_error(p, path):
+    lines = [line for line in p.stderr.splitlines() if line.strip()]
+    assert p.returncode == 2 and len(lines) == 1, p.stderr[-2000:]
+    assert lines[0].startswith("rooftop: error:") and "internal error" not in lines[0] and str(path) in lines[0]
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_CONFIGS))
+def test_a_hostile_model_config_is_one_line_within_bounds(tmp_path, small_trace, name):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(HOSTILE_CONFIGS[name])
+    t = time.perf_counter()
+    p = _rooftop(["report", str(small_trace), "--model", str(cfg)], timeout=60)
+    assert time.perf_counter() - t < 30, name
+    if name in OK_CONFIGS:
+        assert p.returncode == 0, p.stderr
+    else:
+        _one_line_error(p, cfg)
+
+
+def test_a_model_config_that_is_no_regular_file_is_refused_at_once(tmp_path, small_trace):
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.json"
+    zero.symlink_to("/dev/zero")
+    for cfg in (fifo, zero, tmp_path):
+        t = time.perf_counter()
+        p = _rooftop(["report", str(small_trace), "--model", str(cfg) + ("/" if cfg == tmp_path else "")], timeout=30)
+        assert time.perf_counter() - t < 20
+        assert p.returncode == 2 and "internal error" not in p.stderr, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_a_model_config_over_the_size_budget_is_refused_before_it_is_read(tmp_path, small_trace):
+    cfg = tmp_path / "config.json"
+    text = _config_text()
+    cfg.write_text(text[:-1] + ', "pad": "' + "x" * 5000 + '"}')
+    p = _rooftop(["report", str(small_trace), "--model", str(cfg)], {"ROOFTOP_MAX_CONFIG_BYTES": "4096"})
+    _one_line_error(p, cfg)
+    assert "ROOFTOP_MAX_CONFIG_BYTES=4,096" in p.stderr
+    with open(cfg, "wb") as fh:  # 1 GiB, sparse: refused by its size, never read
+        fh.truncate(1 << 30)
+    t = time.perf_counter()
+    p = _rooftop(["report", str(small_trace), "--model", str(cfg)])
+    _one_line_error(p, cfg)
+    assert time.perf_counter() - t < 20
+
+
+def test_re_patterns_keep_their_meaning_on_the_linear_engine(tmp_path):
+    from rooftop.model_config import load_spec
+
+    for pattern, kept in (("re:.*lm_head", True), ("re:^model\\.layers\\.\\d+\\.self_attn", False)):
+        cfg = tmp_path / "c.json"
+        cfg.write_text(_config_text(quantization_config={**CT, "ignore": [pattern]}))
+        spec = load_spec(str(cfg))
+        assert ("lm_head" in spec.unquantized) is True
+        if "self_attn" in pattern:
+            assert "attn" in spec.unquantized
+        assert spec.quantized is not None
