@@ -45,3 +45,34 @@ def test_redaction_stays_linear(unit):
         return time.perf_counter() - t
     small, big = cost(20_000), cost(160_000)
     assert big < 30 * max(small, 1e-3), (unit, small, big)  # 8x the text: far from 64x
+
+
+def test_a_jwt_inside_a_kernel_name_reaches_no_output(tmp_path):
+    """import (the Parquet's every string), report text and JSON, the TUI's table text (the trace
+    as loaded) and a CSV export: the JWT inside a name is gone from all of them."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from bad_inputs.corpus import r38_cases
+    from bad_inputs.harness import run_in_process
+    from rooftop.text import write_csv
+    from rooftop.trace import load_trace
+
+    case = next(c for c in r38_cases() if c.name == "r38-jwt-name")
+    src = case.make(tmp_path, None)
+    JWT_IN_CORPUS = "eyJhbGciOiJIUzI1NiJ9"
+    assert JWT_IN_CORPUS in src.read_text()
+    out = tmp_path / "o.parquet"
+    assert run_in_process(["import", str(src), "-o", str(out)]).rc == 0
+    t = pq.read_table(out)
+    texts = [json.dumps(t.schema.metadata[b"rooftop"].decode())]
+    texts += [str(v) for c in t.column_names if "string" in str(t.column(c).type) for v in t.column(c).to_pylist()]
+    for argv in (["report", str(out)], ["report", str(out), "--json"], ["report", str(src)]):
+        texts.append(run_in_process(argv).out)
+    trace = load_trace(out)
+    texts += [str(v) for v in trace.events["name"].astype(str)]
+    write_csv(tmp_path / "k.csv", trace.events[["name"]])
+    texts.append((tmp_path / "k.csv").read_text())
+    assert JWT_IN_CORPUS not in "\n".join(texts)
+    assert any("gemm_[redacted]" in x for x in texts)
