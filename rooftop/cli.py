@@ -290,14 +290,14 @@ def _analysis(path: str, peaks="auto", override=None, options: dict | None = Non
 _ANALYSIS_FLAGS = ("gpu", "model", "tp", "ep", "weight_dtype", "kv_dtype", "batch", "context", "new_tokens", "steps")
 
 
-def _stored_report(args) -> str | None:
+def _stored_report(args, unsealed: list | None = None) -> str | None:
     """The report's output from the trace's stored summary (docs/summary.md), when it can answer: a
     current summary, the default options, a trace file (not a directory); else None (analyse)."""
     if args.peaks != "auto" or any(getattr(args, f, None) is not None for f in _ANALYSIS_FLAGS):
         return None
     from .render import render_report
     from .summary import load_stored
-    stored = load_stored(args.trace, args.top)
+    stored = load_stored(args.trace, args.top, unsealed=unsealed)
     if stored is None:
         return None
     try:
@@ -307,17 +307,35 @@ def _stored_report(args) -> str | None:
 
 
 def cmd_report(args) -> int:
-    text = _stored_report(args)
+    unsealed: list = []  # a current stored summary without this user's seal: not used, compared
+    text = _stored_report(args, unsealed)
     if text is None:
         from .render import render_report
         from .report import TEXT_KEYS, report_dict
         a = _analysis(args.trace, args.peaks, _override(args), _model_options(args))
+        doc = report_dict(a, args.top) if args.json else report_dict(a, args.top, TEXT_KEYS)
+        if unsealed:
+            _say_unsealed(args.trace, unsealed[0], doc)
         if args.json:
-            text = json.dumps(report_dict(a, args.top), indent=1, default=str, allow_nan=False)
+            text = json.dumps(doc, indent=1, default=str, allow_nan=False)
         else:
-            text = render_report(report_dict(a, args.top, TEXT_KEYS))  # only what the text shows
+            text = render_report(doc)  # only what the text shows
+    if not args.json:  # (JSON is ASCII-escaped by its encoder)
+        from .text import printable_lines
+        text = printable_lines(text)  # the one last step before the terminal, whatever a cell did
     print(text)
     return 0
+
+
+def _say_unsealed(path: str, stored, doc: dict) -> None:
+    """The stored summary was not used (rooftop/seal.py): say so under the report's warnings, and on
+    stderr when its numbers are not those of the rows."""
+    from .summary import disagreement, unsealed_note
+    note = unsealed_note(path, stored, doc)
+    doc["warnings"] = [*(doc.get("warnings") or []), note]
+    if disagreement(stored, doc) is not None:
+        from .text import printable
+        print(f"rooftop: warning: {printable(path)}: {note}", file=sys.stderr)
 
 
 def cmd_summarize(args) -> int:
@@ -341,6 +359,7 @@ def cmd_diff(args) -> int:
     options = _model_options(args)
     from . import diff_report
     from .analysis import verdict
+    from .text import printable_lines
     a = _analysis(args.a, override=_override(args), options=options)
     b = _analysis(args.b, override=_override(args), options=options)
     fmt = "json" if args.json else (args.format or "text")
@@ -356,14 +375,14 @@ def cmd_diff(args) -> int:
         json.dump(doc, sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")
     elif fmt == "markdown":
-        sys.stdout.write(diff_report.verdict_markdown(v, a.trace.label, b.trace.label, args.top, reason))
+        sys.stdout.write(printable_lines(diff_report.verdict_markdown(v, a.trace.label, b.trace.label, args.top, reason)))
     else:
-        print(diff_report.verdict_text(v, args.top, reason))
+        print(printable_lines(diff_report.verdict_text(v, args.top, reason)))
         print()
-        print(diff_text(a, b, args.top))
+        print(printable_lines(diff_text(a, b, args.top)))
     if reason is not None and fmt != "text":
         sys.stdout.flush()
-        print(reason, file=sys.stderr)  # the one line a CI log shows, whatever went to stdout
+        print(printable_lines(reason), file=sys.stderr)  # the one line a CI log shows, whatever went to stdout
     return status
 
 
@@ -614,9 +633,6 @@ def _main(argv: list[str]) -> int:
         _error(f"{where}{'permission denied' if isinstance(exc, PermissionError) else exc.strerror or exc}")
     except Exception as exc:  # a trace rooftop cannot read; else the last line of defence: never a traceback
         if _is_trace_error(exc):
-            if hasattr(exc, "lines"):  # a message whose every word counts (an export command): wrapped, whole
-                _quiet_print("\n".join(exc.lines(_columns())))
-                return 2
             _error(str(exc))
             return 2
         if os.environ.get("ROOFTOP_DEBUG"):
@@ -630,11 +646,6 @@ def _is_trace_error(exc: BaseException) -> bool:
     where it is defined: if rooftop.errors was never imported, nothing raised one."""
     errors = sys.modules.get("rooftop.errors")
     return errors is not None and isinstance(exc, errors.TraceError)
-
-
-def _columns() -> int:
-    import shutil
-    return shutil.get_terminal_size((80, 24)).columns  # ($COLUMNS first, then the terminal's)
 
 
 def _error(message: str) -> None:

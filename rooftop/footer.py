@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 MAGIC = b"PAR1"
 # A footer larger than this is not one rooftop wrote (1M-kernel traces have footers of ~1-10 MB).
@@ -30,6 +30,9 @@ class _Bad(Exception):
 class Footer:
     num_rows: int
     metadata: dict[bytes, bytes]
+    size: int = 0  # the file's size in bytes when the footer was read
+    # where each metadata value starts in the file (the summary's seal is checked and written there)
+    value_at: dict[bytes, int] = field(default_factory=dict)
 
 
 def read_footer(path: str | os.PathLike) -> Footer | None:
@@ -51,7 +54,11 @@ def read_footer(path: str | os.PathLike) -> Footer | None:
             data = fh.read(length)
         if len(data) != length:
             return None
-        return _Reader(data).file_metadata()
+        footer = _Reader(data).file_metadata()
+        start = size - 8 - length
+        footer.size = size
+        footer.value_at = {k: start + at for k, at in footer.value_at.items()}
+        return footer
     except (OSError, _Bad, struct.error, IndexError, ValueError, RecursionError):
         return None
 
@@ -110,22 +117,23 @@ class _Reader:
     def skip(self, kind: int, depth: int = 0) -> None:
         self.pos = _skip(self.data, self.pos, kind, depth)
 
-    def key_value(self) -> tuple[bytes | None, bytes | None]:
+    def key_value(self) -> tuple[bytes | None, bytes | None, int]:
         key = value = None
-        last = 0
+        last = at = 0
         while True:
             last, kind = self.field(last)
             if kind == _STOP:
-                return key, value
+                return key, value, at
             if last == 1 and kind == _BINARY:
                 key = self.binary()
             elif last == 2 and kind == _BINARY:
                 value = self.binary()
+                at = self.pos - len(value)
             else:
                 self.skip(kind, 1)
 
     def file_metadata(self) -> Footer:
-        rows, meta, last = None, {}, 0
+        rows, meta, last, value_at = None, {}, 0, {}
         while True:
             last, kind = self.field(last)
             if kind == _STOP:
@@ -137,14 +145,15 @@ class _Reader:
                 if elem != _STRUCT:
                     raise _Bad("key_value_metadata is not a list of structs")
                 for _ in range(n):
-                    key, value = self.key_value()
+                    key, value, at = self.key_value()
                     if key is not None:
                         meta[key] = value if value is not None else b""
+                        value_at[key] = at if value is not None else -1
             else:
                 self.skip(kind)
         if rows is None or rows < 0:
             raise _Bad("no row count")
-        return Footer(rows, meta)
+        return Footer(rows, meta, 0, value_at)
 
 
 _FIXED = {_BYTE: 1, _DOUBLE: 8}  # bytes of a value of these types (booleans in a list: one byte)

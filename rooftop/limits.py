@@ -22,6 +22,13 @@ MAX_TEXT_DEFAULT = 65_536
 # Bytes of one SQLite value read from an nsys export (a text or blob cell).
 MAX_SQL_VALUE_ENV = "ROOFTOP_MAX_SQL_VALUE"
 MAX_SQL_VALUE_DEFAULT = 1 << 20
+# Work of the SQLite engine while an nsys export is read, in virtual-machine steps per byte of the
+# database (plus a free 50,000 per unit: 10^8 by default): an honest export is scanned a few dozen
+# times (~10 steps a byte per pass); a 0.3 MB file whose columns compute for minutes stops here, in
+# seconds.
+MAX_SQL_WORK_ENV = "ROOFTOP_MAX_SQL_WORK"
+MAX_SQL_WORK_DEFAULT = 2000
+SQL_WORK_FREE_STEPS = 50_000
 # Lines of a text trace that are not data: an ncu CSV's preamble before its header (ncu's
 # `==PROF==` lines, the application's own output) and unreadable lines among its rows. A real
 # export has a few per profiled kernel; a file of junk stops here instead of being read to its end.
@@ -29,6 +36,20 @@ MAX_SKIPPED_LINES_ENV = "ROOFTOP_MAX_SKIPPED_LINES"
 MAX_SKIPPED_LINES_DEFAULT = 100_000
 # Nesting depth of the metadata document.
 MAX_META_DEPTH = 64
+# A `--model` config.json: bytes of the file (real ones are a few KB; a tokenizer-sized one ~1 MB),
+# nesting depth, digits of one number, the largest integer a size or count field may hold, and the
+# length of one quantization exclusion pattern (`re:` patterns run on a linear-time engine).
+MAX_CONFIG_BYTES_ENV = "ROOFTOP_MAX_CONFIG_BYTES"
+MAX_CONFIG_BYTES_DEFAULT = 16 << 20
+MAX_CONFIG_DEPTH = 64
+MAX_CONFIG_DIGITS = 32
+MAX_CONFIG_INT = 2**40
+MAX_CONFIG_PATTERN = 4096
+MAX_CONFIG_PATTERNS = 10_000
+
+
+def max_config_bytes() -> int:
+    return budget(MAX_CONFIG_BYTES_ENV, MAX_CONFIG_BYTES_DEFAULT)
 
 
 def budget(env: str, default: int) -> int:
@@ -55,6 +76,12 @@ def max_inflate(compressed: int) -> int:
 
 def max_sql_value() -> int:
     return budget(MAX_SQL_VALUE_ENV, MAX_SQL_VALUE_DEFAULT)
+
+
+def max_sql_steps(db_bytes: int) -> int:
+    """SQLite virtual-machine steps allowed for reading a database of `db_bytes` bytes."""
+    per_byte = budget(MAX_SQL_WORK_ENV, MAX_SQL_WORK_DEFAULT)
+    return per_byte * (SQL_WORK_FREE_STEPS + max(0, db_bytes))
 
 
 def max_skipped_lines() -> int:

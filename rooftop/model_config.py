@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -69,19 +70,93 @@ def load_spec(model: str, *, weight_dtype: str | None = None, kv_dtype: str | No
 
 
 def _read_json(path: Path) -> dict:
+    """A config.json, within bounds: a regular file (never a FIFO, which would block, nor a device
+    such as /dev/zero behind a link, which never ends) of at most `ROOFTOP_MAX_CONFIG_BYTES`,
+    nested at most `MAX_CONFIG_DEPTH` levels, each number at most `MAX_CONFIG_DIGITS` digits and
+    finite. Anything else is one line naming the file."""
+    import os
+    import stat
+
+    from . import limits
+
+    budget = limits.max_config_bytes()
     try:
-        text = path.read_text(encoding="utf-8")
+        st = os.stat(path)  # (follows links: what would be read)
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(path, "not a regular file (a FIFO, a device, a directory or a socket)")
+        if st.st_size > budget:
+            raise ConfigError(path, limits.over_budget(f"size ({st.st_size:,} bytes)", limits.MAX_CONFIG_BYTES_ENV,
+                                                       budget))
+        # O_NONBLOCK: should the file have become a FIFO since the stat, opening it does not block
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise ConfigError(path, "not a regular file (a FIFO, a device, a directory or a socket)")
+            data = fh.read(budget + 1)
+        if len(data) > budget:
+            raise ConfigError(path, limits.over_budget("size", limits.MAX_CONFIG_BYTES_ENV, budget))
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(path, "no such file") from None
+    except PermissionError:
+        raise ConfigError(path, "permission denied") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(path, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    depth = _max_depth(text)
+    if depth > limits.MAX_CONFIG_DEPTH:
+        raise ConfigError(path, f"nested {depth:,} levels deep (at most {limits.MAX_CONFIG_DEPTH})")
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_int=_config_int, parse_float=_config_float, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise ConfigError(path, f"not JSON ({exc.msg} at line {exc.lineno})") from None
+    except (ValueError, RecursionError) as exc:
+        raise ConfigError(path, str(exc) if not isinstance(exc, RecursionError) else "nested too deep") from None
     if not isinstance(doc, dict):
         raise ConfigError(path, "not a config.json (the top level is not an object)")
     return doc
+
+
+_BRACKETS = re.compile(r'[\[\]{}]|"(?:[^"\\]|\\.)*+"')
+
+
+def _max_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in `text` (strings skipped), in one linear scan."""
+    depth = top = 0
+    for m in _BRACKETS.finditer(text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            if depth > top:
+                top = depth
+                if top > 1024:  # (enough to say it is too deep)
+                    return top
+        elif c in "]}":
+            depth -= 1
+    return top
+
+
+def _config_int(text: str) -> int:
+    from . import limits
+
+    digits = len(text.lstrip("-"))
+    if digits > limits.MAX_CONFIG_DIGITS:
+        raise ValueError(f"a number of {digits:,} digits (at most {limits.MAX_CONFIG_DIGITS})")
+    return int(text)
+
+
+def _config_float(text: str) -> float:
+    from . import limits
+
+    if len(text) > 4 * limits.MAX_CONFIG_DIGITS:
+        raise ValueError(f"a number of {len(text):,} characters")
+    v = float(text)
+    if not math.isfinite(v):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return v
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _with_ranks(spec: ModelSpec, tp: int, ep: int) -> ModelSpec:
@@ -157,7 +232,12 @@ def _int(doc: dict, key: str, path: str, default: Any = ..., allow_zero: bool = 
         return default
     v = doc[key]
     if isinstance(v, bool) or not isinstance(v, int) or v < (0 if allow_zero else 1):
-        raise ConfigError(path, f"field {key!r}: {v!r} is not a {'non-negative' if allow_zero else 'positive'} integer")
+        raise ConfigError(path, f"field {key!r}: {str(v)[:60]!r} is not a {'non-negative' if allow_zero else 'positive'}"
+                                " integer")
+    from . import limits
+
+    if v > limits.MAX_CONFIG_INT:  # a size or count beyond any model: 10^200 would only overflow later
+        raise ConfigError(path, f"field {key!r}: {v:.3g} is out of range (at most 2^40)")
     return v
 
 
@@ -262,8 +342,8 @@ def _window(doc: dict, mtype: str, layers: int, path: str) -> dict:
         sliding = tuple(range(layers))
     if not window or not sliding:
         return {}
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise ConfigError(path, f"field 'sliding_window': {window!r} is not a positive integer")
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1 or window > 2**40:
+        raise ConfigError(path, f"field 'sliding_window': {str(window)[:60]!r} is not a positive integer (at most 2^40)")
     return {"sliding_window": window, "sliding_layers": sliding}
 
 
@@ -291,7 +371,7 @@ def _quantization(q: Any, path: str) -> tuple[Precision, frozenset]:
                           "modeled: fp8, mxfp4, modelopt (NVFP4/FP8), compressed-tensors; or pass --weight-dtype")
     if not isinstance(skip, list) or not all(isinstance(s, str) for s in skip):
         raise ConfigError(path, "field 'quantization_config.modules_to_not_convert': not a list of module names")
-    kept = {part for part, name in _MODULE_NAMES.items() if any(_matches(name, pat) for pat in skip)}
+    kept = _kept_parts(skip, path)
     kept.add("lm_head")  # quantizers keep the output embedding unless told otherwise
     return fmt, frozenset(kept)
 
@@ -327,12 +407,52 @@ def _compressed_tensors(q: dict, path: str) -> Precision:
                       " are not modeled")
 
 
+def _kept_parts(patterns: list[str], path: str) -> set[str]:
+    """The parts (`_MODULE_NAMES`) that a checkpoint's exclusion list keeps unquantized. `re:`
+    patterns (compressed-tensors) are validated and run by RE2, a linear-time engine (Arrow's:
+    no backtracking, so `re:^([a-z._0-9]+)+!` costs what any pattern costs); the others are globs
+    and substrings (fnmatch has no catastrophic backtracking since Python 3.9). Bounded: at most
+    `MAX_CONFIG_PATTERNS` patterns of `MAX_CONFIG_PATTERN` characters."""
+    from . import limits
+
+    if len(patterns) > limits.MAX_CONFIG_PATTERNS:
+        raise ConfigError(path, f"field 'quantization_config.ignore': {len(patterns):,} patterns"
+                                f" (at most {limits.MAX_CONFIG_PATTERNS:,})")
+    names = list(_MODULE_NAMES.values())
+    kept = set()
+    for pat in patterns:
+        if len(pat) > limits.MAX_CONFIG_PATTERN:
+            raise ConfigError(path, f"field 'quantization_config.ignore': a pattern of {len(pat):,} characters"
+                                    f" (at most {limits.MAX_CONFIG_PATTERN:,})")
+        if pat.startswith("re:"):
+            hits = _regex_hits(names, pat[3:], path)
+        else:
+            hits = [_matches(name, pat) for name in names]
+        kept |= {part for part, hit in zip(_MODULE_NAMES, hits) if hit}
+    return kept
+
+
+def _regex_hits(names: list[str], regex: str, path: str) -> list[bool]:
+    """Whether `regex` matches somewhere in each name (Python's `re.search`), by RE2 (Arrow's
+    `match_substring_regex`): linear in the text. A pattern RE2 refuses (invalid, or a
+    backreference or look-around, which no linear-time engine runs) is one line."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        return pc.match_substring_regex(pa.array(names), regex).to_pylist()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else "invalid"
+        raise ConfigError(path, f"field 'quantization_config.ignore': the pattern re:{regex[:80]!r} is not a"
+                                f" regular expression the linear-time engine (RE2) runs ({msg[:160]})") from None
+
+
 def _matches(module: str, pattern: str) -> bool:
     """A module name against a checkpoint's exclusion entry: a glob over a dotted prefix, a
-    substring (as Hugging Face quantizers test them), or `re:` + regex (compressed-tensors)."""
+    substring (as Hugging Face quantizers test them), or `re:` + regex (compressed-tensors: run by
+    RE2, see `_regex_hits`)."""
     if pattern.startswith("re:"):
-        return re.search(pattern[3:], module) is not None
+        return _regex_hits([module], pattern[3:], "--model")[0]
     parts = module.split(".")
     prefixes = [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
     return any(fnmatch.fnmatchcase(p, pattern) for p in prefixes) or pattern in module
-

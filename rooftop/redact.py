@@ -44,10 +44,17 @@ _TOKEN = re.compile(
     r"|npm_[A-Za-z0-9]{30,}+"
     r"|xox[abpr]-[A-Za-z0-9\-]{10,}+"
     r"|AIza[0-9A-Za-z_\-]{30,}+"
-    r"|(?<![_\-])eyJ[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]*+"
     r")")
-_BEARER = re.compile(r"(?<![A-Za-z0-9_])(Bearer|Token|Basic)([ \t]++)([A-Za-z0-9._~+/\-]{8,}+=*+)",
-                     re.IGNORECASE)
+# A JWT (RFC 7519, compact form: base64url(header) "." base64url(payload) "." base64url(signature),
+# the signature empty for alg "none"). Its header is JSON, so it starts `eyJ` (`{"`); the smallest
+# header, `{"a":1}`, is 10 characters, the smallest payload `{}` is 3 (`e30`). It may sit inside
+# a word (`gemm_eyJ...`): found from each `eyJ`, see `_jwts`.
+_JWT = re.compile(r"eyJ[A-Za-z0-9_\-]{7,}+\.[A-Za-z0-9_\-]{2,}+\.[A-Za-z0-9_\-]*+")
+_JWT_RUN = re.compile(r"[A-Za-z0-9_\-]*+")
+# An HTTP credential (RFC 6750 `Bearer`, RFC 7617 `Basic`, `Token`) after a space, a no-break space
+# or a URL-encoded one; `Bearer` (never a word of a kernel name) also after `=` or `:`.
+_BEARER = re.compile(r"(?<![A-Za-z0-9_])(Bearer(?:[ \t\u00a0=:]|%20)++|(?:Token|Basic)(?:[ \t\u00a0]|%20)++)"
+                     r"([A-Za-z0-9._~+/\-]{8,}+=*+)", re.IGNORECASE)
 # the password of a URL's userinfo (`https://user:pw@host`): starts right after `://`, bounded
 _URL_PASSWORD = re.compile(r"(?<=://)([^/\s:@]{1,256}+):([^/\s@]{1,1024}+)@")
 # NAME=VALUE, NAME: VALUE, "NAME": "VALUE", --name VALUE: matched from each secret word found
@@ -62,7 +69,7 @@ GATE = (r"(?i)hf_|sk[-_]|rk_live|akia|asia|gh[opsur]_|github_pat_|glpat-|npm_|xo
         r"bearer|basic|://|token|secret|passw|api.?key|access.?key|private.?key|credential|auth")
 _GATE = re.compile(GATE)
 _TOKEN_GATE = re.compile(r"hf_|sk-|[sr]k_live_|AKIA|ASIA|gh[opsur]_|github_pat_|glpat-|npm_|xox[abpr]-|AIza|eyJ")
-_BEARER_GATE = re.compile(r"(?:bearer|token|basic)[ \t]", re.IGNORECASE)
+_BEARER_GATE = re.compile(r"bearer|(?:token|basic)(?:[ \t\u00a0]|%20)", re.IGNORECASE)
 
 
 def secret_key(key: str) -> bool:
@@ -94,14 +101,34 @@ def _assignments(text: str) -> str:
     return "".join(out) + text[last:] if out else text
 
 
+def _jwts(text: str) -> str:
+    """`text` with every JWT replaced, wherever it starts (also inside a word). Linear: a failed
+    attempt scans the rest of its run of base64url characters once, and no later `eyJ` of that run
+    is tried (it would meet the same end, hence fail the same way)."""
+    out, last, scanned = [], 0, 0
+    pos = text.find("eyJ")
+    while pos >= 0:
+        if pos >= scanned:
+            m = _JWT.match(text, pos)
+            if m is not None:
+                out += [text[last:pos], REDACTED]
+                last = scanned = m.end()
+            else:
+                scanned = _JWT_RUN.match(text, pos).end()
+        pos = text.find("eyJ", max(pos + 3, scanned))
+    return "".join(out) + text[last:] if out else text
+
+
 def redact_text(text: str) -> str:
     """Replace token-shaped substrings, URL passwords and the values of secret-named assignments."""
     if not _GATE.search(text):
         return text
     if _TOKEN_GATE.search(text):
         text = _TOKEN.sub(REDACTED, text)
+        if "eyJ" in text:
+            text = _jwts(text)
     if _BEARER_GATE.search(text):
-        text = _BEARER.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
+        text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
     if "://" in text:
         text = _URL_PASSWORD.sub(lambda m: m.group(1) + ":" + REDACTED + "@", text)
     return _assignments(text)

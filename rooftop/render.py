@@ -45,7 +45,7 @@ def _coverage_cell(cov: Any) -> str:
 
 def _word(v: Any) -> str:
     """A category, a bound or a source: its text, or a dash when unknown."""
-    return str(v) if _known(v) and v != "" else "—"
+    return printable(v) if _known(v) and v != "" else "—"
 
 
 def bound_notes(phases: list[dict]) -> list[str]:
@@ -82,14 +82,14 @@ def coverage_notes(phases: list[dict], source: dict | None = None) -> list[str]:
             else:
                 value = None
             if value is None or status == "unknown":
-                out.append(f"  {g('phase')}: {label} unknown ({known})")
+                out.append(f"  {_printable(g('phase'))}: {label} unknown ({known})")
                 if cov == 0 and hint and hint not in said:  # once: how to get them
                     said.add(hint)
                     out.append(f"    to get per-kernel {what}: {hint}")
             elif status == "lower bound":
-                out.append(f"  {g('phase')}: >= {value} ({known}): a lower bound, not a verdict")
+                out.append(f"  {_printable(g('phase'))}: >= {value} ({known}): a lower bound, not a verdict")
             else:
-                out.append(f"  {g('phase')}: {value} ({known})")
+                out.append(f"  {_printable(g('phase'))}: {value} ({known})")
     return out
 
 
@@ -109,19 +109,20 @@ def _identity_lines(doc: dict) -> list[str]:
             lines.append(f"  {label:9s}{_printable(ident[label])}")
     flops, bw = dev.get("peak_flops"), dev.get("peak_bw")
     if flops or bw:
-        gpu = f" {dev['matched']}" if dev.get("matched") is not None else ""
+        gpu = f" {_printable(dev['matched'])}" if dev.get("matched") is not None else ""
         how = ""
         if dev.get("override"):
             how = f" (from --{dev['override']})"
         elif dev.get("inferred"):
             how = f" (inferred from {', '.join(dev.get('matched_by') or [])}: the file names no device; --gpu overrides)"
-        lines.append(f"  peaks    {dev.get('peaks_source')}{gpu}{how}: {fmt_rate(flops, 'FLOP/s')} ({dev.get('dtype')}),"
+        lines.append(f"  peaks    {_printable(dev.get('peaks_source'))}{gpu}{_printable(how)}: {fmt_rate(flops, 'FLOP/s')}"
+                     f" ({_printable(dev.get('dtype'))}),"
                      f" {fmt_rate(bw, 'B/s')}, ridge {fmt_num(dev.get('ridge'))} FLOP/B")
         if dev.get("peaks_reason"):
             lines.append(f"           {_printable(dev['peaks_reason'])}")
         for d in dev.get("peaks_differ") or []:
             unit = "B/s" if d["what"] == "bw" else "FLOP/s"
-            lines.append(f"           ncu measured {d['what']} {fmt_rate(d['ncu'], unit)} vs datasheet "
+            lines.append(f"           ncu measured {_printable(d['what'])} {fmt_rate(d['ncu'], unit)} vs datasheet "
                          f"{fmt_rate(d['datasheet'], unit)} ({fmt_pct(d['ratio'] - 1, 0)}; ncu locks clocks to base)")
     else:
         lines.append(f"  peaks    none: {_printable(dev.get('peaks_reason'))}")
@@ -133,7 +134,7 @@ def _identity_lines(doc: dict) -> list[str]:
         lines.append(f"  steps    {found['count']}{rule}{' (' + '; '.join(extra) + ')' if extra else ''}")
     ranks = t.get("ranks") or []
     if ranks:
-        lines.append(f"  ranks    {len(ranks)} ({', '.join(map(str, ranks[:16]))}{'…' if len(ranks) > 16 else ''})")
+        lines.append(f"  ranks    {len(ranks)} ({', '.join(map(_printable, ranks[:16]))}{'…' if len(ranks) > 16 else ''})")
     return lines
 
 
@@ -144,7 +145,7 @@ def _phase_lines(doc: dict) -> list[str]:
     rows = []
     for r in ph:
         g = r.get
-        rows.append([str(g("phase")), fmt_num(g("steps")), fmt_num(g("kernels")), fmt_ns(g("span_ns")),
+        rows.append([_printable(g("phase")), fmt_num(g("steps")), fmt_num(g("kernels")), fmt_ns(g("span_ns")),
                      fmt_pct(g("idle_frac"), 0), fmt_num(g("tokens_per_s")),
                      _bounded(fmt_tera(g("tflops"), "TFLOP/s"), g("mfu_status"), g("flops_coverage")),
                      _bounded(fmt_tera(g("tbps"), "TB/s"), g("mbu_status"), g("bytes_coverage")),
@@ -160,7 +161,7 @@ def _phase_lines(doc: dict) -> list[str]:
     if (dev.get("measured") or {}).get("bw") and (dev.get("datasheet") or {}).get("bw"):
         for r in ph:
             g = r.get
-            lines.append(f"  {g('phase')}: MBU {fmt_pct(g('mbu_datasheet'))} of datasheet, {fmt_pct(g('mbu_measured'))}"
+            lines.append(f"  {_printable(g('phase'))}: MBU {fmt_pct(g('mbu_datasheet'))} of datasheet, {fmt_pct(g('mbu_measured'))}"
                          f" of measured; MFU {fmt_pct(g('mfu_datasheet'))} of datasheet, {fmt_pct(g('mfu_measured'))} of measured")
     return lines + [""]
 
@@ -168,7 +169,7 @@ def _phase_lines(doc: dict) -> list[str]:
 def _group_lines(groups: list[dict]) -> list[str]:
     if not groups:
         return []
-    rows = [[_printable(r.get("key")), str(r.get("category")), str(r.get("phase")), fmt_num(r.get("count")),
+    rows = [[_printable(r.get("key")), _printable(r.get("category")), _printable(r.get("phase")), fmt_num(r.get("count")),
              fmt_ns(r.get("time_ns")), fmt_pct(r.get("time_share")), fmt_num(r.get("ai")), fmt_pct(r.get("pct_of_roof")),
              _word(r.get("bound")), _coverage_cell(r.get("ai_coverage") if _known(r.get("ai")) else r.get("bytes_coverage"))]
             for r in groups]
@@ -181,11 +182,11 @@ def _group_lines(groups: list[dict]) -> list[str]:
 def _gap_lines(gap: list[dict]) -> list[str]:
     if not gap:
         return []
-    rows = [[str(r.get("phase")), fmt_ns(r.get("measured_ns")), fmt_ns(r.get("ideal_ns")), fmt_ns(r.get("slow_kernels_ns")),
+    rows = [[_printable(r.get("phase")), fmt_ns(r.get("measured_ns")), fmt_ns(r.get("ideal_ns")), fmt_ns(r.get("slow_kernels_ns")),
              fmt_ns(r.get("extra_bytes_ns")), fmt_ns(r.get("launch_gaps_ns")), fmt_ns(r.get("edge_idle_ns")),
              fmt_ns(r.get("copies_ns")), fmt_ns(r.get("unmodeled_ns")),
              _word(r.get("basis")) if r.get("basis") else "unknown"] for r in gap]
-    why = [f"  {r.get('phase')}: no basis: {_printable(r['basis_reason'])}" for r in gap if r.get("basis_reason")]
+    why = [f"  {_printable(r.get('phase'))}: no basis: {_printable(r['basis_reason'])}" for r in gap if r.get("basis_reason")]
     return ["gap to ideal (basis: kernels = each costed kernel at its roofline time; model = the step's"
             " model bytes at the roof; host copies: judged against their link, not HBM)",
             _table(["phase", "measured", "ideal", "slow kernels", "extra bytes", "launch gaps", "edge idle",
@@ -198,7 +199,7 @@ def _idle_lines(idle: list[dict] | None) -> list[str]:
         return []
     causes = (("comm", "comm"), ("copies", "copies"), ("edge", "edge"), ("host", "host"), ("sync", "sync"),
               ("launch", "floor"), ("other", "other"))
-    rows = [[str(r.get("phase")), "all" if (r.get("device") or 0) < 0 else fmt_num(r.get("device")), fmt_ns(r.get("idle_ns"))]
+    rows = [[_printable(r.get("phase")), "all" if (r.get("device") or 0) < 0 else fmt_num(r.get("device")), fmt_ns(r.get("idle_ns"))]
             + [fmt_pct(r.get(f"{c}_frac"), 0) for c, _ in causes] for r in idle]
     return ["idle by cause (time no compute kernel ran; shares: comm/copies running, edge = before the first or after"
             " the last kernel, host = waiting on framework/Python work, sync = after a blocking call, floor = gaps"
@@ -227,7 +228,7 @@ def _spread_lines(rank_steps: list[dict] | None) -> list[str]:
         return []
     # the worst five by spread, unknown spreads last, ties in step order
     worst = sorted(rank_steps, key=lambda r: -r["spread"] if _known(r.get("spread")) else math.inf)[:5]
-    rows = [[str(r.get("phase")), fmt_num(r.get("step")), fmt_ns(r.get("min_ns")), fmt_ns(r.get("median_ns")),
+    rows = [[_printable(r.get("phase")), fmt_num(r.get("step")), fmt_ns(r.get("min_ns")), fmt_ns(r.get("median_ns")),
              fmt_ns(r.get("max_ns")), fmt_pct(r.get("spread")), fmt_num(r.get("straggler"))] for r in worst]
     return ["rank-to-rank spread of step time (worst steps)",
             _table(["phase", "step", "min", "median", "max", "spread", "straggler"], rows), ""]
@@ -296,10 +297,10 @@ def model_lines(doc: dict) -> list[str]:
     w = m.get("weights") or {}
     prec = w.get("base") if not w.get("quantized") else f"{w['quantized']} ({w['quantized_bits']:g} bits), rest {w['base']}"
     ranks = f", per rank of tp {m['tp']}" + (f" ep {m['ep']}" if m.get("ep", 1) > 1 else "") if m.get("tp", 1) * m.get("ep", 1) > 1 else ""
-    moe = f", {m['experts']} experts top-{m['experts_per_tok']}" if m.get("experts") else ""
+    moe = f", {_printable(m['experts'])} experts top-{_printable(m['experts_per_tok'])}" if m.get("experts") else ""
     out = [f"model-level accounting: {_printable(m.get('name'))} from {_printable(m.get('source'))}",
            f"  {_billions(m.get('parameters'))} params ({_billions(m.get('active_parameters'))} active per token){moe};"
-           f" weights {fmt_bytes(m.get('weight_bytes'))} {prec}; KV {m.get('kv_dtype')}"
+           f" weights {fmt_bytes(m.get('weight_bytes'))} {_printable(prec)}; KV {_printable(m.get('kv_dtype'))}"
            f" {fmt_bytes(m.get('kv_bytes_per_token'))}/token{ranks}",
            "  bytes = weights read once per step (MoE: experts touched) + KV read for the context + KV written;"
            " activations not counted (negligible)"]

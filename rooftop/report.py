@@ -308,12 +308,12 @@ def diff_text(a: Analysis, b: Analysis, top: int = 10) -> str:
             metrics.append(("model_mbu", fmt_pct))
         for m, f in metrics:
             ratio = r.get(f"{m}_ratio")
-            rows.append([str(r["phase"]), m, f(r.get(f"{m}_a")), f(r.get(f"{m}_b")),
+            rows.append([_printable(r["phase"]), m, f(r.get(f"{m}_a")), f(r.get(f"{m}_b")),
                          "—" if ratio is None or ratio != ratio else f"{ratio:.2f}x"])
     lines.append(_table(["phase", "metric", "A", "B", "B/A"], rows, right={2, 3, 4}))
     lines.append("")
     rows = [[_printable(r["key"]), fmt_ns(r["time_ns_a"]), fmt_ns(r["time_ns_b"]),
-             ("+" if r["time_delta"] > 0 else "") + fmt_ns(r["time_delta"]), fmt_bytes(r["bytes_delta"]), r["status"]]
+             ("+" if r["time_delta"] > 0 else "") + fmt_ns(r["time_delta"]), fmt_bytes(r["bytes_delta"]), _printable(r["status"])]
             for r in d.groups.head(top).to_dict(orient="records")]
     lines.append("kernel groups with the largest time change")
     lines.append(_table(["kernel", "A", "B", "Δ time", "Δ bytes", ""], rows, right={1, 2, 3, 4}))

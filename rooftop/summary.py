@@ -2,10 +2,13 @@
 
 `rooftop report` and the Overview read it instead of analysing a million rows, when it is current:
 made by this analysis (`ANALYSIS_VERSION` and a digest of the core's code and device table), for
-this exact file (its metadata bytes and row count), with the default options. Anything else (an
-older rooftop, a changed device table, `--gpu`, `--model`, another `--top`, a damaged or edited
-summary) and rooftop analyses the rows as it always did, without a word: a stored summary is a
-cache, never a source of truth. docs/summary.md says what is stored and when it is trusted.
+this exact file (its metadata bytes and row count), with the default options, and sealed by this
+user's rooftop for these very bytes (rooftop/seal.py: anyone can recompute the other checks).
+Anything else (an older rooftop, a changed device table, `--gpu`, `--model`, another `--top`, a
+damaged summary) and rooftop analyses the rows as it always did; a current summary without a
+valid seal is compared with the rows, and the report says it was not used (`unsealed_note`): a
+stored summary is a cache, never a source of truth. docs/summary.md says what is stored and when
+it is trusted.
 
 Importing this module costs nothing: reading a summary needs neither pandas nor pyarrow (the
 footer is read by rooftop/footer.py); writing one imports the analysis when it runs.
@@ -145,7 +148,10 @@ def build(analysis: Any, meta_bytes: bytes, rows: int) -> dict[bytes, bytes] | N
                                            separators=(",", ":")).encode()}
     except (ValueError, TypeError, RecursionError):
         return None
-    return {**entries, **{bulk_key(name): data for name, data in bulk.items()}}
+    from .seal import PLACEHOLDER, SEAL_KEY
+
+    # the seal's place, filled in once the file is complete (rooftop/seal.py)
+    return {**entries, **{bulk_key(name): data for name, data in bulk.items()}, SEAL_KEY: PLACEHOLDER}
 
 
 # Sections a large trace's summary computes on a second thread, beside the others: its grouping
@@ -229,9 +235,17 @@ def write_summarized_handed_over(path: str | os.PathLike, held: list, meta: Mapp
     from .trace import encode_meta
     from .trace.write import write_handed_over
 
+    from .seal import seal
+
     meta_bytes = encode_meta(meta)  # what the writer stores (the same bytes: a pure function)
-    return write_handed_over(path, held, meta,
-                             lambda mine: _entries_of_handed(mine, meta_bytes, path, scrubbed))
+    out = write_handed_over(path, held, meta, lambda mine: _entries_of_handed(mine, meta_bytes, path, scrubbed))
+    # Sealed in place once complete: the 64 digits replace their placeholder (the same length), so
+    # the file is whole at every moment; until then, or if this fails, the summary is not used.
+    try:
+        seal(out)
+    except OSError:
+        pass
+    return out
 
 
 def refresh(path: str | os.PathLike) -> Path:
@@ -255,7 +269,12 @@ def refresh(path: str | os.PathLike) -> Path:
     if entries is None:
         raise TraceError(path, "the analysis of this trace is not plain JSON; no summary stored")
     table = table.replace_schema_metadata(existing)
-    return replace_atomically(path, lambda tmp: write_parquet(table, tmp, entries))
+    from .seal import seal
+
+    def write(tmp: str) -> None:
+        write_parquet(table, tmp, entries)
+        seal(tmp)
+    return replace_atomically(path, write)
 
 
 # --- reading ------------------------------------------------------------------------------------
@@ -431,10 +450,13 @@ def _decode(footer: Any) -> Stored | None:
     return Stored(ANALYSIS_VERSION, report, [(w, m) for w, m in warnings], top, bulk)
 
 
-def load_stored(path: str | os.PathLike, top: int = DEFAULT_TOP, footer: Any = None) -> Stored | None:
+def load_stored(path: str | os.PathLike, top: int = DEFAULT_TOP, footer: Any = None,
+                unsealed: list | None = None) -> Stored | None:
     """The current summary of a rooftop trace file with its `top` groups, or None (none stored,
-    stale, damaged, more groups asked than stored, a directory, not Parquet, over the row budget:
-    the caller analyses the rows instead)."""
+    stale, damaged, more groups asked than stored, a directory, not Parquet, over the row budget,
+    not sealed by this user for these bytes: the caller analyses the rows instead). A current
+    summary that only lacks a valid seal (rooftop/seal.py) is appended to `unsealed`: the caller
+    says that the rows were analysed, and compares (`disagreement`)."""
     from . import limits
     from .footer import read_footer
 
@@ -451,6 +473,12 @@ def load_stored(path: str | os.PathLike, top: int = DEFAULT_TOP, footer: Any = N
     stored = _decode(footer)
     if stored is None:
         return None
+    from .seal import verify
+
+    if not verify(p, footer):  # a cache, never an authority: only a summary proven to be of these bytes
+        if unsealed is not None:
+            unsealed.append(stored)
+        return None
     report = stored.report
     for key in ("top_kernels", "top_groups"):
         if top > stored.top and len(report[key]) >= stored.top:
@@ -459,3 +487,44 @@ def load_stored(path: str | os.PathLike, top: int = DEFAULT_TOP, footer: Any = N
     report["trace"]["path"] = str(p)  # as the ordinary load names it
     report["identity"]["label"] = p.name
     return stored
+
+
+# What is compared of an unsealed summary with the analysis of the rows: the numbers a report
+# leads with. Floats within a relative 1e-9 (the same code gives the same bits; a JSON round trip
+# keeps them).
+COMPARED = ("phases", "top_groups", "gap")
+
+
+def _same(x: Any, y: Any) -> bool:
+    if isinstance(x, bool) or isinstance(y, bool) or not isinstance(x, (int, float)) or not isinstance(y, (int, float)):
+        if isinstance(x, dict) and isinstance(y, dict):
+            return x.keys() == y.keys() and all(_same(x[k], y[k]) for k in x)
+        if isinstance(x, list) and isinstance(y, list):
+            return len(x) == len(y) and all(map(_same, x, y))
+        return x == y
+    return x == y or abs(x - y) <= 1e-9 * max(abs(x), abs(y))
+
+
+def disagreement(stored: Stored, report: dict) -> str | None:
+    """The first section in which an unsealed stored summary and the report computed from the rows
+    differ (None: they agree). `report` is a report document of the default options."""
+    for key in COMPARED:
+        if key not in report:
+            continue
+        mine = json.loads(json.dumps(report[key], default=str))
+        theirs = stored.report.get(key)
+        if key == "top_groups" and isinstance(theirs, list):
+            theirs, mine = theirs[:len(mine)], mine[:len(theirs)]
+        if not _same(mine, theirs):
+            return key
+    return None
+
+
+def unsealed_note(path: str | os.PathLike, stored: Stored, report: dict) -> str:
+    """The line that says why a stored summary was not used, for the report's warnings."""
+    where = disagreement(stored, report)
+    if where is not None:
+        return (f"the stored summary disagrees with the rows ({where}): discarded; every number here is"
+                " computed from the rows")
+    return ("the stored summary is not sealed for this user and file: the numbers are computed from the rows"
+            " (they agree with it; `rooftop summarize` seals it for fast reports)")

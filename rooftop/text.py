@@ -45,6 +45,25 @@ def printable(s: Any, missing: str = MISSING) -> str:
     return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
 
 
+def printable_lines(text: Any) -> str:
+    """Multi-line output (a whole report, a diff) as a terminal must get it: every line `printable`,
+    the line breaks kept. The last step before stdout or stderr, whatever each cell did before: a
+    renderer that forgot one cell still cannot send an escape. Idempotent (an escape stays as it is)."""
+    text = text if isinstance(text, str) else str(text)
+    if not _UNSAFE.search(text.replace("\n", "")):
+        return text
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
+def clipboard_text(s: Any) -> str:
+    """`s` for the clipboard: one line that a shell or an editor takes as literal text. Controls
+    (newlines, ESC, hence a bracketed-paste terminator `ESC[201~`), bidi and invisible characters
+    become visible escapes, as on screen; None is empty."""
+    if s is None or (isinstance(s, float) and math.isnan(s)):
+        return ""
+    return printable(s)
+
+
 def has_unsafe(s: str) -> bool:
     """True when `printable` would change `s` (for tests and checks)."""
     return bool(_UNSAFE.search(s))

@@ -70,12 +70,16 @@ def no_analysis(monkeypatch):
 
 
 def rewrite(path: Path, entries: dict[bytes, bytes], table=None) -> None:
-    """The file with some summary entries of its footer replaced; its rows and metadata kept, or `table`."""
+    """The file with some summary entries of its footer replaced; its rows and metadata kept, or `table`;
+    sealed again with this user's key (rooftop/seal.py), as if rooftop had written it: what these tests
+    check is the summary's own checks. tests/test_robust_summary.py forges without the key."""
+    from rooftop.seal import PLACEHOLDER, SEAL_KEY, seal
     from rooftop.trace.write import write_parquet
 
     table = table if table is not None else pq.read_table(path)
     stored = {k: v for k, v in read_footer(path).metadata.items() if k.startswith(summary.SUMMARY_KEY)}
-    write_parquet(table, path, {**stored, **entries})
+    write_parquet(table, path, {**stored, **entries, SEAL_KEY: PLACEHOLDER})
+    seal(path)
 
 
 def head(path: Path) -> dict:

@@ -75,12 +75,13 @@ def _known_sums_by_definition(rows, gid, n):
     b, f, dur = rows["bytes"].to_numpy(), rows["work_flops"].to_numpy(), rows["dur_ns"].to_numpy(dtype="float64")
     cls = rows["copy_class"].to_numpy()
     compute, hbm = cls == COMPUTE, cls != LINK_COPY
-    kb, kf = ~np.isnan(b), ~np.isnan(f) & compute
+    # bytes are HBM bytes: a host/peer copy's bytes cross a link, so they are not counted
+    kb, kf = ~np.isnan(b) & hbm, ~np.isnan(f) & compute
     both = kb & kf
 
     def time_of(mask):
         return np.bincount(gid, weights=np.where(mask, dur, 0.0), minlength=n)
-    return {"flops": known(f), "bytes": known(b), "bytes_ns": time_of(kb), "flops_ns": time_of(kf),
+    return {"flops": known(f), "bytes": known(np.where(hbm, b, np.nan)), "bytes_ns": time_of(kb), "flops_ns": time_of(kf),
             "both_ns": time_of(both), "both_flops": known(np.where(both, f, np.nan)),
             "both_bytes": known(np.where(both, b, np.nan)), "hbm_known_ns": time_of(kb & hbm),
             "hbm_ns": time_of(hbm), "compute_ns": time_of(compute)}

@@ -84,6 +84,8 @@ class Recorder:
         self.written: Path | None = None
         self._stack: list[str] = []
         self._prof = None
+        from .quiet import NativeLog
+        self._native = NativeLog()  # what libkineto prints around the profiler, to a log file
         self._cuda = False
         self.profile = profile
         self.kineto = kineto  # where to keep the profiler's own Kineto JSON (else a temporary file)
@@ -144,8 +146,6 @@ class Recorder:
         self._cuda = torch.cuda.is_available() and not str(self.device or "").startswith("cpu")
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self._cuda else [])
         self._prof = profile(activities=activities, record_shapes=True, with_flops=True)
-        from .quiet import NativeLog
-        self._native = NativeLog()
         with self._native.redirect():  # libkineto's `USDT: ... profiler_start` is not ours to print
             self._prof.__enter__()
         return self

@@ -22,7 +22,33 @@ Progress = Callable[[int, int], None]
 
 _WS = re.compile(r"[\s,]*")
 # the stdlib decoder with floats kept as their text: the exact (slow) path and the header's values
-DECODER = json.JSONDecoder(parse_float=str)
+def _bounded_int(text: str):
+    """An integer of more digits than Python converts (`sys.get_int_max_str_digits`, 4300): far
+    beyond any time, id or size, so an infinity, which every reader drops as out of range."""
+    if len(text) <= 4000:
+        return int(text)
+    return float("-inf") if text.startswith("-") else float("inf")
+
+
+class _Decoder(json.JSONDecoder):
+    """json's decoder (floats kept as their text) that survives a 5,000-digit integer: the fast
+    scanner first; where it refused such an integer (a plain ValueError, not a syntax error), the
+    same text again with a bounded integer conversion (a Python call per integer: only then)."""
+
+    def __init__(self) -> None:
+        super().__init__(parse_float=str)
+        self._bounded = json.JSONDecoder(parse_float=str, parse_int=_bounded_int)
+
+    def raw_decode(self, s, idx=0):
+        try:
+            return super().raw_decode(s, idx)
+        except json.JSONDecodeError:
+            raise
+        except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion"
+            return self._bounded.raw_decode(s, idx)
+
+
+DECODER = _Decoder()
 _scan = DECODER.raw_decode
 
 
@@ -104,11 +130,22 @@ class Stream:
             if self.progress:
                 self.progress(min(self.raw.tell(), self.total), self.total)
 
-    def more(self) -> bool:
-        """Read one more chunk into the buffer; False at end of input."""
+    def more(self, at_least: int = 0) -> bool:
+        """Read one more chunk into the buffer, or `at_least` bytes (an element longer than the
+        buffer: read as much again as is held, so that its decode is retried a logarithmic number
+        of times and a name of any length costs linear time); False at end of input."""
         if self.eof:
             return False
         data = self._bytes()
+        if at_least > len(data) and data:
+            parts, got = [data], len(data)
+            while got < at_least:
+                part = self._bytes()
+                if not part:
+                    break
+                parts.append(part)
+                got += len(part)
+            data = b"".join(parts)
         self.consumed += self.pos
         self.buf = self.buf[self.pos:] + self.dec.decode(data, final=not data)
         self.pos = 0
@@ -186,7 +223,7 @@ def value(s: Stream) -> Any:
             if not _needs_more(exc, len(s.buf)):
                 s.pos = exc.pos
                 raise Malformed(f"malformed JSON ({exc.msg})", s.consumed + exc.pos) from None
-            if not s.more():
+            if not s.more(at_least=s.left):  # (doubling: a long token is decoded O(log n) times)
                 raise
 
 
@@ -214,7 +251,8 @@ def array(s: Stream, sink: Sink) -> None:
                 else:
                     sink.add_text("[" + buf[start:cut + 1] + "]")
             except ValueError:
-                _stop_at_syntax_error(s, sink, buf, start, cut)
+                if _stop_at_syntax_error(s, sink, buf, start, cut):
+                    break  # the array's rest was handed over; the cursor is on its `]`
                 continue
             s.pos = cut + 2
             break
@@ -229,16 +267,25 @@ def array(s: Stream, sink: Sink) -> None:
         sink.add_objects([value(s)])  # one element, reading more input if needed
 
 
-def _stop_at_syntax_error(s: Stream, sink: Sink, buf: str, start: int, cut: int) -> None:
+def _stop_at_syntax_error(s: Stream, sink: Sink, buf: str, start: int, cut: int) -> bool:
     """After a batch failed to decode: if the reason is a syntax error inside the batch (not the
-    cut), hand over the complete elements before it and raise `Malformed`, once."""
+    cut), hand over the complete elements before it and raise `Malformed`, once. True when the
+    cut lay past the array's end and the array's rest was handed over instead."""
     text = "[" + buf[start:cut + 1] + "]"
     try:
         DECODER.decode(text)
-        return  # valid JSON that the sink refused for another reason: let the caller go on
+        return False  # valid JSON that the sink refused for another reason: let the caller go on
     except json.JSONDecodeError as exc:
         if _needs_more(exc, len(text)) or exc.pos >= len(text) - 2:
-            return  # the cut fell inside an element: an earlier cut (or more input) will do
+            return False  # the cut fell inside an element: an earlier cut (or more input) will do
+        if exc.msg == "Extra data":
+            # The cut fell past the array's end (a `},` in an object-valued key after it, such as
+            # `"distributedInfo": {...}, "traceName": ...`): the text up to the array's `]` is the
+            # rest of the array, whole. Hand it over; the cursor goes to that `]`.
+            end = DECODER.raw_decode(text)[1]
+            sink.add_text(text[:end])
+            s.pos = start + end - 2
+            return True
         bad, msg = start + exc.pos - 1, exc.msg
     before = buf.rfind("},", start, bad)
     if before >= 0:

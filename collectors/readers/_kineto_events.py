@@ -58,11 +58,18 @@ def _ns_of(v: Any) -> int:
         s = v[1:] if neg else v
         whole, _, frac = s.partition(".")
         if len(frac) <= 3 and whole.isdigit() and (not frac or frac.isdigit()):
+            if len(whole.lstrip("0")) > 18:  # beyond the limit (and no digit string is read whole)
+                return NULL
             out = int(whole) * 1000 + (int((frac + "00")[:3]) if frac else 0)
         else:  # exponents or sub-ns digits: rare, exact via Decimal
             try:
-                out = int((Decimal(s) * 1000).to_integral_value())
-            except (InvalidOperation, ValueError, OverflowError):  # "NaN", "Infinity", junk
+                d = Decimal(s)
+                # `1e999999999`: a finite Decimal whose product overflows the context (and whose
+                # integer would have a billion digits): beyond the limit, judged by its exponent
+                if not d.is_finite() or d.adjusted() > 18:
+                    return NULL
+                out = int((d * 1000).to_integral_value())
+            except (ArithmeticError, ValueError):  # "NaN", "Infinity", junk
                 return NULL
         return -out if neg else out
     if isinstance(v, float):

@@ -454,8 +454,9 @@ static int is_number(Span v) { return v.n > 0 && (v.p[0] == '-' || (v.p[0] >= '0
 
 /* A JSON integer's text -> int64; BAIL when it does not fit. */
 static int int64_of(Span v, int64_t *out) {
+    /* an absent field is {NULL, -1}: checked before any pointer arithmetic (NULL - 1 is undefined) */
+    if (v.n <= 0 || v.p == NULL) return BAIL;
     const char *p = v.p, *end = v.p + v.n;
-    if (v.n <= 0) return BAIL;
     int neg = 0;
     if (*p == '-') {
         neg = 1;
@@ -488,6 +489,7 @@ static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7, 
                                  1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 static int exact_decimal(Span v, double *out) {
+    if (v.n <= 0 || v.p == NULL) return 0;
     const char *p = v.p, *end = v.p + v.n;
     int neg = 0, frac = -1;
     uint64_t m = 0;

@@ -44,10 +44,12 @@ def clean_text(v) -> str:
     """A name as storable text: None -> "", lone surrogates -> U+FFFD, cut at the text budget."""
     if v is None:
         return ""
+    cap = limits.max_text()
+    if len(v) > cap:  # cut first: a 512 MiB name is scanned for its first 64 Ki characters only
+        v = v[: cap - 1] + "…"
     if _SURROGATE.search(v):
         v = _SURROGATE.sub("\ufffd", v)
-    cap = limits.max_text()
-    return v if len(v) <= cap else v[: cap - 1] + "…"
+    return v
 
 
 def _child_path(parent: int, up: str | None, depth: int, label: str | None,

@@ -275,6 +275,10 @@ def _decode_into(c: Collector, path, start: int, end: int, chunk: int) -> None:
         _jsonstream.array(s, c)
         if s.skip_ws() is not None:  # the array ended inside the range: the cut was no boundary
             raise Recut()
+        if s.raw.tell() < end:
+            # the file ends before this piece does: it shrank while it was read. Never a silent
+            # loss: one process reads it again, and warns of a cut as it always does
+            raise Recut()
     except (ValueError, EOFError, RecursionError):
         raise Recut() from None
     finally:
@@ -410,15 +414,20 @@ class RangeSplit:
         self.ends: _Ends | None = None
         self.spills: list = []  # each worker's file for its columns (`_spill_file`), or None
         self.file_id: tuple | None = None  # (device, inode, size, mtime) of an early start's file
+        self.read_id: tuple | None = None  # the same, of the file the pieces were cut from (`start`)
 
     def start(self, s: _jsonstream.Stream) -> None:
         first = s.cursor_byte()
         if first is None:
             return  # this process reads it all
+        # the file as the pieces are cut from it (an early start's, from before its workers forked):
+        # `finish` compares it with the file once every piece is read
+        self.read_id = self.file_id or _file_id(self.path)
         early = _adopt(self, first)
         self.first = first  # (the early workers' too: `_adopt` checks)
         if early is not None:
             self.__dict__.update({k: getattr(early, k) for k in ("pool", "futures", "cuts", "ends", "spills")})
+            self.read_id = early.file_id or self.read_id
         else:
             self._fork(first, s.end)
         if not self.cuts:
@@ -469,6 +478,10 @@ class RangeSplit:
             for f, spill in zip(self.futures, self.spills):
                 runs.update(_unspill(f.result(), spill))
             if sum(n for n, _ in runs.values()) != len(pieces):  # (a lock given up on: never a gap)
+                raise Recut()
+            if _file_id(self.path) != self.read_id:
+                # changed, shrunk or replaced while the pieces were read (size, mtime, inode): the
+                # pieces may not be one file's; one process reads it again, and says what it finds
                 raise Recut()
         except BaseException:  # a piece that did not parse, or Ctrl-C: the rest is not waited for
             self.abort()

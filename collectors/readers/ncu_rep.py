@@ -110,13 +110,82 @@ def truncated_at(path: Path) -> int | None:
 
 
 def read_ncu_rep(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """One row per profiled kernel (trace columns, `counters` true) and the metadata document."""
+    """One row per profiled kernel (trace columns, `counters` true) and the metadata document.
+
+    NVIDIA's reader aborts the whole process on some damaged reports (one inflated record length:
+    a failed protobuf CHECK, SIGABRT, exit 134, no message). It therefore runs in a forked child
+    (`_isolated`): whatever it does there, rooftop ends with one line."""
     path = Path(path)
     if not path.is_file():
         raise NcuError(path, "no such file" if not path.exists() else "not a file")
-    ncu_report = _load_module()
-    if ncu_report is None:
+    if _load_module() is None:
         raise NcuError(path, "reading .ncu-rep needs NVIDIA's ncu-report package", INSTALL_HINT)
+    if hasattr(os, "fork") and os.environ.get("ROOFTOP_NCU_IN_PROCESS") != "1":
+        return _isolated(path)
+    return _read(path)
+
+
+def _isolated(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """`_read(path)` in a forked child (the parent's imports are shared, so it starts in
+    milliseconds), its result or its one-line error sent back pickled through a pipe. The child's
+    stderr goes nowhere (the reader's abort prints a stack trace); a child that dies, whatever
+    the signal, is one `NcuError`. Ctrl-C or SIGTERM in the parent stops and reaps the child."""
+    import pickle
+    import signal
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 0
+        try:
+            os.close(r)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # (the terminal's Ctrl-C is the parent's to answer)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 2)
+            os.dup2(null, 1)
+            try:
+                result = ("ok", _read(path))
+            except NcuError as exc:
+                result = ("error", (exc.problem, exc.hint))
+            except MemoryError:
+                result = ("error", ("out of memory while reading the report", None))
+            except Exception as exc:  # noqa: BLE001 - sent back, said in one line by the parent
+                result = ("error", (f"NVIDIA's ncu_report reader failed: {exc.__class__.__name__}: {exc}", None))
+            data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(w, "wb") as out:
+                out.write(data)
+        except BaseException:  # noqa: BLE001
+            code = 1
+        os._exit(code)
+    os.close(w)
+    try:
+        with os.fdopen(r, "rb") as fh:
+            data = fh.read()
+        _, status = os.waitpid(pid, 0)
+    except BaseException:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+        raise
+    if os.WIFSIGNALED(status) or not data:
+        how = (f"killed by signal {os.WTERMSIG(status)} ({signal.Signals(os.WTERMSIG(status)).name})"
+               if os.WIFSIGNALED(status) else f"exit status {os.WEXITSTATUS(status)}")
+        cut = truncated_at(path)
+        where = f"; its records break off at byte {cut:,}" if cut is not None else ""
+        raise NcuError(path, f"NVIDIA's ncu_report reader crashed on this report ({how}): it is damaged{where}",
+                       "profile again, or copy the whole file")
+    kind, value = pickle.loads(data)
+    if kind == "error":
+        raise NcuError(path, value[0], value[1])
+    return value
+
+
+def _read(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """`read_ncu_rep` in this process."""
+    ncu_report = _load_module()
     try:
         ctx = ncu_report.load_report(str(path))
         n_ranges = ctx.num_ranges()

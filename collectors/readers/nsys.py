@@ -65,6 +65,7 @@ class _Db:
             self.con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.max_sql_value())
             # nsys writes user/host names in the local code page: decode ourselves, with replacement
             self.con.text_factory = bytes
+            guard_connection(self.con, path)
             self.tables = {_text(r[0]) for r in self.con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         except sqlite3.Error as exc:
             raise NsysError(path, f"unreadable SQLite database: {exc}") from None
@@ -93,6 +94,49 @@ class _Db:
         n = self.con.execute(f"SELECT count(*) FROM (SELECT 1 FROM [{table}] LIMIT {cap + 1})").fetchone()[0]
         if n > cap:
             raise NsysError(self.path, limits.over_budget(f"table {table}", limits.MAX_ROWS_ENV, cap))
+
+
+# The names of Nsight Systems' own schema (tables nsys creates, which the reader may query).
+NSYS_NAMES = ("CUPTI_", "NVTX_", "StringIds", "TARGET_INFO_", "META_DATA_", "ThreadNames", "ENUM_", "CUDA_",
+              "COMPOSITE_", "OSRT_", "PROCESSES", "ThreadNames", "StringTable")
+
+
+def guard_connection(con: sqlite3.Connection, path: Path) -> None:
+    """Bound what an export can make SQLite do, before any of its rows is read. Its data must be
+    stored data: a generated column (whose every read runs an expression of the file's choosing),
+    or a view or virtual table under a name of nsys's schema, is refused with one line. Every
+    query then runs under a progress-handler budget (`ROOFTOP_MAX_SQL_WORK` steps per byte of the
+    file): past it, the query is interrupted and the read ends in one line."""
+    size = os.stat(path).st_size
+    steps = limits.max_sql_steps(size)
+    every = 10_000
+    count = [0]
+
+    def progress() -> int:
+        count[0] += 1
+        return 1 if count[0] * every > steps else 0
+    con.set_progress_handler(progress, every)
+    try:
+        rows = con.execute("SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
+        for kind, name, sql in rows:
+            name = _text(name) or ""
+            if not name.startswith(NSYS_NAMES):
+                continue  # another tool's table (the reader never queries it)
+            if kind == b"view" or kind == "view":
+                raise NsysError(path, f"{name} is a view, not a table: rooftop reads only stored data")
+            text = (sql or b"").decode("utf-8", "replace") if isinstance(sql, bytes) else (sql or "")
+            if text.lstrip().upper().startswith("CREATE VIRTUAL"):
+                raise NsysError(path, f"{name} is a virtual table: rooftop reads only stored data")
+            for col in con.execute(f"PRAGMA table_xinfo([{name}])").fetchall():
+                if col[-1] in (2, 3):  # hidden: 2 a virtual, 3 a stored generated column
+                    raise NsysError(path, f"table {name}: column {_text(col[1])} is a generated column"
+                                          " (computed by an expression of the file): rooftop reads only stored data")
+    except sqlite3.OperationalError as exc:
+        if "interrupted" in str(exc):
+            raise NsysError(path, limits.over_budget("the SQLite work of reading its schema", limits.MAX_SQL_WORK_ENV,
+                                                     limits.budget(limits.MAX_SQL_WORK_ENV,
+                                                                   limits.MAX_SQL_WORK_DEFAULT))) from None
+        raise
 
 
 def _id(v) -> int | None:

@@ -633,9 +633,79 @@ def robust_cases() -> list[Case]:
     return cases + _meta_cases()
 
 
+# --- issue 38: the third round ------------------------------------------------------------------
+
+_OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"
+_JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJlLXNpZ25hdHVyZQ"
+
+
+def _r38_kineto(name: str, events: list[str], tail: str = "", expect: str | None = None) -> Case:
+    text = '{"schemaVersion": 1, "traceEvents": [' + ",".join(events) + "]" + tail + "}"
+    return Case(f"r38-{name}", lambda tmp, fx: _write(tmp, f"r38-{name}.json", text.encode()), expect=expect)
+
+
+def _r38_event(i: int, ts: str = None, dur: str = None, name: str = "gemm_kernel") -> str:
+    text = json.dumps(_kernel_ev(i, 10 + i, 5, name=name))
+    if ts is not None:
+        text = text.replace(f'"ts": {10 + i}', f'"ts": {ts}')
+    if dur is not None:
+        text = text.replace('"dur": 5', f'"dur": {dur}')
+    return text
+
+
+def _r38_hostile_parquet(tmp, fx):
+    """Escapes in the phase and category columns (which the text report once printed raw)."""
+    from rooftop.trace import encode_meta, to_table
+    rows = [_row(i, phase=f"decode{_OSC52}", category=f"gemm\x9b2J{BIDI}") for i in range(6)]
+    p = tmp / "r38-hostile-phase.parquet"
+    pq.write_table(to_table(rows).replace_schema_metadata({b"rooftop": encode_meta(_meta())}), p)
+    return p
+
+
+def _r38_generated_sqlite(tmp, fx):
+    import sqlite3
+    p = tmp / "r38-generated.sqlite"
+    c = sqlite3.connect(p)
+    c.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, raw TEXT,"
+              " value TEXT GENERATED ALWAYS AS (replace(replace(raw, 'a', 'aaaa'), 'a', 'aaaa')) VIRTUAL)")
+    c.execute("INSERT INTO StringIds (id, raw) VALUES (1, 'a')")
+    c.commit()
+    c.close()
+    return p
+
+
+def _r38_inflated_ncu_rep(tmp, fx):
+    """One record length of a real report inflated by 7: NVIDIA's reader aborts on it."""
+    import struct
+    data = bytearray(source_bytes("ncurep", fx))
+    off, k = 10, 0
+    while k < 20:
+        (n,) = struct.unpack_from("<I", data, off)
+        off, k = off + 4 + n, k + 1
+    (n,) = struct.unpack_from("<I", data, off)
+    struct.pack_into("<I", data, off, n + 7)
+    return _write(tmp, "r38-inflated.ncu-rep", bytes(data))
+
+
+def r38_cases() -> list[Case]:
+    """Issue 38's classes: numbers beyond any range, a valid layout once read as malformed, a JWT
+    inside a name, escapes in the phase and category columns, a generated nsys column, a report
+    that aborts NVIDIA's reader."""
+    good = [_r38_event(i) for i in range(8)]
+    return [
+        _r38_kineto("huge-ts", good + [_r38_event(90, ts="1e999999999"), _r38_event(91, dur="-1e999999999")], expect="warn"),
+        _r38_kineto("digits", good + [_r38_event(92, ts="9" * 5000)], expect="warn"),
+        _r38_kineto("layout", good, ', "distributedInfo": {"a": {"b": [1, {"c": 2}]}}, "traceName": "x"', expect="ok"),
+        _r38_kineto("jwt-name", good + [_r38_event(93, name=f"gemm_{_JWT}_kernel")], expect="ok"),
+        Case("r38-hostile-phase", _r38_hostile_parquet, expect="ok"),
+        Case("r38-generated-sqlite", _r38_generated_sqlite, expect="error"),
+        Case("r38-inflated-ncu-rep", _r38_inflated_ncu_rep, expect="error", fixtures=True, native=True),
+    ]
+
+
 def all_cases() -> list[Case]:
     return _mutation_cases() + _kineto_cases() + _parquet_cases() + _nsys_cases() + _csv_cases() + _other_cases() \
-        + robust_cases()
+        + robust_cases() + r38_cases()
 
 
 CASES = all_cases()

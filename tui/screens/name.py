@@ -52,7 +52,11 @@ class NameScreen(ModalScreen):
 
 
 def copy_name(app, name: str) -> None:
-    """Put `name` on the user's clipboard through the terminal (OSC 52), and say so."""
-    app.copy_to_clipboard(str(name))
+    """Put `name` on the user's clipboard through the terminal (OSC 52), and say so. What is copied is
+    one line of literal text (rooftop.text.clipboard_text): a newline or a bracketed-paste terminator
+    (`ESC[201~`) in a name would let a shell run the rest of it when pasted."""
+    from rooftop.text import clipboard_text
+
+    app.copy_to_clipboard(clipboard_text(name))
     short = sanitize(name)
     app.notify(f"copied: {short[:60]}{'…' if len(short) > 60 else ''}", title="clipboard", timeout=3, markup=False)
