@@ -237,11 +237,14 @@ def _read_tables(db: _Db, fast, progress) -> tuple[pd.DataFrame, dict]:
     at = rt_index.get_indexer(np.asarray(g_corr.to_numpy(dtype=np.int64, na_value=np.iinfo(np.int64).min)))
     at = np.where(np.asarray(g_corr.isna()), -1, at)
     matched = at >= 0
-    src = rt_rows[at.clip(0)]
-    l_tid = pd.arrays.IntegerArray(np.asarray(calls["globalTid"].to_numpy(dtype=np.int64, na_value=0))[src],
-                                   np.asarray(calls["globalTid"].isna())[src] | ~matched)
-    l_start = pd.arrays.IntegerArray(np.asarray(calls["start"].to_numpy(dtype=np.int64, na_value=0))[src],
-                                     np.asarray(calls["start"].isna())[src] | ~matched)
+    if len(rt_rows):
+        src = rt_rows[at.clip(0)]
+        l_tid = pd.arrays.IntegerArray(np.asarray(calls["globalTid"].to_numpy(dtype=np.int64, na_value=0))[src],
+                                       np.asarray(calls["globalTid"].isna())[src] | ~matched)
+        l_start = pd.arrays.IntegerArray(np.asarray(calls["start"].to_numpy(dtype=np.int64, na_value=0))[src],
+                                         np.asarray(calls["start"].isna())[src] | ~matched)
+    else:  # no runtime calls: no launching thread known
+        l_tid = l_start = _int_nulls(ng)
     # NVTX: text inline (unregistered strings) or through StringIds (registered)
     nv = fetch(db, fast, "NVTX_EVENTS", ["start", "end", "eventType", "text", "textId", "globalTid"],
                text=("text",), where=f"WHERE eventType IN ({PUSH_POP}, {START_END})")
