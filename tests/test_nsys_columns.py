@@ -192,3 +192,19 @@ def test_make_nsys_copies_shift_time_and_correlation(tmp_path, fixtures_dir):
     assert sorted(k4["path"].astype(object).fillna("").tolist()) == sorted(k1["path"].astype(object).fillna("").tolist() * 4)
     assert k4["correlation"].nunique() == 4 * k1["correlation"].nunique()
     assert int(k4["start_ns"].max()) > 3 * int(k1["start_ns"].max())
+
+
+def test_export_without_kernels_or_runtime_calls(tmp_path):
+    """Only NVTX ranges (a capture with `--trace nvtx`): ranges load, every GPU-only column null."""
+    path = tmp_path / "nvtx_only.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, text TEXT, textId INT, globalTid INT)")
+    con.executemany("INSERT INTO NVTX_EVENTS VALUES (?, ?, ?, ?, ?, ?)",
+                    [(0, 100, 59, "outer", None, 1), (10, 20, 59, "inner", None, 1), (5, None, 60, "open", None, 2)])
+    con.commit()
+    con.close()
+    rows, meta = nsys.read_nsys(path)
+    assert rows["kind"].astype(str).tolist() == ["range"] * 3
+    assert rows["path"].astype(str).tolist() == ["outer", "open", "outer/inner"]
+    assert rows["grid"].isna().all() and rows["registers"].isna().all() and rows["thread"].isna().all()
+    assert pd.isna(rows["dur_ns"].tolist()[1]) and any("never closed" in w for w in meta["warnings"])

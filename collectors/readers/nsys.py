@@ -161,6 +161,13 @@ def _cat_ints(parts: list, n: list[int]) -> pd.arrays.IntegerArray:
                                   np.concatenate([np.asarray(a.isna()) for a in arrs]))
 
 
+def _place(values: pd.arrays.IntegerArray, at: np.ndarray) -> pd.arrays.IntegerArray:
+    """`values[at]`, null where `at` is -1 (a row of another kind)."""
+    if not len(values):
+        return _int_nulls(len(at))
+    return values.take(at, allow_fill=True)
+
+
 def _shape(cols: list[pd.arrays.IntegerArray]) -> pa.Array:
     """A launch shape per row as a list of three, null where any of the three is unknown."""
     n = len(cols[0])
@@ -298,40 +305,51 @@ def _read_tables(db: _Db, fast, progress) -> tuple[pd.DataFrame, dict]:
     end = _cat_ints([g_end, nv_end[pp], nv_end[se], calls["end"]], [ng, len(pp), len(se), nh])
     range_open = np.zeros(len(start), dtype=bool)
     range_open[ng:ng + nr] = np.concatenate([unclosed[pp], unclosed[se]])
+    # what is read is let go as soon as its rows are built (a 1M-kernel export's NVTX table alone
+    # is ~5M rows)
+    del nv, nv_end, g_end, g_start, pp_name, se_name, pp_path, g_path, inline, registered, nv_name
     origin = int(start.min()) if len(start) and (~start.isna()).any() else 0
     start_ns = start - origin
     dur_ns = end - start
     dur_ns[range_open] = pd.NA
+    del start, end, range_open
     # by kind, each kind in time order: the GPU rows, the ranges, the runtime calls (the order a
     # load splits them into: `rooftop.trace.read.split_runtime` then cuts slices, copies nothing)
     part = np.repeat(np.arange(3, dtype=np.int64), sizes)
     s_null = np.asarray(start_ns.isna())
     order = np.lexsort((np.asarray(start_ns.to_numpy(dtype=np.int64, na_value=0)), s_null, part))
+    del part, s_null
+    # each output row's position in the kernels, the GPU rows and the runtime calls (-1: none): the
+    # columns only some kinds have are placed straight from their own rows
+    kidx = np.where(order < nk, order, -1)
+    gidx = np.where(order < ng, order, -1)
+    hidx = np.where(order >= ng + nr, order - (ng + nr), -1)
     gtid = calls["globalTid"]
     cols = {
         "kind": kind.take(order).categorical(),
         "name": redacted(name).take(order).categorical(),
         "start_ns": start_ns[order], "dur_ns": dur_ns[order],
-        "device": _cat_ints([gcol("deviceId"), None, None], sizes)[order],
-        "stream": _cat_ints([gcol("streamId"), None, None], sizes)[order],
+        "device": _place(gcol("deviceId"), gidx),
+        "stream": _place(gcol("streamId"), gidx),
         "correlation": _cat_ints([g_corr, None, calls["correlationId"]], sizes)[order],
-        "registers": _cat_ints([k["registersPerThread"], None, None], [nk, ng - nk + nr, nh])[order],
+        "registers": _place(k["registersPerThread"], kidx),
         # JSON (Kineto) only has the sum of static and dynamic shared memory; keep the same meaning
-        "shared_mem": _cat_ints([k["staticSharedMemory"] + k["dynamicSharedMemory"], None, None],
-                                [nk, ng - nk + nr, nh])[order],
-        "model_bytes": np.concatenate([model_bytes, np.full(nr + nh, np.nan)])[order],
+        "shared_mem": _place((k["staticSharedMemory"] + k["dynamicSharedMemory"]), kidx),
+        "model_bytes": np.where(gidx >= 0, model_bytes[gidx.clip(0)] if ng else np.nan, np.nan),
         "path": redacted(path).take(order).categorical(),
         "step": step.astype("Int32")[order],
         "phase": phase.take(order).categorical(),
         # `globalTid` packs the process and thread ids (tid in its low 24 bits, as nsys's own
         # reports decode it)
-        "thread": _cat_ints([None, None, gtid % (1 << 24)], sizes)[order],
+        "thread": _place((gtid % (1 << 24)), hidx),
     }
-    rest = ng + nr + nh - nk
+    del start_ns, dur_ns, kind, name, path, phase, step, calls, gtid
+    at = pa.array(kidx, mask=kidx < 0)
     for col, dims in (("grid", ("gridX", "gridY", "gridZ")), ("block", ("blockX", "blockY", "blockZ"))):
-        shape = _shape([_cat_ints([k[d], None], [nk, rest]) for d in dims]).take(pa.array(order))
+        shape = _shape([k[d] for d in dims]).take(at) if nk else pa.nulls(len(at), pa.list_(pa.int64(), 3))
         cols[col] = pd.Series(pd.arrays.ArrowExtensionArray(shape))
     rows = pd.DataFrame({c: (v.array if isinstance(v, pd.Series) else v) for c, v in cols.items()})
+    del cols
     rows["id"] = np.arange(len(rows), dtype=np.int64)
     if progress:
         progress(4, 4, "stages")
