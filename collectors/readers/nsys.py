@@ -8,6 +8,9 @@ Ranges that mark steps (vLLM, SGLang, TensorRT-LLM, the Recorder's `step=N`, `--
 give each kernel its step: the step whose GPU window the kernel runs in.
 The schema drifts between nsys versions: tables are created lazily (any may be absent), columns come
 and go, text may not be UTF-8. The input file is opened read-only and never modified.
+Tables are read column-wise and every name-shaped value is kept as a code into its distinct
+strings (`_nsys_columns`): decoding, redaction, NVTX paths and step markers run once per distinct
+string, never once per row.
 """
 from __future__ import annotations
 
