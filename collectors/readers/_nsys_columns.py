@@ -125,8 +125,19 @@ def ints(col) -> pd.arrays.IntegerArray:
         col = col.cast(pa.int64())
         mask = np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         return pd.arrays.IntegerArray(np.asarray(col.fill_null(0).to_numpy(), dtype=np.int64), mask)
-    s = pd.Series(col, dtype=object) if not isinstance(col, pd.Series) else col
-    if s.dtype == object and len(s):
+    vals = np.asarray(col, dtype=object)
+    if pd.api.types.infer_dtype(vals, skipna=True) in ("integer", "empty"):
+        # Python ints and NULLs (every undamaged column): converted in C, exactly (a float64 on the
+        # way would round ids above 2**53, as `globalTid` is)
+        mask = np.asarray(pd.isna(vals), dtype=bool)
+        out = np.zeros(len(vals), dtype=np.int64)
+        try:
+            out[~mask] = vals[~mask].astype(np.int64)
+            return pd.arrays.IntegerArray(out, mask)
+        except OverflowError:
+            pass  # beyond int64: the general path below makes it null
+    s = pd.Series(vals, dtype=object)
+    if len(s):
         s = s.map(lambda v: v.decode("ascii", "replace") if isinstance(v, (bytes, bytearray)) else v)
         s = s.map(lambda v: None if isinstance(v, bool) else v)
     num = pd.to_numeric(s, errors="coerce")
@@ -159,12 +170,31 @@ def fetch(db, fast, table: str, cols: list[str], text: tuple[str, ...] = (), whe
     present = [c for c in cols if c in have]
     got = _fetch_adbc(fast, table, present, text, where) if fast is not None and present else None
     if got is None:
-        frame = db.select(table, present, where) if present else None
-        got = {c: (frame[c].to_numpy(dtype=object) if c in text else ints(frame[c])) for c in present}
-        n = len(frame) if frame is not None else db.con.execute(f"SELECT count(*) FROM [{table}] {where}").fetchone()[0]
+        raw = _fetch_sqlite3(db, table, present, where) if present else None
+        got = {c: (v if c in text else ints(v)) for c, v in (raw or {}).items()}
+        n = len(next(iter(raw.values()))) if raw else \
+            db.con.execute(f"SELECT count(*) FROM [{table}] {where}").fetchone()[0]
     else:
         n = len(next(iter(got.values())))
     return {c: got[c] if c in got else (pa.nulls(n, pa.binary()) if c in text else ints(pa.nulls(n))) for c in cols}
+
+
+def _fetch_sqlite3(db, table: str, cols: list[str], where: str) -> dict:
+    """One query through Python's sqlite3: each column as an object array of the values as stored
+    (no type guessed on the way: a pandas frame would turn integers with NULLs into floats)."""
+    try:
+        rows = db.con.execute(f"SELECT {', '.join(f'[{c}]' for c in cols)} FROM [{table}] {where}").fetchall()
+    except sqlite3.Error as exc:
+        if "too big" in str(exc):
+            raise
+        from .nsys import NsysError
+        raise NsysError(db.path, f"cannot read table {table}: {exc}") from None
+    out = {}
+    for c, values in zip(cols, zip(*rows) if rows else [()] * len(cols)):
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = values
+        out[c] = arr
+    return out
 
 
 def _fetch_adbc(fast, table: str, cols: list[str], text: tuple[str, ...], where: str) -> dict | None:
