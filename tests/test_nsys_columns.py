@@ -208,3 +208,23 @@ def test_export_without_kernels_or_runtime_calls(tmp_path):
     assert rows["path"].astype(str).tolist() == ["outer", "open", "outer/inner"]
     assert rows["grid"].isna().all() and rows["registers"].isna().all() and rows["thread"].isna().all()
     assert pd.isna(rows["dur_ns"].tolist()[1]) and any("never closed" in w for w in meta["warnings"])
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_large_ids_with_nulls_stay_exact(tmp_path, monkeypatch, fast):
+    """globalTid packs the process id above bit 24 (values past 2**53): a column of them with a
+    NULL must not pass through floats on either reader (the thread would be rounded away)."""
+    if fast and not HAVE_ADBC:
+        pytest.skip("adbc-driver-sqlite not installed")
+    if not fast:
+        monkeypatch.setattr(nsys, "open_fast", lambda p: None)
+    path = tmp_path / "ids.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, globalTid INT, correlationId INT, nameId INT)")
+    gtid = (1 << 56) + (4321 << 24) + 77
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?, ?)",
+                    [(0, 10, gtid, 1, None), (20, 30, None, 2, None)])
+    con.commit()
+    con.close()
+    rows, _ = nsys.read_nsys(path)
+    assert rows["thread"].tolist()[0] == 77 and pd.isna(rows["thread"].tolist()[1])
