@@ -93,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         info = build(a.src, big, a.kernels)
         print(f"built {big.name}: {info['kernels']:,} kernels ({info['copies']} copies) in {info['seconds']} s",
               file=sys.stderr)
+    import sqlite3
+    with sqlite3.connect(f"{big.resolve().as_uri()}?mode=ro", uri=True) as con:
+        kernels = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
     env = {"PYTHONPATH": os.pathsep.join(x for x in (a.pythonpath, str(ROOT), os.environ.get("PYTHONPATH", "")) if x)}
     parquet = OUT / f"{big.stem}.rooftop.parquet"
     tools = {
@@ -123,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             if res.status != "ok":
                 print(res.stderr[-600:], file=sys.stderr)
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    print(f"\n{big.name}: {a.kernels:,} kernels from {a.src.name}; {a.rounds} rounds; {machine()}; {load}\n")
+    print(f"\n{big.name}: {kernels:,} kernels from {a.src.name}; {a.rounds} rounds; {machine()}; {load}\n")
     print("| tool | median wall s | median CPU s | median peak RSS MB | runs ok |")
     print("|---|---|---|---|---|")
     for n in names:
