@@ -633,6 +633,11 @@ def _main(argv: list[str]) -> int:
         _error(f"{where}{'permission denied' if isinstance(exc, PermissionError) else exc.strerror or exc}")
     except Exception as exc:  # a trace rooftop cannot read; else the last line of defence: never a traceback
         if _is_trace_error(exc):
+            if hasattr(exc, "lines") and _stderr_is_terminal():
+                # a person at a terminal: the message wrapped, its command on a line of its own to
+                # copy; a script or a log (stderr not a terminal) gets the one line as always
+                _quiet_print("\n".join(exc.lines(_columns())))
+                return 2
             _error(str(exc))
             return 2
         if os.environ.get("ROOFTOP_DEBUG"):
@@ -646,6 +651,18 @@ def _is_trace_error(exc: BaseException) -> bool:
     where it is defined: if rooftop.errors was never imported, nothing raised one."""
     errors = sys.modules.get("rooftop.errors")
     return errors is not None and isinstance(exc, errors.TraceError)
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _columns() -> int:
+    import shutil
+    return shutil.get_terminal_size((80, 24)).columns  # ($COLUMNS first, then the terminal's)
 
 
 def _error(message: str) -> None:

@@ -264,6 +264,12 @@ def test_no_nsys_message_is_whole_and_wrapped(tmp_path, monkeypatch, capsys, col
     rep = tmp_path / "a directory" / name
     rep.parent.mkdir()
     rep.write_bytes(b"\x00\x01report")
+    # to a script or a log (stderr not a terminal): the one line of every error, whole
+    assert main(["report", str(rep)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "…" not in err and str(rep) in err and "nsys export --type sqlite" in err
+    # to a person at a terminal: wrapped, the command on a line of its own
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     assert main(["report", str(rep)]) == 2
     err = capsys.readouterr().err
     assert "…" not in err and err.count("rooftop: error:") == 1

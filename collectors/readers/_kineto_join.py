@@ -67,14 +67,16 @@ def _child_path(parent: int, up: str | None, depth: int, label: str | None,
     return f"{up}/{label}", depth + 1, False
 
 
-def nest_intervals(ithr, ist, ien, ilabel, qthr, qt, stats: dict | None = None, query_paths: bool = True):
+def nest_intervals(ithr, ist, ien, ilabel, qthr, qt, stats: dict | None = None, query_paths: bool = True,
+                   parents: list | None = None):
     """Nesting of intervals per thread, half-open [start, end).
 
     Returns (innermost interval index for each query or -1, path of each query, path of each
     interval), a path being the labels of the enclosing intervals, outermost first, joined by "/";
     the queries' paths only when `query_paths` (else None: a list per query, 1M at 1M kernels).
     Paths deeper than MAX_PATH_DEPTH or longer than MAX_PATH_CHARS end in "…" (counted in
-    `stats["cut"]` when a dict is given).
+    `stats["cut"]` when a dict is given). `parents`: a list that receives each interval's parent
+    (index, -1: none), for a caller that builds the paths itself (nsys: once per distinct path).
 
     Each interval's parent is found for all at once (`_pass_parents`), and a Python pass over the
     intervals builds their paths (none without labels); a query (a launch: usually many more than
@@ -89,6 +91,8 @@ def nest_intervals(ithr, ist, ien, ilabel, qthr, qt, stats: dict | None = None, 
     at = _pass_parents(ithr[order], ist[order], ien[order])
     parent = np.full(ni, -1, dtype=np.int64)
     parent[order] = np.where(at >= 0, order[at.clip(0)], -1)
+    if parents is not None:
+        parents.append(parent)
     # paths in pass order, each from its parent's (`_child_path`, its common case inline); without
     # labels every path is None
     ipath: list = [None] * ni

@@ -448,10 +448,20 @@ def join_counters(timeline: pd.DataFrame, counters: pd.DataFrame) -> tuple[pd.Da
     c_groups = {p: g for p, g in c_sorted.groupby(c_sorted["path"].fillna(""), sort=False)}
 
     pairs: list[tuple[Any, Any]] = []  # (timeline index, counter index)
+    bases: dict = {}  # each distinct name's base name worked out once, not once per kernel row
+
+    def base(n: Any) -> str | None:
+        if not isinstance(n, str):
+            return _base(n)
+        b = bases.get(n)
+        if b is None and n not in bases:
+            b = bases[n] = _base(n)
+        return b
+
     for path, cgroup in c_groups.items():
         t_idx = t_groups.get(path, [])
-        t_names = [_base(n) for n in out.loc[t_idx, "name"]]
-        c_names = [_base(n) for n in cgroup["name"]]
+        t_names = [base(n) for n in out.loc[t_idx, "name"]]
+        c_names = [base(n) for n in cgroup["name"]]
         stats = {"timeline": len(t_idx), "counters": len(cgroup), "matched": 0, "mismatched": 0}
         sm = difflib.SequenceMatcher(None, t_names, c_names, autojunk=False)
         for tag, i1, i2, j1, j2 in sm.get_opcodes():

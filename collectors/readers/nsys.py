@@ -8,6 +8,9 @@ Ranges that mark steps (vLLM, SGLang, TensorRT-LLM, the Recorder's `step=N`, `--
 give each kernel its step: the step whose GPU window the kernel runs in.
 The schema drifts between nsys versions: tables are created lazily (any may be absent), columns come
 and go, text may not be UTF-8. The input file is opened read-only and never modified.
+Tables are read column-wise and every name-shaped value is kept as a code into its distinct
+strings (`_nsys_columns`): decoding, redaction, NVTX paths and step markers run once per distinct
+string, never once per row.
 """
 from __future__ import annotations
 
@@ -17,16 +20,16 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from rooftop import steps as st
 from rooftop import limits
-from rooftop.redact import redact, redact_names
+from rooftop.redact import redact
 from rooftop.trace import TraceError
-from rooftop.trace.schema import GPU_KINDS
 
 from . import nsys_device
 from ._kineto_join import MAX_PATH_CHARS, MAX_PATH_DEPTH, clean_text
-from .kineto import nest_intervals
+from ._nsys_columns import Text, concat_text, fetch, from_objects, nest_ranges, open_fast, redacted
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 PUSH_POP, START_END = 59, 60  # NVTX eventType (NvtxPushPopRange, NvtxStartEndRange)
@@ -85,7 +88,6 @@ class _Db:
             return pd.DataFrame(cur.fetchall(), columns=cols)
         except sqlite3.Error as exc:
             raise NsysError(self.path, f"cannot read table {table}: {exc}") from None
-
 
     def check_rows(self, table: str) -> None:
         """Refuse, before fetching, a table with more rows than the `ROOFTOP_MAX_ROWS` budget."""
@@ -152,19 +154,6 @@ def _id(v) -> int | None:
     return int(f) if f.is_integer() else None
 
 
-def _ints(s: pd.Series) -> pd.Series:
-    """Integers, null where a damaged row holds text, a fraction or a value beyond int64."""
-    num = pd.to_numeric(s, errors="coerce")
-    if pd.api.types.is_float_dtype(num):
-        num = num.where(num.abs().lt(2.0 ** 62) & (num % 1 == 0))
-    return num.astype("Int64")
-
-
-def _shape(frame: pd.DataFrame, cols: tuple[str, str, str]) -> list:
-    vals = frame[list(cols)].to_numpy(dtype=object)
-    return [None if any(v is None for v in row) else [int(v) for v in row] for row in vals]
-
-
 def read_nsys(path: str | os.PathLike, progress=None) -> tuple[pd.DataFrame, dict]:
     """Read an nsys SQLite export -> (rows for `rooftop.trace.to_table`, metadata document)."""
     db = _Db(Path(path))
@@ -179,152 +168,260 @@ def read_nsys(path: str | os.PathLike, progress=None) -> tuple[pd.DataFrame, dic
         db.con.close()
 
 
+_SENTINEL_END = np.iinfo(np.int64).max // 2  # an NVTX range never closed: open to the end
+
+
+def _strings(db: _Db) -> tuple[np.ndarray, Text]:
+    """StringIds as (ids, their texts), each text decoded and cut once; the last row of a repeated id
+    wins (as a dict built from the rows would)."""
+    if "StringIds" not in db.tables:
+        return np.zeros(0, np.int64), Text.nulls(0)
+    db.check_rows("StringIds")
+    pairs = {_id(i): v for i, v in db.con.execute("SELECT id, value FROM StringIds")}
+    pairs.pop(None, None)
+    ids = np.fromiter(pairs.keys(), dtype=np.int64, count=len(pairs))
+    texts = from_objects(np.array(list(pairs.values()) + [None], dtype=object)[:-1], _text)
+    return ids, texts
+
+
+def _lookup(ids: np.ndarray, texts: Text, key: pd.arrays.IntegerArray) -> Text:
+    """The StringIds text of each row's id (null where the id is null or not in the table)."""
+    if not len(ids) or not len(key):
+        return Text.nulls(len(key))
+    at = pd.Index(ids).get_indexer(np.asarray(key.to_numpy(dtype=np.int64, na_value=np.iinfo(np.int64).min)))
+    at = np.where(np.asarray(key.isna()), -1, at)
+    return Text(np.where(at >= 0, texts.codes[at.clip(0)], -1), texts.values)
+
+
+def _i64(a) -> np.ndarray:
+    """Integers for the interval code: null as -1."""
+    return np.asarray(pd.array(a, dtype="Int64").to_numpy(dtype=np.int64, na_value=-1))
+
+
+def _int_nulls(n: int) -> pd.arrays.IntegerArray:
+    return pd.arrays.IntegerArray(np.zeros(n, np.int64), np.ones(n, dtype=bool))
+
+
+def _cat_ints(parts: list, n: list[int]) -> pd.arrays.IntegerArray:
+    arrs = [p if p is not None else _int_nulls(k) for p, k in zip(parts, n)]
+    return pd.arrays.IntegerArray(np.concatenate([np.asarray(a.to_numpy(dtype=np.int64, na_value=0)) for a in arrs]),
+                                  np.concatenate([np.asarray(a.isna()) for a in arrs]))
+
+
+def _place(values: pd.arrays.IntegerArray, at: np.ndarray) -> pd.arrays.IntegerArray:
+    """`values[at]`, null where `at` is -1 (a row of another kind)."""
+    if not len(values):
+        return _int_nulls(len(at))
+    return values.take(at, allow_fill=True)
+
+
+def _shape(cols: list[pd.arrays.IntegerArray]) -> pa.Array:
+    """A launch shape per row as a list of three, null where any of the three is unknown."""
+    n = len(cols[0])
+    missing = np.zeros(n, dtype=bool)
+    for c in cols:
+        missing |= np.asarray(c.isna())
+    flat = np.stack([np.asarray(c.to_numpy(dtype=np.int64, na_value=0)) for c in cols], axis=1).reshape(-1)
+    return pa.FixedSizeListArray.from_arrays(pa.array(flat, type=pa.int64()), 3, mask=pa.array(missing))
+
+
 def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
     known = {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
              "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"}
     if not db.tables & known:
         raise NsysError(db.path, "SQLite file without CUPTI or NVTX tables: not an Nsight Systems export",
                         "was the report captured with `--trace cuda,nvtx`?")
-    if "StringIds" in db.tables:
-        db.check_rows("StringIds")
-    strings = {_id(i): _text(v) for i, v in db.con.execute("SELECT id, value FROM StringIds")} \
-        if "StringIds" in db.tables else {}
+    fast = open_fast(db.path)
+    try:
+        return _read_tables(db, fast, progress)
+    finally:
+        if fast is not None:
+            fast.close()
+
+
+def _read_tables(db: _Db, fast, progress) -> tuple[pd.DataFrame, dict]:
+    sid, stext = _strings(db)
     warnings: list[str] = []
-    k = db.select("CUPTI_ACTIVITY_KIND_KERNEL", [
+    k = fetch(db, fast, "CUPTI_ACTIVITY_KIND_KERNEL", [
         "start", "end", "deviceId", "streamId", "correlationId", "demangledName", "shortName",
         "registersPerThread", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
         "staticSharedMemory", "dynamicSharedMemory", "graphNodeId", "graphId"])
-    name_id = k["demangledName"].where(k["demangledName"].notna(), k["shortName"])
-    kernels = pd.DataFrame({
-        "kind": "kernel", "name": [strings.get(_id(i)) for i in name_id],
-        "start": k["start"], "end": k["end"], "device": k["deviceId"], "stream": k["streamId"],
-        "correlation": k["correlationId"], "grid": _shape(k, ("gridX", "gridY", "gridZ")),
-        "block": _shape(k, ("blockX", "blockY", "blockZ")), "registers": k["registersPerThread"],
-        # JSON (Kineto) only has the sum of static and dynamic shared memory; keep the same meaning
-        "shared_mem": pd.to_numeric(k["staticSharedMemory"]) + pd.to_numeric(k["dynamicSharedMemory"]),
-    })
-    graphs = bool(k["graphNodeId"].notna().any() or k["graphId"].notna().any())
+    name_id = k["demangledName"].copy()
+    name_id[name_id.isna()] = k["shortName"][name_id.isna()]
+    nk = len(name_id)
+    graphs = bool((~k["graphNodeId"].isna()).any() or (~k["graphId"].isna()).any())
     if progress:
         progress(1, 4, "stages")
-    m = db.select("CUPTI_ACTIVITY_KIND_MEMCPY", ["start", "end", "deviceId", "streamId", "correlationId",
-                                                 "bytes", "copyKind"])
-    copies = pd.DataFrame({
-        "kind": "memcpy", "name": [f"[CUDA memcpy {COPY_KINDS.get(c, c)}]" for c in m["copyKind"]],
-        "start": m["start"], "end": m["end"], "device": m["deviceId"], "stream": m["streamId"],
-        "correlation": m["correlationId"],
-        # HBM bytes: a device-to-device copy reads and writes its N bytes (rooftop.opmodel.copy_hbm_bytes)
-        "model_bytes": pd.to_numeric(m["bytes"], errors="coerce")
-        * np.where(pd.to_numeric(m["copyKind"], errors="coerce").isin([5, 6, 7, 8]), 2.0, 1.0)})
-    s = db.select("CUPTI_ACTIVITY_KIND_MEMSET", ["start", "end", "deviceId", "streamId", "correlationId", "bytes",
-                                                 "memKind"])
+    m = fetch(db, fast, "CUPTI_ACTIVITY_KIND_MEMCPY", ["start", "end", "deviceId", "streamId", "correlationId",
+                                                       "bytes", "copyKind"])
+    nm = len(m["start"])
+    # each distinct copy kind named once
+    kinds, kind_at = np.unique(np.asarray(m["copyKind"].to_numpy(dtype=np.int64, na_value=np.iinfo(np.int64).min)),
+                               return_inverse=True)
+    copy_names = [f"[CUDA memcpy {COPY_KINDS.get(int(c), int(c))}]" if c != np.iinfo(np.int64).min
+                  else "[CUDA memcpy None]" for c in kinds]
+    copy_kind = m["copyKind"].to_numpy(dtype="float64", na_value=np.nan)
+    s = fetch(db, fast, "CUPTI_ACTIVITY_KIND_MEMSET", ["start", "end", "deviceId", "streamId", "correlationId",
+                                                      "bytes", "memKind"])
+    ns = len(s["start"])
     # A memset of host memory (CUPTI memory kind 1 pageable, 2 pinned) writes no HBM of this GPU:
     # its bytes are not HBM bytes (a GTX 1060 capture "sets" 4 MB of pinned memory in 2.3 us,
     # 9x that GPU's DRAM bandwidth). Unknown (NULL) kinds keep their bytes.
-    on_host = pd.to_numeric(s["memKind"], errors="coerce").isin(HOST_MEMORY_KINDS).to_numpy()
-    sets = pd.DataFrame({
-        "kind": "memset", "name": "[CUDA memset]", "start": s["start"], "end": s["end"], "device": s["deviceId"],
-        "stream": s["streamId"], "correlation": s["correlationId"],
-        "model_bytes": pd.to_numeric(s["bytes"], errors="coerce").where(~on_host)})
-    gpu = pd.concat([f for f in (kernels, copies, sets) if len(f)], ignore_index=True) \
-        if len(kernels) + len(copies) + len(sets) else kernels
+    on_host = np.isin(s["memKind"].to_numpy(dtype="float64", na_value=np.nan), HOST_MEMORY_KINDS)
+    gn = [nk, nm, ns]
+    gpu_parts = (k, m, s)
+    gcol = lambda c: _cat_ints([p[c] for p in gpu_parts], gn)  # noqa: E731
+    g_start, g_end, g_corr = gcol("start"), gcol("end"), gcol("correlationId")
+    ng = nk + nm + ns
+    # HBM bytes: a device-to-device copy reads and writes its N bytes (rooftop.opmodel.copy_hbm_bytes)
+    model_bytes = np.concatenate([
+        np.full(nk, np.nan),
+        m["bytes"].to_numpy(dtype="float64", na_value=np.nan) * np.where(np.isin(copy_kind, [5, 6, 7, 8]), 2.0, 1.0),
+        np.where(on_host, np.nan, s["bytes"].to_numpy(dtype="float64", na_value=np.nan))])
     if progress:
         progress(2, 4, "stages")
-    # launching thread and time: the runtime call with the same correlation id
-    calls = db.select("CUPTI_ACTIVITY_KIND_RUNTIME", ["correlationId", "globalTid", "start", "end", "nameId"])
-    rt = calls[["correlationId", "globalTid", "start"]].dropna(subset=["correlationId"]).drop_duplicates("correlationId")
-    launch = gpu[["correlation"]].merge(rt, how="left", left_on="correlation", right_on="correlationId")
+    # launching thread and time: the runtime call with the same correlation id (the first one)
+    calls = fetch(db, fast, "CUPTI_ACTIVITY_KIND_RUNTIME", ["correlationId", "globalTid", "start", "end", "nameId"])
+    rcorr = calls["correlationId"]
+    has_corr = np.flatnonzero(~np.asarray(rcorr.isna()))
+    rc = np.asarray(rcorr.to_numpy(dtype=np.int64, na_value=0))[has_corr]
+    _, first = np.unique(rc, return_index=True)
+    rt_rows = has_corr[first]  # one runtime row per correlation id, the first in table order
+    rt_index = pd.Index(rc[first])
+    at = rt_index.get_indexer(np.asarray(g_corr.to_numpy(dtype=np.int64, na_value=np.iinfo(np.int64).min)))
+    at = np.where(np.asarray(g_corr.isna()), -1, at)
+    matched = at >= 0
+    if len(rt_rows):
+        src = rt_rows[at.clip(0)]
+        l_tid = pd.arrays.IntegerArray(np.asarray(calls["globalTid"].to_numpy(dtype=np.int64, na_value=0))[src],
+                                       np.asarray(calls["globalTid"].isna())[src] | ~matched)
+        l_start = pd.arrays.IntegerArray(np.asarray(calls["start"].to_numpy(dtype=np.int64, na_value=0))[src],
+                                         np.asarray(calls["start"].isna())[src] | ~matched)
+    else:  # no runtime calls: no launching thread known
+        l_tid = l_start = _int_nulls(ng)
     # NVTX: text inline (unregistered strings) or through StringIds (registered)
-    nv = db.select("NVTX_EVENTS", ["start", "end", "eventType", "text", "textId", "globalTid"],
-                   f"WHERE eventType IN ({PUSH_POP}, {START_END})")
-    nv["name"] = [_text(t) if t is not None else strings.get(_id(i))
-                  for t, i in zip(nv["text"], nv["textId"])]
-    unclosed = nv["end"].isna()
+    nv = fetch(db, fast, "NVTX_EVENTS", ["start", "end", "eventType", "text", "textId", "globalTid"],
+               text=("text",), where=f"WHERE eventType IN ({PUSH_POP}, {START_END})")
+    inline = from_objects(nv["text"], _text)
+    registered = _lookup(sid, stext, nv["textId"])
+    nv_name = concat_text([inline, registered])
+    n_nv = len(inline)
+    nv_name = Text(np.where(inline.codes >= 0, nv_name.codes[:n_nv], nv_name.codes[n_nv:]), nv_name.values).unique()
+    nv_end = nv["end"]
+    unclosed = np.asarray(nv_end.isna())
     if unclosed.any():
         warnings.append(f"{int(unclosed.sum())} NVTX range(s) never closed: treated as open to the end")
-    nv["end"] = nv["end"].where(~unclosed, np.iinfo(np.int64).max // 2)
-    pp = nv[nv["eventType"] == PUSH_POP].reset_index(drop=True)
-    se = nv[nv["eventType"] == START_END].reset_index(drop=True)
-    i64 = lambda c: pd.to_numeric(c, errors="coerce").fillna(-1).astype(np.int64).to_numpy()  # noqa: E731
-    has = launch["globalTid"].notna().to_numpy()
-    q = np.flatnonzero(has)
+    nv_end = pd.arrays.IntegerArray(np.where(unclosed, _SENTINEL_END, np.asarray(nv_end.to_numpy(dtype=np.int64, na_value=0))),
+                                    np.zeros(len(nv_end), dtype=bool))
+    etype = np.asarray(nv["eventType"].to_numpy(dtype=np.int64, na_value=-1))
+    pp, se = np.flatnonzero(etype == PUSH_POP), np.flatnonzero(etype == START_END)
+    pp_name, se_name = nv_name.take(pp), nv_name.take(se)
+    pp_thr, pp_start, pp_end = _i64(nv["globalTid"][pp]), _i64(nv["start"][pp]), _i64(nv_end[pp])
+    has = np.flatnonzero(~np.asarray(l_tid.isna()))
     nest_stats: dict = {}
-    _, qpath, ppath = nest_intervals(i64(pp["globalTid"]), i64(pp["start"]), i64(pp["end"]),
-                                     pp["name"].tolist(), i64(launch["globalTid"])[q], i64(launch["start"])[q],
-                                     nest_stats)
+    inner, pp_path = nest_ranges(pp_thr, pp_start, pp_end, pp_name, _i64(l_tid)[has], _i64(l_start)[has], nest_stats)
     if nest_stats.get("cut"):
         warnings.append(f"{nest_stats['cut']} NVTX path(s) deeper than {MAX_PATH_DEPTH} levels or longer than "
                         f"{MAX_PATH_CHARS} characters cut (\"…\")")
-    path = [None] * len(gpu)
-    for j, p in zip(q.tolist(), qpath):
-        path[j] = p
-    gpu["path"] = path
+    g_path_codes = np.full(ng, -1, dtype=np.int64)
+    g_path_codes[has] = np.where(inner >= 0, pp_path.codes[inner.clip(0)] if len(pp_path.codes) else -1, -1)
+    g_path = Text(g_path_codes, pp_path.values)
     # steps: NVTX push/pop ranges that are step markers (rooftop.steps); GPU work by the window it runs in
-    steps = st.find_steps(pp["name"].tolist(), ppath, i64(pp["globalTid"]), i64(pp["start"]), i64(pp["end"]),
-                          user=st.user_pattern(), launches=(i64(launch["globalTid"]), i64(launch["start"])))
-    gs, ge = i64(gpu["start"]), i64(gpu["end"])
-    lo, hi, how = st.gpu_windows(steps, gs, ge, i64(launch["globalTid"]), i64(launch["start"]))
-    _infer_phases(steps, lo, hi, gs, gpu, k)
-    gpu["step"], gpu["phase"] = st.assign(lo, hi, steps.index, steps.phase, gs)
-    pstep, pphase = st.assign_cpu(steps, i64(pp["globalTid"]), i64(pp["start"]))
+    steps = st.find_steps(pp_name.objects(), pp_path.objects(), pp_thr, pp_start, pp_end,
+                          user=st.user_pattern(), name_ids=(pp_name.codes, pp_name.values),
+                          launches=(_i64(l_tid), _i64(l_start)))
+    gs, ge = _i64(g_start), _i64(g_end)
+    lo, hi, how = st.gpu_windows(steps, gs, ge, _i64(l_tid), _i64(l_start))
+    kernel_text = _lookup(sid, stext, name_id)
+    _infer_phases(steps, lo, hi, gs, kernel_text, k, ng)
+    g_step, g_phase_codes, g_phase_labels = st.assign_codes(lo, hi, steps.index, steps.phase, gs)
+    p_step, p_phase_codes, p_phase_labels = st.assign_cpu_codes(steps, pp_thr, pp_start)
     if progress:
         progress(3, 4, "stages")
-    ranges = pd.DataFrame({"kind": "range", "name": pd.concat([pp["name"], se["name"]], ignore_index=True),
-                           "start": pd.concat([pp["start"], se["start"]], ignore_index=True),
-                           "end": pd.concat([pp["end"], se["end"]], ignore_index=True),
-                           # start/end ranges may cross threads and overlap: flat, not nested
-                           "path": ppath + se["name"].tolist(),
-                           "step": pd.array(np.concatenate([pstep.to_numpy("float64", na_value=np.nan),
-                                                            np.full(len(se), np.nan)]), dtype="Int32"),
-                           "phase": np.concatenate([pphase, np.full(len(se), None, dtype=object)])})
-    host = _runtime_rows(calls, strings)
-    parts = [f for f in (gpu, ranges, host) if len(f)]
-    rows = pd.concat(parts, ignore_index=True) if parts else gpu
-    starts = pd.to_numeric(rows["start"], errors="coerce")
-    origin = int(starts.min()) if len(rows) and starts.notna().any() else 0
-    rows["start_ns"] = _ints(rows["start"]) - origin
-    rows["dur_ns"] = _ints(rows["end"]) - _ints(rows["start"])
-    rows.loc[rows["kind"] == "range", "dur_ns"] = rows["dur_ns"].where(~rows["end"].eq(np.iinfo(np.int64).max // 2))
-    rows = rows.drop(columns=["start", "end"])
+    nr = len(pp) + len(se)
+    nh = len(calls["start"])
+    host_name = _lookup(sid, stext, calls["nameId"])
+    sizes = [ng, nr, nh]
+    kind = Text(np.repeat(np.arange(5, dtype=np.int64), [nk, nm, ns, nr, nh]),
+                ["kernel", "memcpy", "memset", "range", "runtime"])
+    name = concat_text([kernel_text, Text(kind_at.astype(np.int64).reshape(-1), copy_names),
+                        Text.constant("[CUDA memset]", ns), pp_name, se_name, host_name])
+    # start/end ranges may cross threads and overlap: flat, not nested (their path is their name)
+    path = concat_text([g_path, pp_path, se_name, Text.nulls(nh)])
+    phase = concat_text([Text(g_phase_codes, g_phase_labels), Text(p_phase_codes, p_phase_labels),
+                         Text.nulls(len(se) + nh)])
+    step = _cat_ints([g_step, p_step, None, None], [ng, len(pp), len(se), nh])
+    start = _cat_ints([g_start, nv["start"][pp], nv["start"][se], calls["start"]], [ng, len(pp), len(se), nh])
+    end = _cat_ints([g_end, nv_end[pp], nv_end[se], calls["end"]], [ng, len(pp), len(se), nh])
+    range_open = np.zeros(len(start), dtype=bool)
+    range_open[ng:ng + nr] = np.concatenate([unclosed[pp], unclosed[se]])
+    # what is read is let go as soon as its rows are built (a 1M-kernel export's NVTX table alone
+    # is ~5M rows)
+    del nv, nv_end, g_end, g_start, pp_name, se_name, pp_path, g_path, inline, registered, nv_name
+    origin = int(start.min()) if len(start) and (~start.isna()).any() else 0
+    start_ns = start - origin
+    dur_ns = end - start
+    dur_ns[range_open] = pd.NA
+    del start, end, range_open
     # by kind, each kind in time order: the GPU rows, the ranges, the runtime calls (the order a
     # load splits them into: `rooftop.trace.read.split_runtime` then cuts slices, copies nothing)
-    kind = rows["kind"]
-    part = np.select([kind.isin(GPU_KINDS).to_numpy(), kind.eq("runtime").to_numpy()], [0, 2], 1)
-    order = [rows["start_ns"][part == p].sort_values(kind="stable").index for p in range(3)]
-    rows = rows.loc[np.concatenate(order)].reset_index(drop=True)
+    part = np.repeat(np.arange(3, dtype=np.int64), sizes)
+    s_null = np.asarray(start_ns.isna())
+    order = np.lexsort((np.asarray(start_ns.to_numpy(dtype=np.int64, na_value=0)), s_null, part))
+    del part, s_null
+    # each output row's position in the kernels, the GPU rows and the runtime calls (-1: none): the
+    # columns only some kinds have are placed straight from their own rows
+    kidx = np.where(order < nk, order, -1)
+    gidx = np.where(order < ng, order, -1)
+    hidx = np.where(order >= ng + nr, order - (ng + nr), -1)
+    gtid = calls["globalTid"]
+    cols = {
+        "kind": kind.take(order).categorical(),
+        "name": redacted(name).take(order).categorical(),
+        "start_ns": start_ns[order], "dur_ns": dur_ns[order],
+        "device": _place(gcol("deviceId"), gidx),
+        "stream": _place(gcol("streamId"), gidx),
+        "correlation": _cat_ints([g_corr, None, calls["correlationId"]], sizes)[order],
+        "registers": _place(k["registersPerThread"], kidx),
+        # JSON (Kineto) only has the sum of static and dynamic shared memory; keep the same meaning
+        "shared_mem": _place((k["staticSharedMemory"] + k["dynamicSharedMemory"]), kidx),
+        "model_bytes": np.where(gidx >= 0, model_bytes[gidx.clip(0)] if ng else np.nan, np.nan),
+        "path": redacted(path).take(order).categorical(),
+        "step": step.astype("Int32")[order],
+        "phase": phase.take(order).categorical(),
+        # `globalTid` packs the process and thread ids (tid in its low 24 bits, as nsys's own
+        # reports decode it)
+        "thread": _place((gtid % (1 << 24)), hidx),
+    }
+    del start_ns, dur_ns, kind, name, path, phase, step, calls, gtid
+    at = pa.array(kidx, mask=kidx < 0)
+    for col, dims in (("grid", ("gridX", "gridY", "gridZ")), ("block", ("blockX", "blockY", "blockZ"))):
+        shape = _shape([k[d] for d in dims]).take(at) if nk else pa.nulls(len(at), pa.list_(pa.int64(), 3))
+        cols[col] = pd.Series(pd.arrays.ArrowExtensionArray(shape))
+    rows = pd.DataFrame({c: (v.array if isinstance(v, pd.Series) else v) for c, v in cols.items()})
+    del cols
     rows["id"] = np.arange(len(rows), dtype=np.int64)
-    for col in ("name", "path"):
-        rows[col] = redact_names(rows[col].tolist())
     if progress:
         progress(4, 4, "stages")
-    meta = _meta(db, origin, gpu, graphs, warnings)
+    kern_dev = k["deviceId"]
+    meta = _meta(db, origin, pd.DataFrame({"kind": "kernel", "device": kern_dev}), graphs, warnings)
     meta["steps"] = st.attach_windows(steps, lo, hi, how, origin)
     meta["warnings"].extend(steps.warnings)
     meta["step_rule"] = steps.rule
     return rows, redact(meta)
 
 
-def _infer_phases(steps, lo, hi, gs, gpu: pd.DataFrame, k: pd.DataFrame) -> None:
-    """rooftop.steps.infer_phases on this export: kernels come first among the GPU rows; a kernel
-    with a `graphNodeId` ran inside a CUDA-graph replay."""
-    nk = len(k) if len(gpu) and (gpu["kind"].iloc[0] == "kernel") else 0
-    pad = np.full(len(gpu) - nk, np.nan)
-    gx = np.concatenate([pd.to_numeric(k["gridX"], errors="coerce").to_numpy("float64")[:nk], pad])
-    replay = np.concatenate([k["graphNodeId"].notna().to_numpy()[:nk], np.zeros(len(pad), bool)])
-    codes, table = pd.factorize(gpu["name"].astype(object))
-    st.infer_phases(steps, lo, hi, gs, codes, list(table), gx, replay, (gpu["kind"] == "kernel").to_numpy())
-
-
-def _runtime_rows(calls: pd.DataFrame, strings: dict) -> pd.DataFrame:
-    """CUDA runtime calls (cudaLaunchKernel, cudaStreamSynchronize, ...) as `runtime` rows: what the
-    host thread was doing. `globalTid` packs the process and thread ids (tid in its low 24 bits,
-    as nsys's own reports decode it)."""
-    if not len(calls):
-        return pd.DataFrame()
-    gtid = _ints(calls["globalTid"])
-    return pd.DataFrame({
-        "kind": "runtime", "name": [strings.get(_id(i)) for i in calls["nameId"]],
-        "start": calls["start"], "end": calls["end"], "correlation": calls["correlationId"],
-        "thread": gtid % (1 << 24)})
+def _infer_phases(steps, lo, hi, gs, kernel_names: Text, k, ng: int) -> None:
+    """rooftop.steps.infer_phases on this export: the kernels come first among the `ng` GPU rows (copies
+    and memsets after them, never per-token work); a kernel with a `graphNodeId` ran inside a CUDA-graph
+    replay."""
+    nk = len(kernel_names.codes)
+    pad = ng - nk
+    codes = np.concatenate([np.asarray(kernel_names.codes, dtype=np.int64), np.full(pad, -1, dtype=np.int64)])
+    gx = np.concatenate([np.asarray(k["gridX"].to_numpy(dtype="float64", na_value=np.nan)), np.full(pad, np.nan)])
+    replay = np.concatenate([~np.asarray(k["graphNodeId"].isna()), np.zeros(pad, dtype=bool)])
+    is_kernel = np.concatenate([np.ones(nk, dtype=bool), np.zeros(pad, dtype=bool)])
+    st.infer_phases(steps, lo, hi, gs, codes, kernel_names.values, gx, replay, is_kernel)
 
 
 def _gpu_rows(db: _Db) -> list[dict]:

@@ -29,6 +29,7 @@ import signal
 import sqlite3
 import subprocess
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -94,8 +95,8 @@ def user_command(report: str | os.PathLike) -> list[str]:
 
 class NsysMissing(TraceError):
     """No nsys to export a report with. Its message is one line and never shortened (the command in
-    it is what the user needs; the terminal folds the line, a line break inside the command would
-    not copy as one)."""
+    it is what the user needs); `lines(width)` is the same message wrapped for a person at a terminal,
+    the command on a line of its own."""
 
     def __init__(self, report: str | os.PathLike):
         self.command = shlex.join(user_command(report))
@@ -103,6 +104,18 @@ class NsysMissing(TraceError):
                                  f"(not on PATH; ${NSYS_ENV} and --nsys name none)",
                          f"install Nsight Systems, or export it yourself and open the .sqlite: {self.command}")
         Exception.__init__(self, f"{self.path}: {self.problem} ({self.hint})")  # whole, not cut at 400
+
+    def lines(self, width: int, prefix: str = "rooftop: error: ") -> list[str]:
+        """The message wrapped at `width` columns between words, never shortened; the command on a
+        line of its own, whole (copied as shown, it runs: a terminal folds a long line, a line
+        break inside it would not)."""
+        from rooftop.text import printable
+
+        width = max(int(width), 20)
+        prose = f"{prefix}{printable(self.path)}: {self.problem}. Install Nsight Systems, or export the " \
+                "report yourself and open the .sqlite:"
+        out = textwrap.wrap(prose, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+        return out + ["  " + printable(self.command)]
 
 
 # --- the cache ---------------------------------------------------------------------------------

@@ -1,0 +1,231 @@
+"""The nsys reader's column-wise path: text as codes into distinct strings (decoded, redacted and
+nested once per distinct value), the two table readers (ADBC, sqlite3) giving the same rows, and
+bench/make_nsys.py's scaled copies."""
+from __future__ import annotations
+
+import importlib.util
+import sqlite3
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from collectors.readers import _nsys_columns as cols
+from collectors.readers import nsys
+from collectors.readers._kineto_join import MAX_PATH_DEPTH, nest_intervals
+from collectors.readers._nsys_columns import Text, concat_text, from_objects, nest_ranges
+
+HAVE_ADBC = importlib.util.find_spec("adbc_driver_sqlite") is not None
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_text_work_runs_once_per_distinct_value():
+    seen = []
+    t = from_objects(np.array([b"a", b"b", None, b"a", b"\xff", b"b"], dtype=object),
+                     lambda v: seen.append(v) or v.decode("utf-8", "replace"))
+    assert sorted(seen) == [b"a", b"b", b"\xff"]  # three distinct values, three calls for six rows
+    assert t.objects().tolist() == ["a", "b", None, "a", "\ufffd", "b"]
+    calls = []
+    up = t.map(lambda v: calls.append(v) or v.upper())
+    assert len(calls) == 3 and up.objects().tolist() == ["A", "B", None, "A", "\ufffd", "B"]
+    # two values that become one text share one code afterwards
+    merged = t.map(lambda v: "x")
+    assert merged.values == ["x"] and merged.codes.tolist() == [0, 0, -1, 0, 0, 0]
+    both = concat_text([t, Text.constant("b", 2), Text.nulls(1)])
+    assert both.objects().tolist() == ["a", "b", None, "a", "\ufffd", "b", "b", "b", None]
+    assert len(both.values) == len(set(both.values))
+
+
+def _random_ranges(rng, n_threads=3, n=200, nested=True):
+    thr, st, en = [], [], []
+    for t in range(n_threads):
+        # a push/pop stack per thread (properly nested), or overlapping start/end ranges
+        stack, now = [], 0
+        for _ in range(n):
+            now += int(rng.integers(1, 5))
+            if nested and stack and rng.random() < 0.45:
+                s = stack.pop()
+                thr.append(t), st.append(s), en.append(now)
+            elif nested:
+                stack.append(now)
+            else:
+                thr.append(t), st.append(now), en.append(now + int(rng.integers(1, 30)))
+        while stack:
+            now += 1
+            thr.append(t), st.append(stack.pop()), en.append(now)
+    return np.array(thr), np.array(st), np.array(en)
+
+
+@pytest.mark.parametrize("nested", [True, False])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_nest_ranges_matches_nest_intervals(seed, nested):
+    rng = np.random.default_rng(seed)
+    thr, st, en = _random_ranges(rng, nested=nested)
+    labels = [f"r{int(x)}" for x in rng.integers(0, 6, len(st))]
+    qthr = rng.integers(0, 4, 300)
+    qt = rng.integers(0, int(en.max()) + 5, 300)
+    want_inner, _, want_paths = nest_intervals(thr, st, en, labels, qthr, qt, {}, query_paths=False)
+    inner, paths = nest_ranges(thr, st, en, from_objects(np.array(labels, dtype=object), str), qthr, qt, {})
+    assert inner.tolist() == want_inner.tolist()
+    assert paths.objects().tolist() == want_paths
+    assert len(paths.values) == len(set(paths.values))  # one string per distinct path
+
+
+def test_nest_ranges_cut_and_missing_labels_take_the_interval_code():
+    # deeper than MAX_PATH_DEPTH: nest_intervals' cut rule ("…"), counted
+    n = MAX_PATH_DEPTH + 5
+    thr, st, en = np.zeros(n, np.int64), np.arange(n), 1000 - np.arange(n)
+    labels = from_objects(np.array(["l"] * n, dtype=object), str)
+    want_stats, stats = {}, {}
+    _, _, want = nest_intervals(thr, st, en, ["l"] * n, thr[:1], st[-1:], want_stats, query_paths=False)
+    _, got = nest_ranges(thr, st, en, labels, thr[:1], st[-1:], stats)
+    assert got.objects().tolist() == want and stats["cut"] == want_stats["cut"] > 0
+    # ranges without a label (no path), inside a labelled one and on their own
+    lab = Text(np.array([0, -1, -1]), ["a"])
+    st3, en3 = np.array([0, 1, 20]), np.array([10, 9, 30])
+    _, _, want = nest_intervals(np.zeros(3), st3, en3, ["a", None, None], np.zeros(0), np.zeros(0), {},
+                                query_paths=False)
+    _, got = nest_ranges(np.zeros(3, np.int64), st3, en3, lab, np.zeros(0, np.int64), np.zeros(0, np.int64), {})
+    assert got.objects().tolist() == want == ["a", None, None]
+
+
+def test_redaction_runs_once_per_distinct_name(tmp_path, monkeypatch):
+    import rooftop.redact as redact
+
+    path = tmp_path / "secret.sqlite"
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, deviceId INT, streamId INT,
+            correlationId INT, demangledName INT, shortName INT);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, globalTid INT, correlationId INT, nameId INT);
+        CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, text TEXT, textId INT, globalTid INT);
+    """)
+    token = "hf_" + "a" * 30
+    con.executemany("INSERT INTO StringIds VALUES (?, ?)", [(1, f"kernel_token={token}"), (2, "cudaLaunchKernel")])
+    n = 500
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?, ?)",
+                    [(10 * i, 10 * i + 2, 7, i, 2) for i in range(n)])
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(10 * i + 3, 10 * i + 5, 0, 7, i, 1, 1) for i in range(n)])
+    con.executemany("INSERT INTO NVTX_EVENTS VALUES (?, ?, ?, ?, ?, ?)",
+                    [(10 * i, 10 * i + 9, 59, f"auth={token}", None, 7) for i in range(n)])
+    con.commit()
+    con.close()
+    calls = []
+    real = redact.redact_text
+    monkeypatch.setattr(redact, "redact_text", lambda s: calls.append(s) or real(s))
+    rows, _ = nsys.read_nsys(path)
+    # a kernel name, a range name and a path (the range's and its kernels'), once each, and the
+    # metadata (the repeated range is found as the steps, whose labels the meta carries): a handful,
+    # never one per row (3 x 500 rows)
+    assert 1 <= len([c for c in calls if token in c]) <= 8
+    names = set(rows["name"].dropna().astype(str)) | set(rows["path"].dropna().astype(str))
+    assert names and not any(token in s for s in names)
+
+
+def _norm(v):
+    if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+        return None
+    return v.tolist() if isinstance(v, np.ndarray) else v
+
+
+def _frames_equal(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    assert list(a.columns) == list(b.columns)
+    for c in a.columns:
+        assert [_norm(v) for v in a[c].astype(object)] == [_norm(v) for v in b[c].astype(object)], c
+
+
+@pytest.mark.skipif(not HAVE_ADBC, reason="adbc-driver-sqlite not installed")
+def test_adbc_and_sqlite3_readers_give_the_same_rows(fixtures_dir, monkeypatch):
+    exports = sorted((fixtures_dir / "traces").glob("*.sqlite"))
+    assert exports
+    for path in exports:
+        fast_rows, fast_meta = nsys.read_nsys(path)
+        with monkeypatch.context() as m:
+            m.setattr(nsys, "open_fast", lambda p: None)
+            slow_rows, slow_meta = nsys.read_nsys(path)
+        _frames_equal(fast_rows, slow_rows)
+        assert fast_meta == slow_meta
+
+
+def test_damaged_integer_column_is_read_by_sqlite3(tmp_path):
+    """A text in an integer column (a damaged row): the ADBC driver refuses a column whose type
+    changes, so the table is read through sqlite3; the integer-shaped text counts, the rest is null."""
+    path = tmp_path / "damaged.sqlite"
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, deviceId INT, streamId INT,
+            correlationId INT, demangledName INT, shortName INT);
+    """)
+    con.execute("INSERT INTO StringIds VALUES (1, 'k')")
+    rows = [(100 + i, 110 + i, 0, 7, i, 1, 1) for i in range(3000)]
+    rows += [("5000", 5010, 0, 7, 9999, "1.0", 1), ("later", 6000, 0, 7, 10000, 1, 1), (7000, 7010.5, 0, 7, 10001, 1, 1)]
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    con.commit()
+    con.close()
+    got, _ = nsys.read_nsys(path)
+    k = got[got["kind"] == "kernel"]
+    assert len(k) == 3003 and (k["name"] == "k").all()
+    tail = k.set_index("correlation").loc[[9999, 10000, 10001]]
+    assert tail["start_ns"].tolist()[0] == 5000 - 100
+    assert pd.isna(tail["start_ns"].tolist()[1]) and pd.isna(tail["dur_ns"].tolist()[2])
+
+
+def test_make_nsys_copies_shift_time_and_correlation(tmp_path, fixtures_dir):
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from make_nsys import build
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    src = fixtures_dir / "traces" / "extra-p__extrap__tests__data__nsight__concurrent_example__concurrent.s1__profile1.sqlite"
+    out = tmp_path / "big.sqlite"
+    info = build(src, out, 12 * 4)
+    assert info["copies"] == 4 and info["kernels"] == 48
+    one, _ = nsys.read_nsys(src)
+    four, _ = nsys.read_nsys(out)
+    k1, k4 = one[one["kind"] == "kernel"], four[four["kind"] == "kernel"]
+    assert len(k4) == 4 * len(k1)
+    # every copy's kernels still meet their own launches: the same NVTX paths, four times over
+    assert sorted(k4["path"].astype(object).fillna("").tolist()) == sorted(k1["path"].astype(object).fillna("").tolist() * 4)
+    assert k4["correlation"].nunique() == 4 * k1["correlation"].nunique()
+    assert int(k4["start_ns"].max()) > 3 * int(k1["start_ns"].max())
+
+
+def test_export_without_kernels_or_runtime_calls(tmp_path):
+    """Only NVTX ranges (a capture with `--trace nvtx`): ranges load, every GPU-only column null."""
+    path = tmp_path / "nvtx_only.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, text TEXT, textId INT, globalTid INT)")
+    con.executemany("INSERT INTO NVTX_EVENTS VALUES (?, ?, ?, ?, ?, ?)",
+                    [(0, 100, 59, "outer", None, 1), (10, 20, 59, "inner", None, 1), (5, None, 60, "open", None, 2)])
+    con.commit()
+    con.close()
+    rows, meta = nsys.read_nsys(path)
+    assert rows["kind"].astype(str).tolist() == ["range"] * 3
+    assert rows["path"].astype(str).tolist() == ["outer", "open", "outer/inner"]
+    assert rows["grid"].isna().all() and rows["registers"].isna().all() and rows["thread"].isna().all()
+    assert pd.isna(rows["dur_ns"].tolist()[1]) and any("never closed" in w for w in meta["warnings"])
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_large_ids_with_nulls_stay_exact(tmp_path, monkeypatch, fast):
+    """globalTid packs the process id above bit 24 (values past 2**53): a column of them with a
+    NULL must not pass through floats on either reader (the thread would be rounded away)."""
+    if fast and not HAVE_ADBC:
+        pytest.skip("adbc-driver-sqlite not installed")
+    if not fast:
+        monkeypatch.setattr(nsys, "open_fast", lambda p: None)
+    path = tmp_path / "ids.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, globalTid INT, correlationId INT, nameId INT)")
+    gtid = (1 << 56) + (4321 << 24) + 77
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?, ?)",
+                    [(0, 10, gtid, 1, None), (20, 30, None, 2, None)])
+    con.commit()
+    con.close()
+    rows, _ = nsys.read_nsys(path)
+    assert rows["thread"].tolist()[0] == 77 and pd.isna(rows["thread"].tolist()[1])
