@@ -62,7 +62,7 @@ def coverage_notes(phases: list[dict], source: dict | None = None) -> list[str]:
     """One line per phase whose per-kernel bytes or FLOPs miss part of the kernel time: the
     utilisation where peaks are known, else the achieved rate; where none is known, once, what
     would add them for this kind of file (`source`: the trace's `source_detail`)."""
-    from .analysis.hints import costs_hint
+    from .hints import costs_hint
     hint = costs_hint(source) if source is not None else None
     said: set[str] = set()
     out = []

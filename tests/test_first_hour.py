@@ -56,7 +56,7 @@ def test_integrity_is_told_from_other_warnings():
 
 
 def test_an_empty_cost_column_says_what_would_fill_it_for_this_kind_of_file():
-    from rooftop.analysis.hints import costs_hint
+    from rooftop.hints import costs_hint
     from rooftop.render import coverage_notes
     assert "record_shapes=True" in costs_hint({"tool": "kineto", "record_shapes": 0})
     assert "record_shapes" not in costs_hint({"tool": "kineto", "record_shapes": 1})

@@ -122,7 +122,11 @@ def test_ranges_steps_phases_and_counters_equal_the_analysis(small, tmp_path):
     assert {c["name"].split(" · GPU")[0] for c in view.counters} >= {"MBU %", "idle %", "AI / ridge"}
     ratio = dict(samples("AI / ridge"))
     for row in table[table["ai"].notna()].itertuples():
-        assert (ratio[row.start_ns / 1000] < 1) == (row.bound == "memory")
+        assert ratio[row.start_ns / 1000] == pytest.approx(row.ai / a.ridge)
+        # one dtype (bf16) here: left of its ridge where the step's mix says memory, right where compute
+        # (a step of sub-5 us kernels is latency-bound, whatever its AI)
+        if row.bound in ("memory", "compute"):
+            assert (ratio[row.start_ns / 1000] < 1) == (row.bound == "memory")
     # a phase slice per device: its first step's start to its last step's end
     phases = [e for e in view.slices if view.track(e)[1].startswith(PHASES_TRACK)]
     want = table.assign(end=table["start_ns"] + table["span_ns"]).groupby(["device", "phase"]).agg(

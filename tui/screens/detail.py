@@ -187,7 +187,7 @@ class KernelDetailScreen(RooftopScreen):
             return f"bytes known ({shown['bytes']}), FLOPs not: no FLOP counter or op shape for this kernel"
         if missing == ["bytes"]:
             return f"FLOPs known ({shown['FLOPs']}), bytes not: no DRAM counter or op shape for this kernel"
-        from rooftop.analysis.hints import costs_hint
+        from rooftop.hints import costs_hint
         return f"no FLOPs or bytes for this kernel; to get them, {costs_hint(self.analysis.trace.meta.get('source'))}"
 
     def _roofline_text(self, roof: pd.DataFrame) -> Text:
