@@ -34,6 +34,17 @@ SQL_WORK_FREE_STEPS = 50_000
 # export has a few per profiled kernel; a file of junk stops here instead of being read to its end.
 MAX_SKIPPED_LINES_ENV = "ROOFTOP_MAX_SKIPPED_LINES"
 MAX_SKIPPED_LINES_DEFAULT = 100_000
+# Seconds NVIDIA's .ncu-rep reader may take in its child process: a minute, plus a second per MiB of
+# the report (a real 1 GB report loads in well under that); a reader caught in a loop on a damaged
+# file is stopped here, with one line.
+NCU_REP_SECONDS_ENV = "ROOFTOP_NCU_REP_SECONDS"
+NCU_REP_FREE_SECONDS = 60
+
+
+def ncu_rep_seconds(report_bytes: int) -> int:
+    return budget(NCU_REP_SECONDS_ENV, NCU_REP_FREE_SECONDS + (max(int(report_bytes), 0) >> 20))
+
+
 # Nesting depth of the metadata document.
 MAX_META_DEPTH = 64
 # A `--model` config.json: bytes of the file (real ones are a few KB; a tokenizer-sized one ~1 MB),

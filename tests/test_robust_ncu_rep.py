@@ -51,3 +51,25 @@ def test_a_sound_report_reads_the_same_in_the_child(fixtures_dir, monkeypatch):
     monkeypatch.setenv("ROOFTOP_NCU_IN_PROCESS", "1")
     here, meta_here = read_ncu_rep(rep)
     assert child.equals(here) and meta == meta_here and len(child) > 0
+
+
+def test_a_reader_that_never_ends_is_stopped_with_one_line(tmp_path, monkeypatch):
+    """NVIDIA's reader caught in a loop (a damaged report it spins on): the child is killed when the
+    time budget (ROOFTOP_NCU_REP_SECONDS) is spent, and the error says so and how to allow more."""
+    import time
+
+    from collectors.readers import ncu_rep
+    from collectors.readers.ncu import NcuError
+
+    rep = tmp_path / "spins.ncu-rep"
+    rep.write_bytes(b"NVR\0" + b"\0" * 64)
+    monkeypatch.setattr(ncu_rep, "_load_module", lambda: object())
+    monkeypatch.setattr(ncu_rep, "_read", lambda path: time.sleep(600))
+    monkeypatch.setenv("ROOFTOP_NCU_REP_SECONDS", "1")
+    monkeypatch.delenv("ROOFTOP_NCU_IN_PROCESS", raising=False)
+    t0 = time.monotonic()
+    with pytest.raises(NcuError) as info:
+        ncu_rep.read_ncu_rep(rep)
+    assert time.monotonic() - t0 < 30
+    message = str(info.value)
+    assert "did not finish in 1 s" in message and "ROOFTOP_NCU_REP_SECONDS" in message and "\n" not in message

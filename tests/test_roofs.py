@@ -160,6 +160,19 @@ def test_fp32_gemms_are_compute_bound_against_the_fp32_roof(tmp_path):
     assert f and "compute-bound fp32 gemm" in f[0].detail
 
 
+def test_the_gap_to_ideal_puts_each_kernel_at_its_own_dtypes_peak(tmp_path):
+    """An fp32 GEMM at 21% of the fp32 peak: its ideal is its FLOPs at 67 TFLOP/s (not at the bf16
+    tensor peak, which would call 98% of it "slow kernels")."""
+    a = analyze(fp32_gemm_trace(tmp_path))
+    g = a.gap.set_index("phase").loc["prefill"]
+    gemm_flops = 0.21 * 67e12 * 88e-6
+    peak32 = a.peaks.flops_for("fp32")
+    ew_ideal = max(0.5 * 3.35e12 * 12e-6 / a.peaks.bw, 1e6 / a.peaks.flops) * 1e9
+    assert g["ideal_ns"] == pytest.approx(gemm_flops / peak32 * 1e9 + ew_ideal, rel=1e-6)
+    assert g["slow_kernels_ns"] == pytest.approx(100_000 - g["ideal_ns"], rel=1e-6)
+    assert g["ideal_ns"] > 0.2 * 88_000  # at the bf16 peak it would be ~1.4% of it
+
+
 def test_a_split_mix_says_so(tmp_path):
     rows = [k("ampere_sgemm_128x64_tn", 0, 50_000, model_flops=0.5 * 67e12 * 50e-6, model_bytes=1e6),
             k("vectorized_elementwise_kernel<bf16>", 50_000, 50_000, model_flops=1e6, model_bytes=0.8 * 3.35e12 * 50e-6)]

@@ -8,10 +8,13 @@ collect is `None`; a failed collection is NaN. Both become null here, never 0.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from rooftop import limits
 
 from collectors.readers.ncu import NcuError, device_meta, finish_rows, row_from_metrics, total_only_warning
 
@@ -159,9 +162,12 @@ def _isolated(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
             code = 1
         os._exit(code)
     os.close(w)
+    seconds = limits.ncu_rep_seconds(path.stat().st_size)
     try:
-        with os.fdopen(r, "rb") as fh:
-            data = fh.read()
+        data = _read_pipe(r, time.monotonic() + seconds)
+        if data is None:  # past the budget: the reader is stopped, and said so
+            raise NcuError(path, f"NVIDIA's ncu_report reader did not finish in {seconds} s (stopped): the report "
+                                 f"may be damaged; {limits.NCU_REP_SECONDS_ENV} allows more time")
         _, status = os.waitpid(pid, 0)
     except BaseException:
         try:
@@ -181,6 +187,25 @@ def _isolated(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     if kind == "error":
         raise NcuError(path, value[0], value[1])
     return value
+
+
+def _read_pipe(fd: int, deadline: float) -> bytes | None:
+    """Everything written to the pipe `fd` until its writer closes it (then `fd` is closed too);
+    None where the deadline (`time.monotonic()`) passes first."""
+    import select
+
+    parts = []
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(parts)
+            parts.append(chunk)
+    finally:
+        os.close(fd)
 
 
 def _read(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:

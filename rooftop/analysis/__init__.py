@@ -274,7 +274,8 @@ class Analysis:
     @cached_property
     def _gap_split(self) -> pd.DataFrame | None:
         """The per-step split both `gap` and `gap_steps` are made from (computed once for both)."""
-        return gap.split(self.timed, self.peaks.flops, self.peaks.bw, self.steps, self._edges)
+        row_peaks = self.row_peaks if self._mixed_dtypes else None  # (one dtype: the trace's peak is each row's)
+        return gap.split(self.timed, self.peaks.flops, self.peaks.bw, self.steps, self._edges, row_peaks)
 
     # --- what the GPU waited for (idle by cause, exposed communication, host copies) -------------
     @cached_property

@@ -40,8 +40,13 @@ PARTS = ("ideal_ns", "slow_kernels_ns", "extra_bytes_ns", "launch_gaps_ns", "unm
 STEP_GAP_KEYS = GAP_STEPS.keys  # declared in columns.py, with PARTS in this order
 
 
-def _per_kernel(rows: pd.DataFrame, peak_flops, peak_bw) -> dict[str, np.ndarray]:
-    """Each kernel's ideal, extra-bytes, slow and unmodeled time (they add up to its duration)."""
+def _per_kernel(rows: pd.DataFrame, peak_flops, peak_bw, row_peaks: pd.Series | None = None) -> dict[str, np.ndarray]:
+    """Each kernel's ideal, extra-bytes, slow and unmodeled time (they add up to its duration).
+    `row_peaks` (by the rows' index): each kernel's FLOP/s peak for its own dtype (an fp32 GEMM's
+    ideal is at the fp32 peak, not the bf16 tensor peak); the trace's peak where it has none."""
+    if row_peaks is not None:
+        own = row_peaks.reindex(rows.index).to_numpy(dtype="float64", na_value=np.nan)
+        peak_flops = np.where(np.isfinite(own) & (own > 0), own, float(peak_flops))
     mf = rows["model_flops"].to_numpy(dtype="float64", na_value=np.nan)
     mb = rows["model_bytes"].to_numpy(dtype="float64", na_value=np.nan)
     modeled = ~np.isnan(mf) | ~np.isnan(mb)
@@ -70,7 +75,7 @@ def _per_kernel(rows: pd.DataFrame, peak_flops, peak_bw) -> dict[str, np.ndarray
 
 
 def _split(timed: pd.DataFrame, peak_flops, peak_bw, steps: pd.DataFrame | None,
-           edges: pd.DataFrame | None = None) -> pd.DataFrame | None:
+           edges: pd.DataFrame | None = None, row_peaks: pd.Series | None = None) -> pd.DataFrame | None:
     """One row per (phase, step) of the lowest rank (step -1: kernels outside any step). A step's
     span and busy time come from the step table (computed there once), so this adds one pass of
     per-kernel arithmetic and a grouped sum."""
@@ -89,7 +94,7 @@ def _split(timed: pd.DataFrame, peak_flops, peak_bw, steps: pd.DataFrame | None,
     scode, steps_u = pd.factorize(step_key)
     gid, combos = pd.factorize(pcode.astype(np.int64) * (len(steps_u) + 1) + scode)
     n = len(combos)
-    per = _per_kernel(rows, peak_flops, peak_bw)
+    per = _per_kernel(rows, peak_flops, peak_bw, row_peaks)
     # the columns as arrays, made into one frame at the end (each pandas operation on a few hundred
     # steps cost more than its arithmetic)
     out = {c: np.bincount(gid, weights=v, minlength=n) for c, v in per.items()}
@@ -136,11 +141,12 @@ def _split(timed: pd.DataFrame, peak_flops, peak_bw, steps: pd.DataFrame | None,
 
 
 def split(timed: pd.DataFrame, peak_flops, peak_bw, steps: pd.DataFrame | None = None,
-          edges: pd.DataFrame | None = None) -> pd.DataFrame | None:
+          edges: pd.DataFrame | None = None, row_peaks: pd.Series | None = None) -> pd.DataFrame | None:
     """The per-step split `gap_steps` and `gap_table` are made from (computed once, given to both:
     `split=`); None without peaks or kernels. `edges`: per (phase, step) of the same rank, the
-    edge idle `edge_ns` (`idle.Causes`), taken out of the launch gaps."""
-    return _split(timed, peak_flops, peak_bw, steps, edges)
+    edge idle `edge_ns` (`idle.Causes`), taken out of the launch gaps. `row_peaks`: each timed
+    row's peak for its own dtype (`Analysis.row_peaks`)."""
+    return _split(timed, peak_flops, peak_bw, steps, edges, row_peaks)
 
 
 _NOT_GIVEN = object()
