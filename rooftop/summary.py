@@ -520,6 +520,22 @@ def disagreement(stored: Stored, report: dict) -> str | None:
     return None
 
 
+# What a viewer that does not compare (the TUI) says of a stored summary it did not use.
+NOT_USED = ("the stored summary is not sealed for this user and file: not used; every number here is computed "
+            "from the rows (`rooftop summarize` seals it for fast opens)")
+
+
+def unsealed(path: str | os.PathLike) -> bool:
+    """Whether `path` holds a current stored summary that lacks this user's seal (so it was not
+    used). A few ms (the footer and the seal's HMAC); False for anything that is not such a file."""
+    found: list = []
+    try:
+        load_stored(path, unsealed=found)
+    except Exception:  # a summary is a cache: whatever is wrong with it, there is nothing to say
+        return False
+    return bool(found)
+
+
 def unsealed_note(path: str | os.PathLike, stored: Stored, report: dict) -> str:
     """The line that says why a stored summary was not used, for the report's warnings."""
     where = disagreement(stored, report)

@@ -157,6 +157,16 @@ def test_the_tui_preview_ignores_a_forged_summary(tmp_path):
     assert out is None or getattr(out, "stored", None) is None
 
 
+def test_the_tui_says_when_it_did_not_use_an_unsealed_summary(tmp_path, monkeypatch):
+    from tui.loader import open_analysis
+
+    p = _write(tmp_path / "t.parquet")
+    assert not any(summary.NOT_USED == m for _, m in open_analysis(str(p)).trace_warnings)  # sealed: used
+    monkeypatch.setenv("ROOFTOP_CONFIG_DIR", str(tmp_path / "someone-else"))
+    warned = [m for w, m in open_analysis(str(p)).trace_warnings if w == "import"]
+    assert summary.NOT_USED in warned
+
+
 def test_concurrent_key_creation_agrees(tmp_path, monkeypatch):
     monkeypatch.setenv("ROOFTOP_CONFIG_DIR", str(tmp_path / "c"))
     from concurrent.futures import ThreadPoolExecutor

@@ -295,7 +295,12 @@ def analyze_warm(trace: "Trace", peaks_override: Any = None, **options: Any) -> 
 def open_analysis(path: str, peaks_override: Any = None, progress=None, **options: Any) -> Any:
     import pyarrow as pa
 
-    a = analyze_warm(load(path, progress), peaks_override, **options)
+    trace = load(path, progress)
+    from rooftop.summary import NOT_USED, unsealed
+
+    if unsealed(path):  # a summary that was there and not trusted: said among the file's warnings
+        trace.warnings.append(NOT_USED)
+    a = analyze_warm(trace, peaks_override, **options)
     # Reading Parquet into pandas goes through Arrow buffers that are freed by then, but pyarrow's
     # allocator (mimalloc) keeps their pages: ~330 MB of RSS at 1M kernels, given back here.
     pa.default_memory_pool().release_unused()
