@@ -7,6 +7,7 @@ queries; hand-made traces check the definitions (span, busy as the union, idle s
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 import sqlite3
 
 import pandas as pd
@@ -137,8 +138,28 @@ def test_tui_steps_choose_the_device_as_they_choose_the_rank(tmp_path):
             await app.workers.wait_for_complete()
             await pilot.pause()
             s = app.screen
-            return listed, isinstance(s, StepScreen), s.device, sorted(s._kernels()["name"].astype(str))
-    listed, opened, device, names = asyncio.run(main())
+            got = listed, isinstance(s, StepScreen), s.device, sorted(s._kernels()["name"].astype(str))
+            # a kernel opened from that step keeps the device: its launches are that GPU's only
+            first = s._kernels().iloc[0]
+            s.open_kernel(SimpleNamespace(row={"short_name": first["short_name"]}))
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            d = app.screen
+            return got, (d.device, d.scope, set(d.data.launches["device"]) if d.data else None)
+    (listed, opened, device, names), (detail_device, scope, launched_on) = asyncio.run(main())
     assert sorted(listed) == [(0, 0), (0, 1), (1, 0), (1, 1)]
     assert opened and device == listed[1][0]
     assert names == sorted(r["name"] for r in rows if r["device"] == device and r["step"] == listed[1][1])
+    assert detail_device == device and f"device {device}" in scope and launched_on == {device}
+
+
+def test_kernel_detail_of_one_device(tmp_path):
+    """The same kernel on two GPUs: a device's detail counts that GPU's launches only."""
+    rows = [_k("gemv", 0, 10, 0, 0, "decode"), _k("gemv", 20, 10, 0, 0, "decode"), _k("gemv", 5, 40, 1, 0, "decode")]
+    a = analyze(load_trace(write_trace(tmp_path / "t.parquet", rows, {"device": {"name": "NVIDIA H100 80GB HBM3"},
+                                                                      "steps": [{"phase": "decode", "index": 0}]})))
+    every = dict((k, v) for k, v, _ in a.kernel_detail("gemv"))
+    one = dict((k, v) for k, v, _ in a.kernel_detail("gemv", phase="decode", step=0, device=1))
+    assert every["launches"] == "3" and one["launches"] == "1"
+    assert set(a.launches("gemv", device=0)["dur_ns"]) == {10}
+    assert a.scoped_groups(device=1)["count"].tolist() == [1]

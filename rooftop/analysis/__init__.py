@@ -432,36 +432,37 @@ class Analysis:
 
     # --- scoped views: a drill-down keeps the phase, step or rank it came from ---------------------
     def scoped_groups(self, by: str = "short_name", phase: str | None = None, step: int | None = None,
-                      rank: int | None = None) -> pd.DataFrame:
-        """Kernel groups of one phase, one step of a phase, or one rank (time share within that scope)."""
-        if step is None and rank is None:
+                      rank: int | None = None, device: int | None = None) -> pd.DataFrame:
+        """Kernel groups of one phase, one step of a phase, one rank or one device (time share within
+        that scope)."""
+        if step is None and rank is None and device is None:
             return self.groups(by, phase)
-        return self._groups_of(self.kernels(phase=phase, step=step, rank=rank), by)
+        return self._groups_of(self.kernels(phase=phase, step=step, rank=rank, device=device), by)
 
     def scoped_stalls(self, by: str = "short_name", phase: str | None = None, step: int | None = None,
-                      rank: int | None = None) -> pd.DataFrame | None:
+                      rank: int | None = None, device: int | None = None) -> pd.DataFrame | None:
         """`stalls(by)` over one scope's launches only."""
-        return stalls.stall_shares(self.kernels(phase=phase, step=step, rank=rank), by)
+        return stalls.stall_shares(self.kernels(phase=phase, step=step, rank=rank, device=device), by)
 
     def group_stalls(self, key: str, by: str = "short_name", phase: str | None = None, step: int | None = None,
-                     rank: int | None = None) -> pd.Series | None:
+                     rank: int | None = None, device: int | None = None) -> pd.Series | None:
         """One kernel group's stall shares in a scope (`scoped_stalls`); None without counters for it."""
-        sh = self.scoped_stalls(by, phase, step, rank)
+        sh = self.scoped_stalls(by, phase, step, rank, device)
         return sh.loc[key] if sh is not None and key in sh.index else None
 
     def scoped_roofline(self, by: str = "short_name", phase: str | None = None, step: int | None = None,
-                        rank: int | None = None) -> pd.DataFrame:
+                        rank: int | None = None, device: int | None = None) -> pd.DataFrame:
         """Roofline points of one scope's groups; the whole trace gives one point per group and phase."""
-        if phase is None and step is None and rank is None:
+        if phase is None and step is None and rank is None and device is None:
             return self.roofline(by)
-        pts = groups.roofline_points(self.scoped_groups(by, phase, step, rank))
+        pts = groups.roofline_points(self.scoped_groups(by, phase, step, rank, device))
         return pts if phase is None else pts.assign(phase=phase)
 
     def group_point(self, key: str, by: str = "short_name", phase: str | None = None, step: int | None = None,
-                    rank: int | None = None) -> pd.DataFrame:
+                    rank: int | None = None, device: int | None = None) -> pd.DataFrame:
         """The roofline point of one kernel group in a scope (over the whole trace, one per phase it
         ran in); empty where its FLOPs and bytes are not both known."""
-        pts = self.scoped_roofline(by, phase, step, rank)
+        pts = self.scoped_roofline(by, phase, step, rank, device)
         return pts[pts["key"] == key].reset_index(drop=True)
 
     def groups_by_phase(self, by: str = "short_name") -> pd.DataFrame:
@@ -499,20 +500,20 @@ class Analysis:
         return pd.Series(out, index=t.index, name="gap_before_ns")
 
     def launches(self, key: str, by: str = "short_name", phase: str | None = None, step: int | None = None,
-                 rank: int | None = None) -> pd.DataFrame:
+                 rank: int | None = None, device: int | None = None) -> pd.DataFrame:
         """Every launch of one kernel group in a scope, in time order, with `gap_before_ns` (see
         `gap_before`) and the launch shape as text (`grid_dims`, `block_dims`: "132x1x1")."""
-        rows = self.kernels(phase=phase, step=step, rank=rank, key=key, by=by)
+        rows = self.kernels(phase=phase, step=step, rank=rank, key=key, by=by, device=device)
         rows = rows.assign(gap_before_ns=self.gap_before.reindex(rows.index),
                            grid_dims=_dims(rows.get("grid")), block_dims=_dims(rows.get("block")))
         return rows.sort_values("start_ns", kind="stable")
 
     def kernel_detail(self, key: str, by: str = "short_name", phase: str | None = None, step: int | None = None,
-                      rank: int | None = None) -> list[tuple[str, str, str]]:
+                      rank: int | None = None, device: int | None = None) -> list[tuple[str, str, str]]:
         """(label, value with unit, source) for one kernel group, over the whole trace or one scope
-        (a phase, a step of a phase, a rank): then every number is of that scope's launches only."""
-        rows = self.kernels(key=key, by=by, phase=phase, step=step, rank=rank)
-        g = self.scoped_groups(by, phase, step, rank)
+        (a phase, a step of a phase, a rank, a device): then every number is of that scope's launches only."""
+        rows = self.kernels(key=key, by=by, phase=phase, step=step, rank=rank, device=device)
+        g = self.scoped_groups(by, phase, step, rank, device)
         grow = g[g["key"] == key]
         if rows.empty or grow.empty:
             return []
@@ -594,11 +595,15 @@ def trace_identity(trace: Trace, counters: bool | None) -> dict:
     }
 
 
-def scope_name(phase: str | None = None, step: int | None = None, rank: int | None = None) -> str | None:
-    """`decode`, `decode step 3`, `rank 1 · decode step 3`; None for the whole trace."""
+def scope_name(phase: str | None = None, step: int | None = None, rank: int | None = None,
+               device: int | None = None) -> str | None:
+    """`decode`, `decode step 3`, `rank 1 · decode step 3`, `device 1 · decode step 3`; None for the
+    whole trace."""
     parts = []
     if rank is not None:
         parts.append(f"rank {rank}")
+    if device is not None:
+        parts.append(f"device {device}")
     if phase is not None or step is not None:
         parts.append(" ".join(str(x) for x in (phase, None if step is None else f"step {step}") if x is not None))
     return " · ".join(parts) or None

@@ -61,10 +61,10 @@ class KernelDetailScreen(RooftopScreen):
         data: DetailData
 
     def __init__(self, analysis, key: str, by: str, crumbs: list[str], phase: str | None = None,
-                 step: int | None = None, rank: int | None = None) -> None:
+                 step: int | None = None, rank: int | None = None, device: int | None = None) -> None:
         self.key, self.by = key, by
-        self.phase, self.step, self.rank = phase, step, rank
-        self.scope = scope_name(phase, step, rank)
+        self.phase, self.step, self.rank, self.device = phase, step, rank, device
+        self.scope = scope_name(phase, step, rank, device)
         # `crumbs` ends with the key; the scope goes before it unless the path already says it
         # (a step's breadcrumb names the step).
         if self.scope and not any(self.scope in str(c) or (step is not None and f"step {step}" in str(c))
@@ -114,7 +114,7 @@ class KernelDetailScreen(RooftopScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="detail")
     def _compute(self) -> None:
-        a, scope = self.analysis, dict(phase=self.phase, step=self.step, rank=self.rank)
+        a, scope = self.analysis, dict(phase=self.phase, step=self.step, rank=self.rank, device=self.device)
         data = DetailData(a.kernel_detail(self.key, by=self.by, **scope), a.group_stalls(self.key, self.by, **scope),
                           a.launches(self.key, by=self.by, **scope), a.group_point(self.key, self.by, **scope))
         post_if_current(self, self.Ready(data))

@@ -242,7 +242,7 @@ class StepScreen(RooftopScreen):
 
         key = event.row["short_name"]
         self.drill(KernelDetailScreen(self.analysis, key, "short_name", self.query_one("#breadcrumb").crumbs + [str(key)],
-                                      phase=self.phase, step=self.step, rank=self.rank))
+                                      phase=self.phase, step=self.step, rank=self.rank, device=self.device))
 
 
 def _inferred_phase(meta: dict, phase: str | None, step: int | None) -> str | None:
