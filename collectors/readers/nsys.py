@@ -319,13 +319,19 @@ def _read_tables(db: _Db, fast, progress) -> tuple[pd.DataFrame, dict]:
     pp_thr, pp_start, pp_end = _i64(nv["globalTid"][pp]), _i64(nv["start"][pp]), _i64(nv_end[pp])
     has = np.flatnonzero(~np.asarray(l_tid.isna()))
     nest_stats: dict = {}
-    inner, pp_path = nest_ranges(pp_thr, pp_start, pp_end, pp_name, _i64(l_tid)[has], _i64(l_start)[has], nest_stats)
+    # where each graph-replayed kernel's node was captured: that moment's ranges are its layer (issue 37)
+    cap_rows, cap_tid, cap_t = _capture_points(db, fast, k)
+    inner, pp_path = nest_ranges(pp_thr, pp_start, pp_end, pp_name, np.concatenate([_i64(l_tid)[has], cap_tid]),
+                                 np.concatenate([_i64(l_start)[has], cap_t]), nest_stats)
+    inner, cap_inner = inner[:len(has)], inner[len(has):]
     if nest_stats.get("cut"):
         warnings.append(f"{nest_stats['cut']} NVTX path(s) deeper than {MAX_PATH_DEPTH} levels or longer than "
                         f"{MAX_PATH_CHARS} characters cut (\"…\")")
     g_path_codes = np.full(ng, -1, dtype=np.int64)
     g_path_codes[has] = np.where(inner >= 0, pp_path.codes[inner.clip(0)] if len(pp_path.codes) else -1, -1)
     g_path = Text(g_path_codes, pp_path.values)
+    if len(cap_rows):
+        g_path = _with_capture_paths(g_path, cap_rows, cap_inner, pp_path)
     # steps: NVTX push/pop ranges that are step markers (rooftop.steps); GPU work by the window it runs in
     steps = st.find_steps(pp_name.objects(), pp_path.objects(), pp_thr, pp_start, pp_end,
                           user=st.user_pattern(), name_ids=(pp_name.codes, pp_name.values),
@@ -409,6 +415,72 @@ def _read_tables(db: _Db, fast, progress) -> tuple[pd.DataFrame, dict]:
     meta["warnings"].extend(steps.warnings)
     meta["step_rule"] = steps.rule
     return rows, redact(meta)
+
+
+GRAPH_NODES = "CUDA_GRAPH_NODE_EVENTS"
+MAX_CLONE_HOPS = 16  # a node instantiated from a clone of a clone: followed this far back
+
+
+def _capture_points(db: _Db, fast, k: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the kernels run by a CUDA-graph replay (`graphNodeId` set, nsys --cuda-graph-trace=node):
+    (kernel row, thread, time) of the moment their node was created, i.e. captured.
+
+    nsys records each graph node's creation in CUDA_GRAPH_NODE_EVENTS (`graphNodeId`, `start`,
+    `globalTid`); an instantiated graph's nodes are copies whose `originalGraphNodeId` names the node
+    they were cloned from. A replayed kernel carries its executable node's id, so the chain of
+    originals leads back to the node stream capture created, on the capturing thread, inside the
+    NVTX ranges (layer, module) that were open then. Kernels with no such record are left out."""
+    empty = np.zeros(0, dtype=np.int64)
+    node = np.asarray(k["graphNodeId"].to_numpy(dtype=np.int64, na_value=-1)) if len(k["graphNodeId"]) else empty
+    if GRAPH_NODES not in db.tables or not (node >= 0).any():
+        return empty, empty, empty
+    ev = fetch(db, fast, GRAPH_NODES, ["start", "graphNodeId", "originalGraphNodeId", "globalTid"])
+    gid = np.asarray(ev["graphNodeId"].to_numpy(dtype=np.int64, na_value=-1))
+    start = np.asarray(ev["start"].to_numpy(dtype=np.int64, na_value=-1))
+    ok = (gid >= 0) & (start >= 0)
+    if not ok.any():
+        return empty, empty, empty
+    at = np.flatnonzero(ok)
+    at = at[np.lexsort((start[at], gid[at]))]  # by node, its earliest event (the creation) first
+    ids, first = np.unique(gid[at], return_index=True)
+    row = at[first]
+    orig = np.asarray(ev["originalGraphNodeId"].to_numpy(dtype=np.int64, na_value=-1))[row]
+    tid = np.asarray(ev["globalTid"].to_numpy(dtype=np.int64, na_value=-1))[row]
+    index = pd.Index(ids)
+    cur = index.get_indexer(node)  # each kernel's node among the recorded ones (-1: none)
+    for _ in range(MAX_CLONE_HOPS):  # to the node it was cloned from, while that one was recorded
+        up = np.where(cur >= 0, index.get_indexer(np.where(cur >= 0, orig[cur.clip(0)], -1)), -1)
+        step = (cur >= 0) & (up >= 0) & (up != cur)
+        if not step.any():
+            break
+        cur = np.where(step, up, cur)
+    kept = np.flatnonzero((cur >= 0) & (tid[cur.clip(0)] >= 0))
+    return kept, tid[cur[kept]], start[row][cur[kept]]
+
+
+def _with_capture_paths(g_path: Text, rows: np.ndarray, inner: np.ndarray, ranges: Text) -> Text:
+    """The GPU rows' paths with each replayed kernel's capture-time ranges after its launch's: the
+    `cudaGraphLaunch` path (the step) + "/" + the path open when its node was captured (the layer);
+    built once per distinct (launch path, capture path) pair."""
+    found = inner >= 0
+    rows, cap = rows[found], np.where(found, ranges.codes[inner.clip(0)] if len(ranges.codes) else -1, -1)[found]
+    rows, cap = rows[cap >= 0], cap[cap >= 0]
+    if not len(rows):
+        return g_path
+    launch = g_path.codes[rows]
+    pairs, back = np.unique((launch + 1) * (len(ranges.values) + 1) + cap, return_inverse=True)
+    values = list(g_path.values)
+    new_codes = np.empty(len(pairs), dtype=np.int64)
+    for j, pair in enumerate(pairs.tolist()):
+        lp, cp = divmod(pair, len(ranges.values) + 1)
+        text = ranges.values[cp] if lp == 0 else f"{g_path.values[lp - 1]}/{ranges.values[cp]}"
+        if len(text) > MAX_PATH_CHARS:
+            text = text[:MAX_PATH_CHARS - 1] + "…"
+        new_codes[j] = len(values)
+        values.append(text)
+    codes = g_path.codes.copy()
+    codes[rows] = new_codes[back.reshape(-1)]
+    return Text(codes, values).unique()
 
 
 def _infer_phases(steps, lo, hi, gs, kernel_names: Text, k, ng: int) -> None:
