@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import heap, limits
+from ..records import flat_text, plain_copy, strict
 from ..codes import by_first_seen
 from .schema import (FORMAT_VERSION, GPU_KINDS, HOST_COLUMNS, META_KEY, NUMERIC_CHECKED, REQUIRED, SCHEMA,
                      TEXT_COLUMNS, Trace, TraceError, one_line)
@@ -65,6 +66,9 @@ def json_safe(obj: Any, path=None, depth: int = 0) -> Any:
     if isinstance(obj, dict):
         return {_no_surrogates(str(k)): json_safe(v, path, depth + 1) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
+        text = flat_text(obj, allow_nan=False) if depth + 2 <= limits.MAX_META_DEPTH else None
+        if text is not None and strict(text):  # thousands of step entries, checked in C (rooftop/records.py)
+            return plain_copy(text)
         return [json_safe(v, path, depth + 1) for v in obj]
     return str(obj)
 
