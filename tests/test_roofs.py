@@ -366,3 +366,40 @@ def test_range_profiler_kernels_take_their_launching_op_in_launch_order(tmp_path
     rows, _ = read_kineto(path, workers=1)
     kern = rows[rows["kind"].astype(object) == "kernel"].sort_values("start_ns")
     assert kern["op"].astype(object).tolist() == ["aten::mm", "aten::add"]
+
+
+def test_the_steps_grid_keeps_the_reports_lower_bounds(tmp_path):
+    """Issue 33 item 8 on the Steps screen: a step whose costs cover part of its time shows `>=x`
+    for its rates (as the report does), a step with full coverage plain numbers, sorting stays numeric."""
+    import asyncio
+
+    from tui.app import RooftopApp
+
+    rows = []
+    for s in range(3):
+        b = s * 100_000
+        rows.append(k("gemv", b, 50_000, path=f"decode/step={s}", model_bytes=1e8, model_flops=2e8))
+        rows.append(k("custom", b + 50_000, 30_000 if s else 1, path=f"decode/step={s}"))  # steps 1, 2: 62% known
+    path = write_trace(tmp_path / "lb.parquet", rows, {"device": {"name": H100_SXM},
+                                                       "steps": [{"phase": "decode", "index": i} for i in range(3)]})
+
+    async def main():
+        app = RooftopApp([str(path)])
+        async with app.run_test(size=(160, 30)) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            await pilot.press("2")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            table = app.screen.query_one("#steps-table")
+            dt = table.query_one("DataTable")
+            heads = [c.label for c in table.cols]
+            return heads, [[str(c) for c in dt.get_row_at(i)] for i in range(3)], table.view
+    heads, cells, view = asyncio.run(main())
+    steps = analyze(load_trace(path)).steps
+    for i, rate in enumerate(("tflops", "tbps", "mfu", "mbu")):
+        col = heads.index({"tflops": "TFLOP/s", "tbps": "TB/s", "mfu": "MFU %", "mbu": "MBU %"}[rate])
+        by_step = {int(r["step"]): cells[j][col] for j, r in enumerate(view.to_dict("records"))}
+        cov = steps.set_index("step")["flops_coverage" if rate in ("tflops", "mfu") else "bytes_coverage"]
+        assert not by_step[0].startswith(">=") and cov[0] > 0.995
+        assert by_step[1].startswith(">=") and by_step[2].startswith(">=") and cov[1] < 0.7

@@ -5,8 +5,9 @@ rank-to-rank spread of its time and the straggler (slowest) rank; Enter there op
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+import numpy as np
 import pandas as pd
 from rich.text import Text
 from textual import on, work
@@ -17,7 +18,7 @@ from textual.reactive import reactive
 from textual.widgets import Static, Tree
 
 from rooftop.columns import RANK_STEPS, STEPS
-from rooftop.format import fmt_count, fmt_ns
+from rooftop.format import FULL_COVERAGE, fmt_count, fmt_ns
 
 from ..widgets.breadcrumb import RooftopScreen
 from ..widgets.columns import grid_col, grid_cols
@@ -25,9 +26,28 @@ from ..widgets.table import Col, FrameTable
 from ..widgets.text import sanitize
 from ..workers import post_if_current
 
-# Headers and units come from the core's column registry (rooftop/columns.py).
-STEP_COLS = grid_cols(STEPS, "phase", "step", "kernels", "span_ns", "busy_ns", "idle_frac", "tflops", "tbps",
-                      "mfu", "mbu", "tokens_per_s", "phase_source")
+# Headers and units come from the core's column registry (rooftop/columns.py). A rate over part of
+# the step's time (its costs known for less than all of it) is a lower bound: `>=x`, as in the report.
+_LOWER = {"tflops": "_flops_lower", "mfu": "_flops_lower", "tbps": "_bytes_lower", "mbu": "_bytes_lower"}
+STEP_COLS = [replace(c, lower=_LOWER.get(c.key)) for c in grid_cols(
+    STEPS, "phase", "step", "kernels", "span_ns", "busy_ns", "idle_frac", "tflops", "tbps", "mfu", "mbu",
+    "tokens_per_s", "phase_source")]
+
+
+def bounded_steps(rows: pd.DataFrame) -> pd.DataFrame:
+    """The step table as the grid shows it: a rate whose status is unknown is unknown (never 0), and
+    `_bytes_lower` / `_flops_lower` mark the rows whose rates are lower bounds (status "lower bound",
+    or coverage below full: `rooftop.format.bounded_cell`'s rule)."""
+    out = rows.copy()
+    for status, cov, cols, flag in (("mbu_status", "bytes_coverage", ("tbps", "mbu"), "_bytes_lower"),
+                                    ("mfu_status", "flops_coverage", ("tflops", "mfu"), "_flops_lower")):
+        st = out[status].astype(object) if status in out.columns else pd.Series(None, index=out.index, dtype=object)
+        c = pd.to_numeric(out[cov], errors="coerce") if cov in out.columns else pd.Series(np.nan, index=out.index)
+        for col in cols:
+            if col in out.columns:
+                out[col] = out[col].where(st != "unknown")
+        out[flag] = ((st == "lower bound") | (c < FULL_COVERAGE)).to_numpy(dtype=bool)
+    return out
 
 RANK_COL = grid_col(STEPS["rank"])
 DEVICE_COL = grid_col(STEPS["device"])  # one rank driving several GPUs: a row per device, chosen like a rank
@@ -93,7 +113,7 @@ class StepsScreen(RooftopScreen):
         else:
             self.multi_device = "device" in message.rows.columns
             cols = ([RANK_COL] if self.multi_rank else []) + ([DEVICE_COL] if self.multi_device else []) + STEP_COLS
-            await table.set_frame(message.rows, cols)
+            await table.set_frame(bounded_steps(message.rows), cols)
         hint = RANK_HINTS[message.spread] if self.multi_rank else HINT
         if not len(message.rows):
             hint = NO_STEPS

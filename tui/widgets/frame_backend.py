@@ -105,9 +105,21 @@ class NumberCells(_Cells):
     """One float array; `how` says how a value reads (see table._number_format): rounded to
     `digits`, whole, or fixed-point text."""
 
-    def __init__(self, values: np.ndarray, how: str, digits: int) -> None:
+    def __init__(self, values: np.ndarray, how: str, digits: int, lower: np.ndarray | None = None) -> None:
         super().__init__()
         self.values, self.how, self.digits = values, how, digits
+        # rows whose value is a lower bound (a rate over part of the time): shown `>=x`, right-aligned
+        self.lower = lower if lower is not None and lower.any() else None
+
+    def _bounded(self, pos, shown: list) -> list:
+        """`shown` (the values at `pos`) with each lower bound as `>=x`, aligned as numbers are."""
+        if self.lower is None:
+            return shown
+        from rich.text import Text
+
+        low = self.lower[pos].tolist()
+        return [Text(f">={v:n}" if not isinstance(v, str) else f">={v}", justify="right") if lo and v is not None
+                else v for v, lo in zip(shown, low)]
 
     @property
     def rows(self) -> int:
@@ -123,9 +135,12 @@ class NumberCells(_Cells):
         return float(round_cells(np.array([x]), self.digits)[0])
 
     def value(self, pos: int) -> Any:
-        return self._shown(float(self.values[pos]))
+        return self._bounded(np.array([pos]), [self._shown(float(self.values[pos]))])[0]
 
     def values_at(self, pos: np.ndarray) -> list:
+        return self._bounded(pos, self._values_at(pos))
+
+    def _values_at(self, pos: np.ndarray) -> list:
         """`value` of each position, rounded in one call (`round_cells` of an array rounds each value
         as it rounds that value alone)."""
         vals = self.values[pos]
@@ -157,7 +172,10 @@ class NumberCells(_Cells):
         shown = [self._shown(v) for v in ends if not np.isnan(v)]
         if nulls:
             shown.append(0 if self.how == "int" else 0.0)
-        return max(measure_width(v) for v in shown)
+        widest = max(measure_width(v) for v in shown)
+        if self.lower is not None and (self.lower if order is None else self.lower[order]).any():
+            widest += 2  # `>=`
+        return widest
 
 
 class FrameBackend(DataTableBackend[pd.DataFrame]):

@@ -40,6 +40,7 @@ class Col:
     label: str
     kind: str = "num"  # text | int | num | ns (shown in µs) | pct (0..1 shown as %) | mb (bytes shown in MB)
     digits: int = 1
+    lower: str | None = None  # a boolean frame column: where true, the value is a lower bound (`>=x`)
 
 
 def _numeric(values: pd.Series) -> pd.Series:
@@ -184,7 +185,9 @@ def frame_cells(frame: pd.DataFrame, cols: list[Col], fit: dict[str, int] | None
             if scale != 1.0:
                 values = values * scale
             how, digits = _number_format(values, c.digits)
-            out.append(NumberCells(values, how, digits))
+            lower = (frame[c.lower].to_numpy(dtype=bool, na_value=False)
+                     if c.lower is not None and c.lower in frame.columns else None)
+            out.append(NumberCells(values, how, digits, lower))
     return out
 
 
