@@ -14,8 +14,10 @@ sets both first thing, before its decoding workers fork, so that they read their
 too.
 
 Light on purpose (no pandas, no pyarrow): the import command sets it before loading them. Nothing
-where glibc is not (macOS, musl)."""
+where glibc is not (macOS, musl), nor with `ROOFTOP_HEAP_TUNING=0` (rooftop/speedups.py)."""
 from __future__ import annotations
+
+from . import speedups
 
 VIEW_MAP_FROM = 1 << 20
 IMPORT_MAP_FROM = 32 << 20  # (glibc's own ceiling for its dynamic threshold)
@@ -29,6 +31,8 @@ def map_from(nbytes: int) -> None:
     """From now on, arrays of at least `nbytes` get pages of their own from the system (above the
     viewer's 1 MiB, the trim threshold is raised with it: see the module's docstring)."""
     global _applied
+    if not speedups.on("HEAP_TUNING"):
+        return
     try:
         import ctypes
 
@@ -45,6 +49,8 @@ def trim() -> None:
     """Give the heap's free pages back to the system; the first call sets the viewer's threshold
     unless one is set (left to glibc, it rises to 32 MiB after the first big array is freed,
     whatever rooftop runs)."""
+    if not speedups.on("HEAP_TUNING"):
+        return
     if not _applied:
         map_from(VIEW_MAP_FROM)
     try:

@@ -183,7 +183,10 @@ def _report(analysis: Any) -> dict:
 def _paired(analysis: Any) -> bool:
     import pandas as pd
 
-    return int(pd.__version__.split(".")[0]) >= 3 and len(analysis.timed) >= PAIRED_MIN_ROWS
+    from . import speedups
+
+    return int(pd.__version__.split(".")[0]) >= 3 and len(analysis.timed) >= PAIRED_MIN_ROWS \
+        and speedups.on("THREADS")
 
 
 # Read only by a kernel group's launches and details (`Analysis.launches`, `kernel_detail`: the TUI),
@@ -457,9 +460,11 @@ def load_stored(path: str | os.PathLike, top: int = DEFAULT_TOP, footer: Any = N
     not sealed by this user for these bytes: the caller analyses the rows instead). A current
     summary that only lacks a valid seal (rooftop/seal.py) is appended to `unsealed`: the caller
     says that the rows were analysed, and compares (`disagreement`)."""
-    from . import limits
+    from . import limits, speedups
     from .footer import read_footer
 
+    if not speedups.on("SUMMARY"):  # off by choice: every answer from the rows (rooftop/speedups.py)
+        return None
     p = Path(path)
     try:
         if not p.is_file() or not isinstance(top, int) or top < 1:

@@ -25,6 +25,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from rooftop import speedups
 from rooftop.format import fmt_bytes
 from rooftop.text import write_csv
 
@@ -357,7 +358,7 @@ class RooftopApp(App[int]):
         if progress.worker.is_cancelled:
             self.post_message(LoadCancelled(index))
             return
-        if len(analysis.timed) >= FREEZE_GC_FROM:
+        if len(analysis.timed) >= FREEZE_GC_FROM and speedups.on("GC_FREEZE"):
             # The interpreter now holds ~110k long-lived objects (modules, classes, the trace). A full
             # cyclic collection walks them all, 80-130 ms, and one came every ~10 keys in a 1M-row
             # table. Collected once here, then frozen out of later collections (gc.freeze). Only big

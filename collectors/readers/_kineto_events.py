@@ -12,12 +12,13 @@ kept as text and one event at a time, as before. Both paths give the same column
 """
 from __future__ import annotations
 
-import os
 from decimal import Decimal, InvalidOperation
 from itertools import chain
 from typing import Any, Union
 
 import numpy as np
+
+from rooftop import speedups
 
 from ._jsonstream import DECODER
 
@@ -29,7 +30,7 @@ try:
     from . import _kineto_fast
 except ImportError:  # not built (no C compiler at install): msgspec's typed path reads every batch
     _kineto_fast = None
-if os.environ.get("ROOFTOP_COMPILED") == "0":  # off by choice (to compare, or to rule it out)
+if not speedups.on("COMPILED"):  # off by choice (to compare, or to rule it out: rooftop/speedups.py)
     _kineto_fast = None
 
 NULL = -(1 << 62)  # "unknown" in the integer columns, turned into null when the frame is built
@@ -232,6 +233,8 @@ def _typed() -> Any:
     global msgspec, _TYPED
     if msgspec is ...:
         try:
+            if not speedups.on("MSGSPEC"):  # off by choice: the exact path reads every batch
+                raise ImportError
             import msgspec as module
         except ImportError:  # the exact path alone still reads every file, only slower
             module = None

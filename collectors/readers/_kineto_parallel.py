@@ -41,6 +41,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 
+from rooftop import speedups
+
 from . import _jsonstream
 from ._kineto_events import Collector, before_fork
 
@@ -63,6 +65,8 @@ def workers_for(path_size: int, gz: bool, inflated_size: int | None = None) -> i
     env = os.environ.get("ROOFTOP_WORKERS", "").strip()
     if env.isdigit():
         return max(1, int(env))
+    if speedups.all_off():  # (rooftop/speedups.py: the umbrella means one process, unless set above)
+        return 1
     if gz and inflated_size is not None:
         path_size, gz = max(path_size, inflated_size), False
     if path_size < MIN_BYTES["gzip" if gz else "plain"]:

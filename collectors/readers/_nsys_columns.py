@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rooftop import limits
+from rooftop import limits, speedups
 
 
 @dataclass
@@ -148,7 +148,9 @@ def ints(col) -> pd.arrays.IntegerArray:
 
 def open_fast(path: Path):
     """An ADBC SQLite connection to the export (read-only, immutable: no lock, no -wal/-shm files),
-    or None where the driver is not installed or cannot open it."""
+    or None where the driver is not installed or cannot open it, or is turned off (`ROOFTOP_ADBC=0`)."""
+    if not speedups.on("ADBC"):
+        return None
     try:
         import adbc_driver_sqlite.dbapi as adbc
     except ImportError:

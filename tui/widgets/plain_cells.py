@@ -36,6 +36,8 @@ from textual.strip import Strip
 from textual_fastdatatable import DataTable
 from textual_fastdatatable.column import CELL_X_PADDING
 
+from rooftop import speedups
+
 from ..textual_private import line_crop, update_scrollbars
 
 ELLIPSIS = "…"
@@ -122,6 +124,7 @@ class PlainCellTable(DataTable):
         self._row_styles: dict[tuple, tuple[Style, Style]] = {}
         self._cell_styles: dict[tuple, Style] = {}  # (style without meta, row, column) -> with its meta
         self._paint_style: Style | None = None  # the widget's style during `render_lines`
+        self._painter = speedups.on("PLAIN_CELLS")  # off: every cell is the library's (rooftop/speedups.py)
         super().__init__(*args, **kwargs)
 
     def _clear_caches(self) -> None:
@@ -195,7 +198,7 @@ class PlainCellTable(DataTable):
 
     def _plain_ok(self) -> bool:
         """Whether cells of this table are one line cut with `…` and never markup (the fast path)."""
-        return self.max_column_content_width is not None and not self.render_markup
+        return self._painter and self.max_column_content_width is not None and not self.render_markup
 
     def _plain_row(self, row_index: int) -> bool:
         """Whether body row `row_index` takes the fast paths: no row labels, no fixed columns, a row
@@ -226,6 +229,8 @@ class PlainCellTable(DataTable):
     def render_lines(self, crop):
         # The widget's style, which the library reads for every line (a walk up the DOM and a
         # colour blend, ~0.1-0.3 ms), is read once per paint: nothing restyles during one.
+        if not self._painter:
+            return super().render_lines(crop)
         self._paint_style = self.rich_style
         try:
             return super().render_lines(crop)

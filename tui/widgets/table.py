@@ -28,6 +28,7 @@ from .frame_backend import MAX_DIGITS, FrameBackend, NumberCells, TextCells, rou
 from .order_cache import OrderCache, compact
 from .plain_cells import PlainCellTable
 from .text import sanitize, sanitize_series
+from rooftop import speedups
 from rooftop.apart import fit_apart
 from rooftop.text import has_unsafe
 
@@ -537,7 +538,7 @@ class FrameTable(Vertical):
 
     def _prefetch_orders(self) -> None:
         """Start computing the orders of the next two likely keys, `s` and `S`, unless kept."""
-        if not self.PREFETCH_ORDERS or not self.is_mounted or len(self.source) < self.DERIVE_IN_WORKER_FROM \
+        if not self.PREFETCH_ORDERS or not speedups.on("SORT_AHEAD") or not self.is_mounted or len(self.source) < self.DERIVE_IN_WORKER_FROM \
                 or not self.cols:
             return
         _, pattern, source, search_key = self._state()
