@@ -1,7 +1,9 @@
 """Every use of a private Textual (or textual-plotext) API, in one place, each with why.
 
-Pinned versions: textual 8.2.x, textual-plotext 1.0.x. A Textual upgrade that breaks the app breaks
-here first; each function says what it would fall back to without the private name.
+Pinned versions (pyproject.toml, which lists every private name): textual 8.2.x, textual-plotext
+1.0.x, textual-fastdatatable 0.19.x (whose DataTable internals tui/widgets/plain_cells.py overrides).
+A Textual upgrade that breaks the app breaks here first; each function says what it would fall back
+to without the private name.
 """
 from __future__ import annotations
 
