@@ -3,9 +3,18 @@ from __future__ import annotations
 
 import ctypes
 
+import pytest
+
 from rooftop import heap
 
 from test_kineto import _synthetic, _write
+
+
+@pytest.fixture(autouse=True)
+def heap_tuning_on(monkeypatch):
+    """On even in the run with every speedup off (.ci/run): this file is about
+    glibc's heap tuning."""
+    monkeypatch.setenv("ROOFTOP_HEAP_TUNING", "1")
 
 
 class _Libc:

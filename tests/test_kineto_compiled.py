@@ -4,7 +4,6 @@ stands in for: the same columns for every batch it takes, the batch left to the 
 allows, every cut and random corruption of a batch, hostile text, and the real captures."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import random
@@ -19,16 +18,29 @@ from collectors.readers import _jsonstream
 from collectors.readers import _kineto_events as ke
 from collectors.readers._kineto_events import Collector, Columns
 
-fast = ke._kineto_fast
+try:  # built, whatever ROOFTOP_COMPILED or ROOFTOP_SPEEDUPS say: this file tests it
+    from collectors.readers import _kineto_fast as fast
+except ImportError:
+    fast = None
 needs_compiled = pytest.mark.skipif(fast is None, reason="the compiled decoder is not built (no C compiler)")
+
+
+@pytest.fixture(autouse=True)
+def compiled_on(monkeypatch):
+    """The decoder, and msgspec's typed path it is compared with, on in this file's readers even in
+    the run with every speedup off (.ci/run)."""
+    monkeypatch.setattr(ke, "_kineto_fast", fast)
+    monkeypatch.setenv("ROOFTOP_MSGSPEC", "1")
+    if ke.msgspec is None:  # (turned off by an earlier read in this process: looked up again)
+        monkeypatch.setattr(ke, "msgspec", ...)
 
 
 def test_built_where_required():
     """CI builds it (a C compiler is on its machine) and sets ROOFTOP_REQUIRE_COMPILED=1: a build
     that failed quietly (the extension is optional) would otherwise leave these tests skipped.
-    Built is asked of the import system: `ROOFTOP_COMPILED=0` (or `ROOFTOP_SPEEDUPS=0`) leaves it
+    Built is asked of the module itself: `ROOFTOP_COMPILED=0` (or `ROOFTOP_SPEEDUPS=0`) leaves it
     built but unused."""
-    if importlib.util.find_spec("collectors.readers._kineto_fast") is None:
+    if fast is None:
         if os.environ.get("ROOFTOP_REQUIRE_COMPILED") == "1":
             pytest.fail("ROOFTOP_REQUIRE_COMPILED=1 but collectors.readers._kineto_fast is not built")
         pytest.skip("the compiled decoder is not built")
@@ -340,8 +352,7 @@ def test_turned_off_by_the_environment():
     import sys
 
     code = "from collectors.readers import _kineto_events as ke; print(ke._kineto_fast is None, ke.Collector().compiled)"
-    built = importlib.util.find_spec("collectors.readers._kineto_fast") is not None
-    for value, off in (("0", True), ("1", not built)):
+    for value, off in (("0", True), ("1", fast is None)):
         p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                            env={**os.environ, "ROOFTOP_COMPILED": value})
         assert p.stdout.split() == [str(off), str(not off)], p.stderr

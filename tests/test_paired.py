@@ -9,6 +9,13 @@ import pytest
 from rooftop.paired import built
 
 
+@pytest.fixture(autouse=True)
+def threads_on(monkeypatch):
+    """On even in the run with every speedup off (.ci/run): this file is about
+    column builds on two threads."""
+    monkeypatch.setenv("ROOFTOP_THREADS", "1")
+
+
 def test_results_come_in_the_builders_order_from_two_threads():
     seen: dict[str, str] = {}
 

@@ -21,6 +21,13 @@ from rooftop.trace.write import write_parquet
 from bad_inputs.corpus import _meta, _row
 
 
+@pytest.fixture(autouse=True)
+def summary_on(monkeypatch):
+    """On even in the run with every speedup off (.ci/run): this file is about
+    the stored summary."""
+    monkeypatch.setenv("ROOFTOP_SUMMARY", "1")
+
+
 def _write(path: Path, scale: float = 1.0) -> Path:
     rows = [_row(i, dur_ns=int(500 * scale), path=f"decode/step={i % 3}/layer=0/attn") for i in range(30)]
     summary.write_summarized(path, rows, _meta())

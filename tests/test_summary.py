@@ -32,6 +32,14 @@ SAMPLE = ROOT / "sample_traces" / "llama3-8b_h100-sxm_b1_fused.modeled.parquet"
 MARK = "FROM-THE-STORED-SUMMARY"
 
 
+@pytest.fixture(autouse=True)
+def summary_on(monkeypatch):
+    """On even in the run with every speedup off (.ci/run): this file is about
+    the stored summary."""
+    monkeypatch.setenv("ROOFTOP_SUMMARY", "1")
+    monkeypatch.setenv("ROOFTOP_THREADS", "1")  # (the summary's second thread: tested here too)
+
+
 def synthetic(tmp_path: Path, steps: int = 4) -> Path:
     """A decode loop of `steps` x 2 layers x 9 kernels, written with its summary."""
     return summary.write_summarized(tmp_path / "synth.parquet", synth_trace.decode_frame(steps, layers=2),

@@ -34,6 +34,13 @@ SHOWN = ("breadcrumb", "modeled-badge", "identity", "warnings-count", "phases", 
          "sources", "findings", "gap")
 
 
+@pytest.fixture(autouse=True)
+def summary_on(monkeypatch):
+    """On even in the run with every speedup off (.ci/run): this file is about
+    the first paint from a stored summary."""
+    monkeypatch.setenv("ROOFTOP_SUMMARY", "1")
+
+
 def _painted(screen: OverviewScreen) -> dict[str, list[str]]:
     """Each widget's lines as painted on screen (the text of its strips)."""
     out = {}

@@ -17,6 +17,13 @@ from tui.widgets.table import Col, FrameTable, _distinct_texts, sort_order
 
 # --- the distinct texts a text sort ranks ------------------------------------------------------
 
+@pytest.fixture(autouse=True)
+def sort_ahead_on(monkeypatch):
+    """On even in the run with every speedup off (.ci/run): this file is about
+    sort orders computed ahead."""
+    monkeypatch.setenv("ROOFTOP_SORT_AHEAD", "1")
+
+
 def test_distinct_texts_are_each_values_str_whatever_holds_them():
     arrow_backed = pd.Index(["b", "a", "é", "日本"], dtype=pd.StringDtype("pyarrow"))
     python_str = np.array(["b", "a", "é"], dtype=object)
