@@ -33,8 +33,8 @@ OUT = ROOT / "bench" / "out"
 # (a copy of collectors/readers/_kineto_events.Event, so that the floor imports msgspec alone and
 # not rooftop's pandas/pyarrow), on one core, the whole file at once, with the cyclic garbage
 # collector off as in rooftop's readers: left on, it rescans every launch's grid and block lists
-# again and again, which doubled this floor at 1M kernels (RESULTS 8.9). Events are tagged by phase,
-# the other phases decoded without their fields, as the importer decodes them since 8.9.
+# again and again, which doubled this floor at 1M kernels. Events are tagged by phase,
+# the other phases decoded without their fields, as the importer decodes them.
 MSGSPEC_FLOOR = """
 import gc, gzip, sys
 gc.disable()

@@ -111,9 +111,9 @@ def _sample_tree(pgid: int, peak: list, done: threading.Event, every_s: float = 
     """Peak of the summed RSS of the child and its descendants: `wait4`'s ru_maxrss is one
     process's peak, and a parallel reader's workers hold memory at once.
 
-    The descendants are found through each task's `children` file, a few reads per sample (~1.6%
-    of a core): a scan of every /proc entry took ~16% at this rate, taken from a measured tool that
-    uses both cores and not from the one-core floor (RESULTS 8.10). Where the kernel has no
+    The descendants are found through each task's `children` file, a few reads per sample: a scan
+    of every /proc entry at this rate took a noticeable share of a core, from a measured tool that
+    uses both cores and not from the one-core floor. Where the kernel has no
     `children` files, every process of the child's group, as before."""
     page = os.sysconf("SC_PAGE_SIZE")
     while not done.wait(every_s):
