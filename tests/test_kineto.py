@@ -25,6 +25,17 @@ FILES = ["nccl_parser_config__nccl_data.json.gz", "trace_filter__sampled_rank-0.
 KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
 
+@pytest.fixture
+def typed_on(monkeypatch):
+    """msgspec's typed path on, even in the run with every speedup off (.ci/run): the tests that
+    use it compare that path with the exact one."""
+    from collectors.readers import _kineto_events
+
+    monkeypatch.setenv("ROOFTOP_MSGSPEC", "1")
+    if _kineto_events.msgspec is None:  # (turned off by an earlier read in this process: looked up again)
+        monkeypatch.setattr(_kineto_events, "msgspec", ...)
+
+
 def _ns(v) -> int:
     return int(Decimal(str(v)) * 1000)
 
@@ -316,6 +327,7 @@ def _count_exact(monkeypatch) -> list:
     return slow
 
 
+@pytest.mark.usefixtures("typed_on")
 def test_fast_path_handles_the_fixtures_and_agrees_with_exact_path(fixture, monkeypatch):
     pytest.importorskip("msgspec")
     slow = _count_exact(monkeypatch)
@@ -382,6 +394,7 @@ def test_unexpected_types_take_the_exact_path(tmp_path, monkeypatch, compact):
     assert rows.equals(again)
 
 
+@pytest.mark.usefixtures("typed_on")
 def test_odd_launch_shapes_on_the_typed_path_read_as_on_the_exact_path(tmp_path, monkeypatch):
     """Every odd launch shape (two numbers, text, a fraction, a huge number, null, a nested list,
     none) reads on the typed path as on the per-event exact path: a fraction was unknown on the
@@ -406,6 +419,7 @@ def test_odd_launch_shapes_on_the_typed_path_read_as_on_the_exact_path(tmp_path,
     assert grids[6:8] == [[8, 1, 1], [8, 1, 1]] and grids[0] is None and grids == grids[9:] * 2
 
 
+@pytest.mark.usefixtures("typed_on")
 def test_phases_the_typed_decode_does_not_know_read_as_on_the_exact_path(tmp_path, monkeypatch):
     """The typed decode knows a complete event ("X", its phase anywhere in the object) and skips the
     fields of the format's other phases; an unknown phase, a null one or none makes its batch go
@@ -432,6 +446,7 @@ def test_phases_the_typed_decode_does_not_know_read_as_on_the_exact_path(tmp_pat
         assert "weird" not in set(fast["name"]) and len(fast) == len(plain)
 
 
+@pytest.mark.usefixtures("typed_on")
 def test_many_batches_and_gzip_agree_with_one_batch(tmp_path, monkeypatch):
     """A replicated synthetic trace read in ~100 typed batches equals the exact path's result."""
     doc = _synthetic()
@@ -518,6 +533,7 @@ def test_an_import_names_its_stages_after_the_read(tmp_path, monkeypatch):
     assert heard and all(len(h) == 2 for h in heard)
 
 
+@pytest.mark.usefixtures("typed_on")
 def test_untimed_counted_once_when_a_batch_falls_to_the_exact_path(monkeypatch):
     """A typed batch with untimed events in some categories and a timestamp a double cannot hold in
     the last one it converts is read again on the exact path: its untimed events count once."""
