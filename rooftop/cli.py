@@ -526,8 +526,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # Batch commands whose process ends as soon as they are done: their output is written (renamed into
-# place) and said, and Python's teardown would only free every object one at a time (~0.2 s after a
-# 100k-kernel import, ~0.3 s at 1M). Not under a profiler or a coverage tracer, which write at exit.
+# place) and said, and Python's teardown would only free every object one at a time (a visible
+# wait after a large import). Not under a profiler or a coverage tracer, which write at exit.
 _DONE_AT_ONCE = ("import", "report", "diff", "summarize", "export")
 
 

@@ -1,7 +1,7 @@
 """The key-value metadata and row count of a Parquet file, read from its footer in pure Python.
 
 `rooftop report` on a trace with a stored summary (rooftop/summary.py) must answer in a fraction of
-a second, and importing pyarrow (with numpy) alone costs 0.2-0.5 s on a small machine. The footer is
+a second, and importing pyarrow (with numpy) alone costs a good part of that. The footer is
 a Thrift-compact `FileMetaData` at the end of the file (`... FOOTER <u32 length> PAR1`): this reads
 its `num_rows` (field 3) and `key_value_metadata` (field 5) and skips everything else, never the
 row groups' data. Anything unexpected (not Parquet, an encrypted footer, a truncated or damaged
@@ -163,7 +163,7 @@ _VARINTS = (_I16, _I32, _I64)
 def _skip(data: bytes, pos: int, kind: int, depth: int) -> int:
     """The position after the value of compact type `kind` at `pos`. Most of a footer is skipped
     (the schema, every row group's column chunks: thousands of small structs at 1M rows), so this
-    is one function over local variables, not a method call per byte (3x faster: ~10 ms)."""
+    is one function over local variables, not a method call per byte."""
     if depth > MAX_DEPTH:
         raise _Bad("nested too deep")
     if kind in _VARINTS:

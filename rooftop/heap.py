@@ -3,10 +3,10 @@
 Where an array of at least the mmap threshold gets pages of its own from the system, they go back
 when it is freed, and a new one is faulted in page by page (and zeroed) again. Viewing a trace
 keeps the threshold at 1 MiB: a freed column in the heap under a live one would never be given back
-(the TUI Overview at 1M kernels: ~60 MB less RSS). An import is a run of its own that ends with its
+(less RSS for the TUI at 1M kernels). An import is a run of its own that ends with its
 file, whose peak the import bounds itself: there, arrays below 32 MiB come from the heap and are
-reused without faults (at 1M kernels ~1 s and half the system time less, ~50 MB more at the peak;
-at 100k, whose 1 MB columns sit just above 1 MiB, ~10% of the import). A threshold set by hand
+reused without faults (much less system time, a little more at the peak; at 100k kernels, whose
+columns sit just above 1 MiB, too: bench/RESULTS.md has the import's figures). A threshold set by hand
 also stops glibc from raising its trim threshold with it (left at 128 KiB, every free at the top
 of the heap gave the pages back, to be faulted in again by the next array): an import sets that to
 twice the mmap threshold, as glibc's own adjustment would, and trims at its stages (`trim`). It

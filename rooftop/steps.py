@@ -455,7 +455,7 @@ def parse_layers(paths: np.ndarray, arrow: tuple | None = ...) -> np.ndarray:
     """`parse_layer` of each path (object array of texts or None) -> float64, NaN where none.
 
     Plain ASCII paths take Arrow's regex engine (RE2), all at once: a million-kernel trace holds
-    ~350k distinct paths, ~2 s one at a time. The pattern means the same there for ASCII text
+    ~350k distinct paths, slow one at a time. The pattern means the same there for ASCII text
     without newlines (RE2's `\\d` is ASCII, its `$` is the very end); other paths take `parse_layer`.
     `arrow`: `_plain_texts(paths)`, where the caller has it."""
     import pyarrow as pa

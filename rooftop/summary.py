@@ -34,7 +34,7 @@ ANALYSIS_VERSION = 1
 SUMMARY_KEY = b"rooftop.summary"
 META_KEY = b"rooftop"  # the trace's own metadata (rooftop.trace.schema.META_KEY; not imported: pandas)
 DEFAULT_TOP = 10  # `rooftop report --top`'s default: the groups stored
-# A stored summary larger than this is not one rooftop wrote (1M kernels: ~5 MB, most of it steps).
+# A stored summary larger than this is not one rooftop wrote (1M kernels: a few MB, most of it steps).
 MAX_SUMMARY_BYTES = 128 << 20
 MAX_DEPTH = 16
 
@@ -77,7 +77,7 @@ def default_options(peaks: Any = "auto", override: Any = None, model: Any = None
 
 # --- writing ------------------------------------------------------------------------------------
 
-# The per-step lists are nine tenths of the document (1M kernels: 4 MB of 4.5): they are stored
+# The per-step lists are nine tenths of the document: they are stored
 # apart, already as `report --json` prints them, so a report reads and prints them without parsing.
 BULK = ("steps", "gap_steps")
 
@@ -155,8 +155,8 @@ def build(analysis: Any, meta_bytes: bytes, rows: int) -> dict[bytes, bytes] | N
 
 
 # Sections a large trace's summary computes on a second thread, beside the others: its grouping
-# by whole name and by category, the attention verdicts and the gap to ideal (at 1M kernels ~1.2 s
-# of ~2.5, on a core the written rows have just left idle). Below `PAIRED_MIN_ROWS` timed rows the
+# by whole name and by category, the attention verdicts and the gap to ideal (about half of the
+# summary's analysis, on a core the written rows have just left idle). Below `PAIRED_MIN_ROWS` timed rows the
 # thread costs more than it saves.
 SECOND_THREAD = ("top_kernels", "categories", "attention", "gap", "gap_steps")
 PAIRED_MIN_ROWS = 200_000

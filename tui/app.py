@@ -43,7 +43,7 @@ KEYLINE_HIDDEN = ("compare",)  # shown by the key line once two traces are open 
 
 # The longest the load waits for the Overview's first paint from the footer (see `Preview.shown`).
 PAINT_WAIT_S = 1.0
-# The longest the first mount waits for the trace's stored summary to be read (~0.1 s at 1M kernels):
+# The longest the first mount waits for the trace's stored summary to be read (well above its read):
 # when current, the Overview is the first screen, with its numbers (no loading screen painted first).
 SUMMARY_WAIT_S = 0.5
 # Timed rows from which the loaded heap is frozen out of the cyclic GC (see `_load`).
@@ -164,7 +164,7 @@ class LoadingScreen(Screen):
             with Center():
                 yield Static("", id="loading-progress")
             # No animated LoadingIndicator: redrawing it 60 times a second holds the GIL the loading
-            # thread needs (a 1M-kernel trace loaded 0.3 s slower).
+            # thread needs (a 1M-kernel trace loaded noticeably slower).
         yield Footer()
 
     def on_mount(self) -> None:
@@ -268,7 +268,7 @@ class RooftopApp(App[int]):
         self._overview: Screen | None = None  # the Overview painted from a Preview, before the load
         self._pending_mode: str | None = None  # a screen asked for while loading, opened once loaded
         # One trace: its footer preview (and stored summary) is read from now, beside Textual's own
-        # start-up, not from the first mount (~0.1 s sooner on screen); the load worker takes it.
+        # start-up, not from the first mount (sooner on screen); the load worker takes it.
         self._early_preview: EarlyPreview | None = None
         if len(self.paths) == 1:
             thread = threading.Thread(target=self._read_preview, args=(self.paths[0],), daemon=True,
@@ -340,7 +340,7 @@ class RooftopApp(App[int]):
                 self.post_message(Previewed(p))
             p.shown.wait(timeout=PAINT_WAIT_S)
         # pandas and pyarrow come with these, and with the load: after the first paint (above), so
-        # that importing them (~0.5-0.7 s here) does not hold the GIL the paint needs.
+        # that importing them does not hold the GIL the paint needs.
         from rooftop.trace import NotOneRun, TraceError
 
         progress = LoadReporter(self, index, path, get_current_worker(), ImportCancelled)
@@ -360,9 +360,9 @@ class RooftopApp(App[int]):
             return
         if len(analysis.timed) >= FREEZE_GC_FROM and speedups.on("GC_FREEZE"):
             # The interpreter now holds ~110k long-lived objects (modules, classes, the trace). A full
-            # cyclic collection walks them all, 80-130 ms, and one came every ~10 keys in a 1M-row
-            # table. Collected once here, then frozen out of later collections (gc.freeze). Only big
-            # traces: objects frozen can no longer be reclaimed as part of a cycle.
+            # cyclic collection walks them all, as long as a key may take, and one came every ~10
+            # keys in a 1M-row table. Collected once here, then frozen out of later collections
+            # (gc.freeze). Only big traces: objects frozen can no longer be reclaimed as part of a cycle.
             gc.collect()
             gc.freeze()
         self.post_message(Loaded(index, analysis))

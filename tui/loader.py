@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 # pandas, pyarrow and rooftop.trace (which imports both) are imported in the functions that use
 # them, never with this module: a trace with a current stored summary paints the Overview's
-# numbers from the footer before either is imported (~0.5-0.7 s of imports on a small machine,
-# holding the GIL the first paint needs), and the rows load after that paint.
+# numbers from the footer before either is imported (imports longer than that paint, holding
+# the GIL it needs), and the rows load after that paint.
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -152,7 +152,7 @@ def _preview_of_meta(path: str, meta: dict, rows: int) -> Preview:
     from rooftop.trace import Trace, conform_meta
 
     # The same metadata the full load gives (secrets out, sections conformed), less the steps
-    # list: the identity does not read it, and scrubbing thousands of steps costs 40 ms.
+    # list: the identity does not read it, and scrubbing thousands of steps costs time.
     meta, _ = conform_meta(redact({k: v for k, v in meta.items() if k != "steps"}))
     trace = Trace(pd.DataFrame(), meta, path)
     return Preview(trace, trace_identity(trace, counters=None), rows)  # counters: unknown until the rows are read
@@ -199,7 +199,7 @@ def preview(path: str, use_summary: bool = True,
     seen(out)
     # A small trace without a current summary opens complete from its rows. With one, even a small
     # trace opens from it: the full load imports pandas and pyarrow and analyses everything before
-    # its first paint (1-1.8 s at a thousand kernels, longer than a million kernels' summary takes).
+    # its first paint (at a thousand kernels, longer than a million kernels' summary takes).
     if out is not None or (footer is not None and footer.num_rows < PREVIEW_FROM):
         return out
     return _preview_of_rows(path, footer)
@@ -302,6 +302,6 @@ def open_analysis(path: str, peaks_override: Any = None, progress=None, **option
         trace.warnings.append(NOT_USED)
     a = analyze_warm(trace, peaks_override, **options)
     # Reading Parquet into pandas goes through Arrow buffers that are freed by then, but pyarrow's
-    # allocator (mimalloc) keeps their pages: ~330 MB of RSS at 1M kernels, given back here.
+    # allocator (mimalloc) keeps their pages (hundreds of MB at 1M kernels): given back here.
     pa.default_memory_pool().release_unused()
     return a

@@ -49,7 +49,7 @@ def update_scrollbars(widget: Any, virtual_size: Any) -> None:
     """What a layout pass does for a scrolling widget whose own size is unchanged and whose
     scrollable size is `virtual_size` (`ScrollView._size_updated` -> `Widget._scroll_update`):
     the scrollbars' visibility and sizes, the scroll offsets clamped. A sort of a million-row table
-    changes only that, and a layout pass reflows and repaints the whole screen (~30 ms). Fallback
+    changes only that, and a layout pass reflows and repaints the whole screen. Fallback
     without the private name: set `virtual_size` and let the layout pass run."""
     widget._scroll_update(virtual_size)
 

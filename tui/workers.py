@@ -13,8 +13,8 @@ from textual.worker import get_current_worker
 
 # Analysis work that builds big temporaries runs one at a time: the Overview's (findings, gap,
 # groups, computed behind the first paint) and a timeline's lanes. At a million kernels each adds
-# ~100-150 MB of temporaries to a ~450 MB frame; opened together (the timeline pressed while the
-# Overview still computes) their peaks added up to ~650 MB, and on two cores, with the GIL held
+# big temporaries to the frame; opened together (the timeline pressed while the Overview still
+# computes) their peaks added up, and on two cores, with the GIL held
 # by pandas for long stretches, running both at once finishes them little sooner.
 HEAVY = threading.Lock()
 
@@ -23,8 +23,7 @@ def post_if_current(node, message: Message) -> bool:
     """Post `message` from `node` unless the worker running this was cancelled; whether it was posted.
 
     A worker has just done its pandas work: the temporaries it freed sit in the C heap (glibc
-    keeps them while anything above is in use; ~150 MB after the Overview's analysis at 1M
-    kernels), so they are handed back here, off the UI thread."""
+    keeps them while anything above is in use), so they are handed back here, off the UI thread."""
     # (imported here, not with this module: the Overview's first paint imports it, and no pandas)
     from rooftop.trace.read import give_back_memory
 

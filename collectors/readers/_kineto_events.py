@@ -23,7 +23,7 @@ from rooftop import speedups
 from ._jsonstream import DECODER
 
 # msgspec is imported, and the typed path's types made, on the first batch that needs them
-# (`_typed`): ~20 ms that a read by the compiled decoder never spends before its workers start.
+# (`_typed`): time that a read by the compiled decoder never spends before its workers start.
 msgspec: Any = ...  # (...: not imported yet; None: not installed, the exact path alone reads every file)
 
 try:
@@ -194,7 +194,7 @@ class Columns:
         return self.data[f][:self.n]
 
     def release(self) -> None:
-        """Drop the data once joined (a 1M-kernel trace holds ~0.5 GB here)."""
+        """Drop the data once joined (a large share of a 1M-kernel import's memory)."""
         self.data = {f: np.empty(0, np.int64) for f in self.fields}
         self.n = 0
 
@@ -323,7 +323,7 @@ class Collector:
     def add_span(self, buf: str, start: int, stop: int) -> None:
         """`add_text("[" + buf[start:stop] + "]")`, without making that text where the compiled
         decoder takes the batch from `buf` itself (ASCII text, where characters are its bytes):
-        building a 4 MB batch's text costs ~2 ms, ~0.6 s of CPU at 1M kernels."""
+        building every batch's text adds up at 1M kernels."""
         cols = _kineto_fast.decode(buf, start, stop) if self.compiled and buf.isascii() else None
         self._add_batch(cols, lambda: "[" + buf[start:stop] + "]")
 

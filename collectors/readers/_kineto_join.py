@@ -154,7 +154,7 @@ MAX_CLIMB = 256  # vectorised steps up the parents before the one-pass fallback 
 def _paths_by_level(parent: np.ndarray, labels: list) -> list | None:
     """Each interval's path (its parent's, "/", its label), built a nesting level at a time, NumPy
     joining the texts of a whole level at once: what `nest_intervals`' pass builds one interval at
-    a time (~1 µs each: ~0.3 s for the 343k ranges of a 1M-kernel trace). None where any label is
+    a time (343k ranges in a 1M-kernel trace). None where any label is
     no text or the bounds would cut a path (deeper than MAX_PATH_DEPTH, longer than
     MAX_PATH_CHARS): the pass then handles the cuts."""
     n = len(parent)
@@ -191,7 +191,7 @@ def _pass_parents(thr: np.ndarray, st: np.ndarray, en: np.ndarray) -> np.ndarray
     stops at the latest of them. The parent is therefore the last earlier interval of the same
     thread that ends after the start, nested properly or not: found for all at once by halving
     jumps over a table of running maxima of the ends (~20 vectorised steps for 344k ranges,
-    against ~0.4 s of stack pushes and pops)."""
+    instead of a stack push and pop per range)."""
     n = len(st)
     if n < 2:
         return np.full(n, -1, dtype=np.int64)
@@ -318,7 +318,7 @@ def _shape3(g, prefix: str) -> tuple[np.ndarray, np.ndarray]:
 def _shape_column(shapes: tuple[np.ndarray, np.ndarray], n_none: int, order: np.ndarray) -> pd.arrays.ArrowExtensionArray:
     """Launch shapes of the kernels (`_shape3`), then `n_none` rows without one, taken in `order`,
     as Arrow fixed-size lists: conforming them is then a cast, not a Python list per distinct object
-    looked up by identity per row (~0.7 s at 1M kernels)."""
+    looked up by identity per row."""
     uniq, inverse = shapes
     table = np.vstack([uniq.reshape(-1, 3), np.zeros((1, 3), np.int64)])  # the last row: no shape (zeros
     # under a null list: a cast checks the values a null hides too)
@@ -443,8 +443,8 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
         mbytes[copy] = nb[copy] * factor[inv.ravel()]
     # rows by kind, each kind in time order: the GPU work, the ranges, a CPU-only run's ops, the
     # runtime calls. A load splits them so (`rooftop.trace.read.split_runtime`): stored so, its
-    # parts are slices of the table as read, not a copy of every column (~0.5 s and ~300 MB at 1M
-    # kernels). Built column by column once (no concat, sort or Python lists per row).
+    # parts are slices of the table as read, not a copy of every column. Built column by column
+    # once (no concat, sort or Python lists per row).
     nk, na = len(g), len(ann)
     op_part = oprows or {}
     no = len(op_part.get("ts", ()))
@@ -472,7 +472,7 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
     # each column is built by its own function, two at a time (`rooftop.paired`: most of it is
     # NumPy gathers and integer hashing, which leave the GIL to the other core); the frame takes
     # the new arrays as they are (`copy=False`: not consolidated, which copied every same-typed
-    # column into one 2-D block, ~0.15 s at 1M kernels, only for `to_table` to split it again)
+    # column into one 2-D block, only for `to_table` to split it again)
     rows = pd.DataFrame(built({
         "id": lambda: np.arange(nk + na + no + nr, dtype=np.int64),
         "kind": lambda: _categorical([(g.np("kind"), kinds), (np.full(na, 3), None), (np.full(no, 4), None),

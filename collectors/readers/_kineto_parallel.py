@@ -167,7 +167,7 @@ class ParallelSink:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
     def abort(self) -> None:
-        # Only the batches already handed to the workers are waited for (a few, ~0.1 s each):
+        # Only the batches already handed to the workers are waited for (a few, quick):
         # killing them could leave a 4 MB batch half-written into a pipe no one reads, and the
         # queue's feeder thread blocked on it at exit.
         self.close()
@@ -206,17 +206,17 @@ def boundaries(path, start: int, end: int, parts: int) -> list[int]:
 # The array is cut into pieces of about this many bytes (a few per process: at most `PIECES_MAX`
 # bytes, at least `PIECES_MIN`). Workers take pieces from the front, this process from the back
 # once its own work is done (its last piece, and before it the import of pandas and pyarrow, which
-# takes 0.4-0.75 s on this machine, more or less as it is loaded): whoever is free decodes the
+# takes longer as the machine is loaded): whoever is free decodes the
 # next piece, so the two ends meet wherever the processes' speeds put them. (A fixed share cannot:
-# with this process's range shortened by a fixed lead, it still finished 0.1-0.3 s after its
-# worker at 100k kernels.) A smaller piece balances finer; each costs a range read and a collector.
+# with this process's range shortened by a fixed lead, it still finished well after its worker
+# at 100k kernels.) A smaller piece balances finer; each costs a range read and a collector.
 PIECES_PER_PROCESS = 8
 PIECES_MIN, PIECES_MAX = 4 << 20, 24 << 20  # (under glibc's 32 MiB cap on the heap's mmap threshold:
 # a piece's bytes, read whole, then come from the heap and reuse its pages, `rooftop.heap`)
 # This process's own piece, the last, which it reads with the keys after the array once pandas and
 # pyarrow are loaded, is about this long: the workers take the rest from the front (with the
 # compiled decoder, one worker is through a 100k-kernel trace before that import is over: a full
-# piece read here after it, ~0.05 s, was all that stood between the import and the join).
+# piece read here after it was all that stood between the import and the join).
 OWN_PIECE = 256 << 10
 
 
@@ -294,7 +294,7 @@ _BETWEEN = b" \t\r\n,"  # what the stream skips between elements (`_jsonstream.S
 
 def _decode_whole(c: Collector, path, start: int, end: int) -> bool:
     """The piece's bytes read at once and handed to the compiled decoder as they are, whole (no
-    text decoded from them, no 4 MB batches cut from it: ~5-10% of a piece's decode); False, with
+    text decoded from them, no 4 MB batches cut from it); False, with
     nothing added, where it does not take them (text beyond ASCII, not its plain subset), and the
     stream then reads the piece as before."""
     with open(path, "rb") as f:
@@ -337,10 +337,10 @@ def _decode_pieces(path, pieces: list[tuple[int, int]], chunk: int, spill: int |
 
 
 # A worker's columns go back through a file, not through the pool's pipe: multiprocessing reads a
-# large result from its pipe at ~6 ms per MB here (a 160 MB range's columns: ~1 s, against ~0.3 s
-# written to and read from a file). The files are nameless (`tempfile.TemporaryFile`), made before
-# the fork and inherited by it, so nothing is left behind whatever happens to either process; a
-# worker that cannot write its file sends its columns through the pipe instead.
+# large result from its pipe several times slower than it is written to and read from a file.
+# The files are nameless (`tempfile.TemporaryFile`), made before the fork and inherited by it, so
+# nothing is left behind whatever happens to either process; a worker that cannot write its file
+# sends its columns through the pipe instead.
 SPILLED = "rooftop: columns in the range's file"
 
 
@@ -507,7 +507,7 @@ class RangeSplit:
         if self.pool is not None:
             for f in self.futures:
                 f.cancel()
-            # the results are in: the workers' exits (freeing their memory, ~0.15 s at 1M kernels)
+            # the results are in: the workers' exits (freeing their memory takes a while at 1M kernels)
             # are waited for by the pool's own thread, not by the import
             self.pool.shutdown(wait=False, cancel_futures=True)
             self.pool = None
@@ -552,7 +552,7 @@ def _file_id(path) -> tuple | None:
 
 def start_early(path, chunk: int, progress: _jsonstream.Progress | None = None) -> None:
     """For `rooftop import` of a large Kineto file: find the event array and fork the range
-    workers now, before this process imports pandas and pyarrow (~0.6 s), which it then does while
+    workers now, before this process imports pandas and pyarrow, which it then does while
     they decode (the pieces it would have decoded meanwhile are theirs); a gzip file is inflated into
     its temporary file first (`inflated`, `progress` drawn), which the read then takes over
     (`adopt_inflated`). `RangeSplit.start` adopts the workers when the read finds the array at the

@@ -1,6 +1,6 @@
 """`rooftop import`: its arguments, and a start that forks the decoding workers of a large Kineto
 file before the analysis libraries load. Light on purpose: it imports neither pandas nor pyarrow
-(`importers` does, ~0.6 s, which the workers spend decoding)."""
+(`importers` does: time the workers spend decoding)."""
 from __future__ import annotations
 
 import argparse
@@ -66,7 +66,7 @@ def _no_cyclic_gc():
 
 
 def _summary_modules() -> None:
-    """Import what the summary after the read imports (~40 ms), while the workers decode: this
+    """Import what the summary after the read imports, while the workers decode: this
     process then takes fewer of the pieces, where after the read it would hold up the rest."""
     import importlib
 
@@ -86,7 +86,7 @@ class ProgressLine:
     """`importing trace.json.gz: 42% (435/1036 MB)` on stderr, at most ~5 times a second, only for
     large inputs (`verb`: what is being done, "inflating" for the early start's gzip inflation);
     then, once the file is read, the stage the import is in (`stage`): the join, deriving names and
-    steps, the summary and the write are about half of a large import (~8 s of 16 at 1M kernels),
+    steps, the summary and the write are about half of a large import,
     during which the bytes alone would sit at their last reading."""
 
     MIN_BYTES = 32 << 20  # smaller inputs are read in about a second: no line

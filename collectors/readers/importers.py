@@ -96,7 +96,7 @@ def _out_of_range(rows: pd.DataFrame) -> np.ndarray:
             bad |= _wild_shapes(pa.array(rows[c].array))
             continue
         # each distinct object once (importers share one list per launch shape): a million rows
-        # hold a few hundred shapes, and checking them row by row cost ~2.5 s at 1M kernels
+        # hold a few hundred shapes, and checking them row by row was slow at 1M kernels
         vals = rows[c].to_numpy(dtype=object)
         present = np.flatnonzero(pd.notna(vals))  # rows without a shape hold None or NaN
         if not len(present):
@@ -301,7 +301,7 @@ def import_any(src: str | os.PathLike, progress: Progress | None = None) -> tupl
 
 # Text columns of few distinct values (names, paths: each shared by thousands of rows), handed on as
 # categoricals: conforming them (rooftop.trace.to_table) then maps and encodes each distinct value
-# once instead of hashing every row's string (1M kernels: ~4 s of its ~18 s).
+# once instead of hashing every row's string (a large part of conforming at 1M kernels).
 TEXT_COLUMNS = ("kind", "name", "path", "phase", "op")
 
 

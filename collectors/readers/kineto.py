@@ -52,7 +52,7 @@ def read_kineto(path: str | os.PathLike, progress: Progress | None = None,
     if n > 1:
         try:
             if s.gz:
-                # inflated whole first (~0.3 s per 100 MB, ~10% of the decode), then cut in byte
+                # inflated whole first (a small part of the decode), then cut in byte
                 # ranges as a plain file is; or streamed to the workers in batches when that fails
                 plain = adopt_inflated(path) or inflated(s, size)
                 s.close()
@@ -115,7 +115,7 @@ def _read(path: Path, s: _jsonstream.Stream, parallel: ParallelSink | RangeSplit
                     f"truncated trace ({s.truncated or failure}): kept {sink.events} complete events, dropped the "
                     f"last {lost} bytes (an incomplete event); anything written after the cut is lost")
         # from here on, column-sized arrays go back to the OS when freed (see `give_back_memory`;
-        # not during the decode, whose 4 MB batches would each be mapped afresh: ~20% slower)
+        # not during the decode, whose 4 MB batches would each be mapped afresh: slower)
         give_back_memory()
         import_command.stage(progress, import_command.JOINING)
         rows, meta = assemble(sink, head, path)

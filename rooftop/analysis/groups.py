@@ -51,7 +51,7 @@ def kernel_groups(timed: pd.DataFrame, by: str = "short_name", peak_flops=None, 
     columns["flops_source"] = source_labels(timed["flops_src"].to_numpy(), gid, n)
     columns.update(coverages(columns))
     # the columns computed as arrays and made into one frame (a few hundred groups: each pandas
-    # operation on them cost more than its arithmetic, ~12 ms a call in all)
+    # operation on them cost more than its arithmetic)
     total = time_ns.sum()
     columns["time_share"] = time_ns / total if total else np.full(n, np.nan)
     columns["mean_ns"] = time_ns / columns["count"]
@@ -79,7 +79,7 @@ def top_by_weight(gid: np.ndarray, values, weight: np.ndarray, n: int,
     """Per group: the value with the most weight (ties: the one met first in the rows), and how many
     distinct values the group holds. A missing value counts as one of them unless `dropna` (then a
     group of missing values only has NaN). Counted with bincounts over (group, value code) pairs,
-    not a groupby on the values: a million object keys cost ~150 MB of hashing at 1M kernels."""
+    not a groupby on the values, whose hashing of a million object keys costs memory."""
     if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype) and (len(values.cat.categories) + 1) * n <= 1 << 21:
         # a categorical's own codes (no hashing of every row; an unused category is never present),
         # where its categories are few enough for the (group, value) table

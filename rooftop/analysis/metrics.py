@@ -137,7 +137,7 @@ def grouped(frame: pd.DataFrame, keys: list[str], dropna: bool = True) -> tuple[
     """(group number per row, rows per group) as `frame.groupby(keys, sort=False, dropna=dropna)`
     gives them (`ngroup()`, `size()`, groups numbered in order of first appearance, the same index),
     from the keys' codes: a categorical's own, else factorized, combined into one integer per row.
-    pandas' grouper took ~0.07-0.35 s per call at 1M kernels, and the analysis groups the same rows
+    pandas' grouper is slow per call at 1M kernels, and the analysis groups the same rows
     six ways; the index is the one pandas makes of each group's first row. Rows with a missing key
     under `dropna` (which pandas numbers apart) and key combinations past 2**62 are left to pandas.
     Keys that are categorical, text or numbers, none missing, give the index directly (the same
@@ -473,7 +473,7 @@ _STAT_COLUMNS = ("rank", "device", "phase", "step", "kind", "start_ns", "end_ns"
 
 def _stat_columns(rows: pd.DataFrame) -> pd.DataFrame:
     """The prepared rows with only the columns the tables read: a filter or an added column then
-    copies these, not the ~60 columns of the trace (~0.1 s a copy at 1M kernels)."""
+    copies these, not the ~60 columns of the trace."""
     return rows[[c for c in _STAT_COLUMNS if c in rows.columns]]
 
 

@@ -86,7 +86,7 @@ def _shape(v: Any) -> list | None:
 def _shapes(values: np.ndarray, typ: pa.DataType) -> pa.Array:
     """Launch shapes ([x, y, z] per row, None where unknown) -> fixed-size lists, each distinct
     object converted once: importers share one list per shape, so a million rows hold a few
-    hundred (converting every row cost ~6 s at 1M kernels)."""
+    hundred (converting every row took seconds at 1M kernels)."""
     if not len(values):
         return pa.array([], type=typ)
     local, first = by_identity(values)
@@ -102,7 +102,7 @@ def to_table(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]], fill
     categoricals stay dictionaries, a type the readers accept for them and the writer stores as
     the schema's plain text (the same file). An import hands such a table on: its names are then
     never spelled out per row, and never hashed again by the scrub, the summary's read-back and
-    the split of the host rows (~1.3 s of hashing at 1M kernels, plus the text itself).
+    the split of the host rows (over a second of hashing at 1M kernels, plus the text itself).
 
     `fill_derived` computes `short_name`, `category`, `phase`, `step` and `layer` where the
     producer left them null. Every row's `name` is demangled here (Itanium `_Z...` symbols, as CUPTI
@@ -152,7 +152,7 @@ def to_table(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]], fill
             if outside.any():
                 frame["step"] = frame["step"].mask(outside)
     # columns the producer left out: one all-null array per type, shared (Arrow arrays are
-    # immutable), not one each: 2.3M rows of ~25 counter and stall columns are ~280 MB otherwise
+    # immutable), not one each: millions of rows of ~25 counter and stall columns otherwise
     nulls: dict = {}
 
     def null(typ: pa.DataType) -> pa.Array:

@@ -187,8 +187,8 @@ def is_parquet(path: str | os.PathLike) -> bool:
 def _read_filtered(pf: pq.ParquetFile, columns: list[str], kind: str, keep: bool) -> pa.Table:
     """The rows whose `kind` is (`keep`) or is not `kind`, the GPU rows kept first (in file order),
     then the others (see `split_runtime`). Read one column of one row group at a time and filtered
-    as it comes: the file is never decoded whole (a 2.3M-row Kineto import read whole and then
-    filtered peaked at ~980 MB). See `_row_group_column` for how each column is read."""
+    as it comes: the file is never decoded whole (read whole and then filtered, a large Kineto
+    import's load peaked far higher). See `_row_group_column` for how each column is read."""
     import pyarrow.compute as pc
 
     first: dict[str, list] = {c: [] for c in columns}
@@ -216,7 +216,7 @@ def _read_filtered(pf: pq.ParquetFile, columns: list[str], kind: str, keep: bool
             del col
             if pa.types.is_dictionary(types[c]) and pf.metadata.num_row_groups <= ONE_DICTIONARY_MAX_GROUPS:
                 # one dictionary for the column, not one per row group: the GPU rows and the ranges
-                # of an import, stored apart, name mostly the same paths (~45 MB twice at 1M kernels)
+                # of an import, stored apart, name mostly the same paths (held twice otherwise)
                 got = _one_dictionary(first, rest, c, got, types[c])
             for parts, chunks in got:
                 parts[c] += chunks
@@ -237,7 +237,7 @@ def _one_dictionary(first: dict, rest: dict, c: str, got: list, type_: pa.DataTy
     """A row group's chunks of dictionary column `c` (`got`: [(parts, chunks)]) over one dictionary
     with the chunks read before them, which share one already. The new chunks are unified behind an
     empty chunk carrying that dictionary, so a group costs its size and theirs, not a pass over
-    every earlier chunk again (that cost ~45 s on a file of 100 row groups). Arrow numbers the
+    every earlier chunk again (quadratic in the row groups). Arrow numbers the
     values in the order it meets them, so the unified dictionary begins with the earlier one and
     the earlier chunks keep their indices; checked, else everything is unified again."""
     before = first[c] + rest[c]
@@ -267,9 +267,8 @@ def _one_dictionary(first: dict, rest: dict, c: str, got: list, type_: pa.DataTy
 
 def _row_group_column(pf: pq.ParquetFile, group: int, name: str) -> pa.ChunkedArray:
     """One column of one row group. Text is read whole (one dictionary for the row group: read in
-    batches, each batch carried its own copy of it, 250 MB of range paths at 1M kernels); other
-    columns in 64k-row batches (decoding a launch shape of a 1M-row group at once held ~180 MB of
-    levels and builders for a 13 MB result)."""
+    batches, each batch carried its own copy of it); other columns in 64k-row batches (decoding a
+    launch shape of a 1M-row group at once held many times its result in levels and builders)."""
     want = pf.schema_arrow.field(name).type
     if _is_text(want):
         return pf.read_row_group(group, columns=[name], use_threads=False).column(0)
@@ -316,7 +315,7 @@ def _read_file(path: Path, skip_runtime: bool = False) -> tuple[pa.Table, dict[s
 def _columns_with_values(pf: pq.ParquetFile) -> list[str]:
     """The file's columns less the optional schema columns its statistics say hold no value at
     all (a trace without ncu leaves ~30 counter and stall columns empty; read, each would still
-    fill a buffer per row: 150 MB at 1M kernels). `_to_frame` gives them back as nulls."""
+    fill a buffer per row). `_to_frame` gives them back as nulls."""
     md, names = pf.metadata, pf.schema_arrow.names
     empty = set()
     if md.num_row_groups:
@@ -440,7 +439,7 @@ def _to_frame(held: list[pa.Table]) -> pd.DataFrame:
     the runtime rows were split off) are handed back first, since pandas allocates elsewhere; the
     time columns go to numpy straight (not through nullable Int64 and a cast); columns are
     converted one at a time, each dropped from the table once converted (all at once, the whole
-    table and the whole frame were held together: ~150 MB more at 1M kernels with ranges); blocks
+    table and the whole frame were held together); blocks
     are not consolidated (that would copy every same-typed column into one 2-D array at once)."""
     table = held.pop()
     give_back_memory()
@@ -498,8 +497,8 @@ def _copy_on_write() -> bool:
 
 def _repeated(one: Any, n: int) -> Any:
     """The one-row pandas array `one` (a null) as `n` rows that all view its single slot (NumPy
-    stride 0): a trace without ncu has ~30 counter and stall columns with no value, 160 MB at 1M
-    rows when each row has its own slot. The views are read-only: pandas (copy-on-write) copies a
+    stride 0): a trace without ncu has ~30 counter and stall columns with no value, a slot per
+    row each otherwise. The views are read-only: pandas (copy-on-write) copies a
     column before writing into it, and a filter, sort or arithmetic makes an ordinary array; values,
     dtypes and null-ness are those of the repeated row (unknown stays null)."""
     from pandas.arrays import BooleanArray, FloatingArray, IntegerArray, NumpyExtensionArray
@@ -525,7 +524,7 @@ def _categorical(col: pa.ChunkedArray) -> pd.Categorical | None:
     """A dictionary-encoded text column as the categorical pyarrow's `to_pandas` makes (same
     categories in the same order, same codes), built from the unified dictionary directly: pyarrow
     went through a Python string per category on the way (a Kineto import's range paths are 340k
-    distinct at 1M kernels: ~75 MB more at the peak of the load). None for any other column."""
+    distinct at 1M kernels, which raised the load's peak). None for any other column."""
     import pyarrow.compute as pc
 
     if not pa.types.is_dictionary(col.type) or not _is_text(col.type) or not col.num_chunks:
@@ -538,7 +537,7 @@ def _categorical(col: pa.ChunkedArray) -> pd.Categorical | None:
     categories = pd.Index(pd.array(dictionary.cast(pa.string()), dtype=pd.StringDtype("pyarrow", na_value=np.nan)))
     out = pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(categories, ordered=col.type.ordered))
     # Checking the categories are distinct left a hash table of them cached on the Index, with a
-    # Python string per category: ~45 MB for 340k range paths that nothing may look up by value.
+    # Python string per category (340k range paths at 1M kernels) that nothing may look up by value.
     # Dropped; pandas builds it again on the first lookup that needs it.
     getattr(out.categories, "_cache", {}).pop("_engine", None)
     return out
@@ -551,8 +550,8 @@ def _is_list(t: pa.DataType) -> bool:
 def _shared_lists(col: pa.ChunkedArray) -> np.ndarray:
     """A list column (grid, block) as pandas holds it (an object array of NumPy arrays, None for
     null), with one array per distinct list shared by every row that has it. Converted row by row,
-    1M launches made 1M small arrays, viewing Arrow buffers that stayed allocated: ~120 MB of
-    objects per column plus ~60 MB of Arrow pages; shared, 8 bytes a row. Lists with a null inside
+    1M launches made 1M small arrays, viewing Arrow buffers that stayed allocated; shared, 8 bytes
+    a row. Lists with a null inside
     are converted row by row, as before."""
     import pyarrow.compute as pc
 
@@ -584,7 +583,7 @@ def _shared_lists(col: pa.ChunkedArray) -> np.ndarray:
 def _shape_codes(flat: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
     """(the rows holding a list, a code per such row naming its list) for fixed-size lists of
     non-negative integers (launch shapes), from the numbers themselves: the text key of every row
-    (`binary_join`) held ~80 MB per column at 1M rows. None for any other list column, or numbers
+    (`binary_join`) was large at 1M rows. None for any other list column, or numbers
     too large to pack into one int64."""
     import pyarrow.compute as pc
 
@@ -619,7 +618,7 @@ def _shape_codes(flat: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
 def give_back_memory() -> None:
     """Return freed memory to the system: pyarrow's allocator keeps the pages of freed buffers,
     and glibc keeps a heap whose top is still in use (a load frees hundreds of MB of temporaries
-    between the arrays the frame keeps: ~150 MB of RSS at 1M kernels). Cheap (a few ms). The first
+    between the arrays the frame keeps). Cheap. The first
     call also fixes glibc's mmap threshold (`rooftop.heap`: 1 MiB, unless an import set its own)."""
     pa.default_memory_pool().release_unused()
     heap.trim()
@@ -684,8 +683,8 @@ def split_runtime(table: pa.Table) -> tuple[pa.Table, pd.DataFrame | None]:
             return table.drop_columns(empty), None
         return table.drop_columns(empty).take(_gpu_first(gpu, runtime)), None
     # Text dictionary-encoded before the split, not after: the filter then copies int32 codes, not
-    # the names and paths (~235 MB of text at 1M kernels), and each string is hashed once, in one
-    # pass (at 1M kernels ~0.3 s less). Each part keeps only its own values after (`_first_seen`).
+    # the names and paths, and each string is hashed once, in one pass. Each part keeps only its
+    # own values after (`_first_seen`).
     table = _encode_text(table)
     # every text column is a dictionary now (an import's came as one): each part keeps its own values
     encoded = [c for c in TEXT_COLUMNS if c in table.column_names and pa.types.is_dictionary(table.column(c).type)]

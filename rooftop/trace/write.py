@@ -71,8 +71,8 @@ def _as_stored(table: pa.Table, meta: Mapping[str, Any], path: Path) -> pa.Table
 def write_parquet(table: pa.Table, where: str | os.PathLike, extra: Mapping[bytes, bytes] | None = None) -> None:
     """`table` as Parquet (zstd; dictionary pages, deltas for `DELTA_COLUMNS`), with `extra` entries
     in the footer's key-value metadata only: put in the schema's metadata they would be stored
-    twice, once more base64-coded inside the serialised Arrow schema (a 5 MB summary made a 7 MB
-    trace 20 MB)."""
+    twice, once more base64-coded inside the serialised Arrow schema (a summary would then
+    weigh more than the rows)."""
     with _writer(where, table.schema) as writer:
         writer.write_table(_plain_text(table))
         _add_footer(writer, extra)
@@ -100,8 +100,8 @@ def _plain_text(table: pa.Table) -> pa.Table:
 
 
 # Row ids, start times and correlation ids mostly climb: stored as deltas, not as dictionaries of
-# a million distinct values (which Parquet builds, outgrows and abandons). At 1M kernels the rows
-# take 4.4 MB instead of 15.9, and the write ~0.4 s less CPU; they read back the same.
+# a million distinct values (which Parquet builds, outgrows and abandons): a smaller file and a
+# cheaper write; they read back the same.
 DELTA_COLUMNS = ("id", "start_ns", "correlation")
 
 
@@ -139,8 +139,8 @@ def write_handed_over(path: str | os.PathLike, held: list, meta: Mapping[str, An
     the GIL: the two overlap on a second core. The table is freed as soon as the write and
     `footer` are both done with it. Above `OVERLAP_MAX_BYTES` the rows are written first and
     `footer` runs after: while the writer holds the table, the summary's conversion cannot free it
-    as it goes (at 1M kernels, a 550 MB table, the overlap peaks ~100 MB higher than one after the
-    other, below the import's own peak, and saves ~2-3 s). The file is the one
+    as it goes (there the overlap peaks higher than one after the other; below the import's own
+    peak it saves time). The file is the one
     `write_trace(path, table, meta, extra=footer entries)` writes."""
     path = Path(path)
     box = [_as_stored(held.pop(), meta, path)]

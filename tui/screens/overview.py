@@ -443,7 +443,7 @@ class Findings(StyledStatic):
 
 def _steps_plot(steps: pd.DataFrame):
     """The step curve. plotext is imported here, after the first paint, not with this module: at
-    start-up it took 40-250 ms before a stored summary's numbers could be painted."""
+    start-up it delayed a stored summary's numbers."""
     from ..widgets.steps_plot import StepsPlot
 
     return StepsPlot(steps, id="step-curve")

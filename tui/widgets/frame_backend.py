@@ -3,7 +3,7 @@
 The widget asks its backend for the rows it paints (a screenful, cached) and for each column's
 widest value once. The Arrow backend answers from a table of every display value, built up front:
 at 1M raw launches that is a million-row Arrow table, its sorted copy, and a cast of every name to
-text to measure it (~900 MB of peak RSS). This one keeps, per shown column, what a cell needs
+text to measure it (far above the TUI's memory budget). This one keeps, per shown column, what a cell needs
 (category codes and each distinct cleaned name; numbers as one float array) and formats a cell
 when the widget asks for it: cost follows the rows on screen, not the rows in the frame.
 
@@ -183,7 +183,7 @@ class FrameBackend(DataTableBackend[pd.DataFrame]):
 
     The widget asks for a painted page cell by cell; the cells of BLOCK rows around the one asked
     are made at once (one take and one rounding per column) and the last few blocks kept, so a cell
-    costs a list lookup instead of a handful of NumPy scalar calls (~13 µs each)."""
+    costs a list lookup instead of a handful of NumPy scalar calls."""
 
     BLOCK = 64
     KEEP_BLOCKS = 8

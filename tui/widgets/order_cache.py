@@ -1,7 +1,7 @@
 """Row orders of a big table, kept once computed and shared between the threads that compute them.
 
-Sorting a million rows by one column takes 15-50 ms on this machine (a packed integer sort, see
-`table.sort_order`), which is half of what a key may take. The Kernels table changes its sort by
+Sorting a million rows by one column (a packed integer sort, see `table.sort_order`) takes a good
+part of what a key may take. The Kernels table changes its sort by
 `s` (the next column) and `S` (the other direction), so the orders a user asks for next are
 known: the table computes them in a thread after each sort is painted (`FrameTable`), and a key
 then finds its order here. A key that asks for an order while that thread is still computing it

@@ -1,10 +1,11 @@
 """A fastdatatable DataTable that paints plain cells without Rich's layout machinery.
 
 The library renders every body cell as `Styled(Padding(Align(value)))` through
-`Console.render_lines`: about 0.4 ms a cell on this machine, so a page of 37 rows x 9 columns costs
-~150 ms of CPU and a `pagedown` in a million-row table took 240-280 ms. Nearly every cell rooftop
-shows is one line of single-width text (a name, a number, the null sign), whose rendering is three to
-five segments of one style: a space, the value (cut with `…`, or aligned with spaces), a space.
+`Console.render_lines`, so a page of 37 rows x 9 columns took longer than a key may, and a
+`pagedown` in a million-row table with it (bench/RESULTS.md has the keys' figures). Nearly every
+cell rooftop shows is one line of single-width text (a name, a number, the null sign), whose
+rendering is three to five segments of one style: a space, the value (cut with `…`, or aligned
+with spaces), a space.
 `PlainCellTable` builds those segments directly, identical to the library's (checked segment by
 segment in tests/test_tui_table_backend.py), and hands anything else (wide or combining
 characters, control characters, markup, Rich renderables, headers, row labels, fixed cells) to the
@@ -139,7 +140,7 @@ class PlainCellTable(DataTable):
         own `sort` does in place with its Arrow backend: a new backend, the header relabelled, the
         widths and the scrollable size measured again, a new update count so that no cached row is
         reused. Removing the table and mounting a new one costs about four full repaints of a
-        million-row page (removal, mount, focus, cursor): ~150 ms of a sort here."""
+        million-row page (removal, mount, focus, cursor)."""
         backend.render_markup = self.render_markup
         self.backend = backend
         self._column_labels = list(column_labels)
@@ -154,7 +155,7 @@ class PlainCellTable(DataTable):
         """`_update_dimensions([])` (the scrollable size from the new widths) without the layout pass
         that setting `virtual_size` asks for. A sort's arrow widens or narrows a column's header
         (`step ▼`), so the scrollable width changes on most sorts; a layout pass then restyles and
-        repaints the whole screen (~30 ms at a million rows, on top of the table's own repaint).
+        repaints the whole screen (on top of the table's own repaint).
         Its only effect on this widget, whose own size is set by its container, is what
         `ScrollView._size_updated` does with an unchanged size: `_scroll_update` (the scrollbars'
         sizes, the scroll offsets clamped). That is done here; a layout pass is still asked for
@@ -176,7 +177,7 @@ class PlainCellTable(DataTable):
 
     def _body_row_styles(self, row_index: int, base_style: Style) -> tuple[Style, Style]:
         """(row style, style of the fill right of the last column) of a body row, as the library
-        computes them for every line (two walks up the DOM and a colour blend: ~0.3 ms a line).
+        computes them for every line (two walks up the DOM and a colour blend).
         They change with the CSS and the table's pseudo-classes, which the key holds, as the
         library's own row cache does."""
         look = (row_index % 2 if self.zebra_stripes else base_style, self._update_count, self._pseudo_class_state)
@@ -228,7 +229,7 @@ class PlainCellTable(DataTable):
 
     def render_lines(self, crop):
         # The widget's style, which the library reads for every line (a walk up the DOM and a
-        # colour blend, ~0.1-0.3 ms), is read once per paint: nothing restyles during one.
+        # colour blend), is read once per paint: nothing restyles during one.
         if not self._painter:
             return super().render_lines(crop)
         self._paint_style = self.rich_style
@@ -251,9 +252,9 @@ class PlainCellTable(DataTable):
         checked in tests/test_tui_table_backend.py and test_tui_sort_cache.py), built as one
         segment per plain cell, the form the library's segments take after `simplify`: a space,
         the text, its padding and a space share one style. The library builds every cell from three
-        to five segments through two caches, then joins, crops and simplifies them: a new page of
-        37 lines of the 1M raw table took ~9.6 ms here that way, ~6.4 ms this way (and the whole
-        widget's paint 13-15 -> 8-10 ms, with the style read once per paint)."""
+        to five segments through two caches, then joins, crops and simplifies them: a new page
+        costs about a third less this way (and the whole widget's paint less again, with the style
+        read once per paint)."""
         row_index = y - 1
         if row_index < 0 or not self._plain_row(row_index):
             return super()._render_line(y, x1, x2, base_style)

@@ -223,7 +223,7 @@ def sort_order(values: pd.Series, descending: bool, kind: str = "num") -> np.nda
 def _text_ranks(uniques, keep: bool = False) -> np.ndarray:
     """Each distinct text's lexical rank. `keep` (a categorical column's categories, the same
     object for every view of the column): kept for the last few columns sorted, so a sort by the
-    same column again, the other way or filtered skips ranking them (343k range paths: 30-60 ms)."""
+    same column again, the other way or filtered skips ranking them (343k range paths at 1M kernels)."""
     with _RANKS_LOCK:  # (orders are computed on worker threads)
         held = _RANKS.pop(id(uniques), None)
         if held is not None and held[0] is uniques:
@@ -231,7 +231,7 @@ def _text_ranks(uniques, keep: bool = False) -> np.ndarray:
             return held[1]
     rank = np.empty(len(uniques), dtype=np.int64)
     # Arrow's stable sort of the distinct texts: by UTF-8 bytes, which is code-point order, as
-    # Python compares str (200k distinct range paths: 40 ms, not 500 through Python objects)
+    # Python compares str (an order of magnitude faster than through Python objects)
     rank[pa.compute.sort_indices(_distinct_texts(uniques)).to_numpy()] = np.arange(len(uniques))
     rank.flags.writeable = False
     if keep:
@@ -250,11 +250,11 @@ _RANKS_LOCK = threading.Lock()
 def _distinct_texts(uniques) -> pa.Array:
     """The distinct values as Arrow text, each as `str(value)`. Strings (names, paths: the usual
     case) go to Arrow as they are; walking a pandas Index of 343k range paths in Python to call
-    `str` on each took ~250 ms of a 1M-row sort."""
+    `str` on each was most of a 1M-row sort."""
     held = getattr(uniques, "array", None)
     if isinstance(getattr(uniques, "dtype", None), pd.StringDtype) and hasattr(held, "__arrow_array__"):
         # pandas' Arrow-backed text (the categories of a loaded trace): its own Arrow array, no
-        # Python string made (343k paths: ~40 ms to make them, ~45 more to hand them to Arrow)
+        # Python string made (making them and handing them to Arrow cost more than the sort)
         arr = pa.array(held)
         if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
             if arr.null_count == 0:
@@ -420,7 +420,7 @@ class FrameTable(Vertical):
                  id: str | None = None, classes: str | None = None) -> None:
         """`on_view`: called on the UI thread each time the view changes, right after the table is
         given it, before `Changed` is posted: a status line it updates is painted in the same frame
-        as the rows (from the `Changed` message it came a frame, ~20-30 ms, after them)."""
+        as the rows (from the `Changed` message it came a frame after them)."""
         super().__init__(id=id, classes=classes)
         self.on_view = on_view
         self.cols = cols
@@ -516,7 +516,7 @@ class FrameTable(Vertical):
             await self.refresh_view(keep_cursor)
 
     # `description`: without one, Textual names a worker by the repr of its arguments, and a view
-    # carries its frame (the repr of a million-row frame: ~20 ms on the UI thread per sort)
+    # carries its frame (the repr of a million-row frame, on the UI thread, per sort)
     @work(thread=True, exclusive=True, exit_on_error=False, group="frame-table-order", description="the view's order")
     def _derive_worker(self, view: tuple, keep_cursor: bool) -> None:
         worker = get_current_worker()
@@ -621,7 +621,7 @@ class FrameTable(Vertical):
         self._serial += 1
         widest = self._widest()
         # PlainCellTable: the library's table, plain cells painted without Rich's layout (a page of a
-        # million-row view in ~10 ms instead of ~150)
+        # million-row view within a key's time; docs/speed.md)
         return PlainCellTable(backend=self._backend(widest), column_labels=self._labels(), cursor_type="row",
                          render_markup=False, null_rep="—", show_row_labels=False, zebra_stripes=True,
                          max_column_content_width=widest, id=f"{self.id or 'frame'}-table-{self._serial}")

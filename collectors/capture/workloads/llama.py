@@ -107,8 +107,8 @@ class Llama(nn.Module):
             torch.cuda.manual_seed_all(seed)
         # EFFICIENT and MATH refuse enable_gqa for dense inputs: expand K/V for them (and count it).
         repeat = attn in ("efficient", "math")
-        # Built on the device in its dtype: an 8B model built on the CPU in fp32 first took 32 GB of
-        # host memory and about a minute per run.
+        # Built on the device in its dtype: an 8B model built on the CPU in fp32 first took four bytes
+        # a parameter of host memory and a long wait per run.
         factory = {"device": device, "dtype": DTYPES[dtype]}
         self.embed = nn.Embedding(cfg.vocab, cfg.hidden, **factory)
         self.blocks = nn.ModuleList(Block(cfg, repeat, **factory) for _ in range(cfg.layers))
