@@ -289,11 +289,14 @@ def _reject(path: Path, fmt: str) -> None:
                                  "rooftop reads rooftop Parquet, Kineto JSON, nsys SQLite, .ncu-rep and ncu CSV")
 
 
-def import_any(src: str | os.PathLike, progress: Progress | None = None) -> tuple[pd.DataFrame | pa.Table, dict]:
-    """Rows and metadata of any supported trace (rooftop files are loaded, not converted)."""
+def import_any(src: str | os.PathLike, progress: Progress | None = None,
+               fmt: str | None = None) -> tuple[pd.DataFrame | pa.Table, dict]:
+    """Rows and metadata of any supported trace (rooftop files are loaded, not converted). `fmt`:
+    the format `check_format` gave already (collectors/open.py sniffs once per open)."""
     src = Path(src)
-    fmt = detect(src)
-    _reject(src, fmt)
+    if fmt is None:
+        fmt = detect(src)
+        _reject(src, fmt)
     with _reading(src, fmt):
         rows, meta = _read(src, fmt, progress)
     return _drop_impossible(rows, meta)
@@ -332,13 +335,15 @@ def _as_category(values: np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
 
 
-def convert(src: str | os.PathLike, progress: Progress | None = None) -> tuple[pa.Table, dict]:
+def convert(src: str | os.PathLike, progress: Progress | None = None, fmt: str | None = None) -> tuple[pa.Table, dict]:
     """Any supported trace as one conformed table and its metadata, scrubbed of secrets (the path
     every import and every in-memory conversion takes); the metadata's `warnings` say what was
-    dropped or cut."""
+    dropped or cut. `fmt`: as for `import_any`."""
     src = Path(src)
-    fmt = detect(src)
-    rows, meta = import_any(src, progress)
+    if fmt is None:
+        fmt = detect(src)
+        _reject(src, fmt)
+    rows, meta = import_any(src, progress, fmt)
     with _reading(src, fmt):
         if isinstance(rows, pa.Table):
             table = rows
