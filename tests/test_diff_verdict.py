@@ -24,7 +24,7 @@ import pytest
 
 from rooftop.analysis import verdict
 from rooftop.analysis.matching import families, match_keys
-from rooftop.cli import _analysis, main
+from rooftop_cli.commands import _analysis, main
 from rooftop.trace import load_trace, write_trace
 
 sys.path.insert(0, str(Path(__file__).parent))

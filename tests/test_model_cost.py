@@ -9,7 +9,7 @@ import pytest
 from rooftop.analysis import analyze
 from rooftop.analysis.model_cost import (Workload, attended_pairs, expected_experts, experts_touched, kv_read_bytes,
                                          kv_write_bytes, step_flops, weight_bytes)
-from rooftop.cli import main
+from rooftop_cli import main
 from rooftop.model_config import load_spec
 from rooftop.trace import load_trace, write_trace
 from test_models import LLAMA3_8B, MIXTRAL, QWEN3_30B_A3B, write

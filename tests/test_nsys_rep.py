@@ -17,7 +17,7 @@ import pytest
 
 from collectors.readers import nsys_rep
 from collectors.readers.importers import detect, load_any
-from rooftop.cli import main
+from rooftop_cli import main
 from rooftop.trace import TraceError, load_trace
 
 NSYS = "extra-p__extrap__tests__data__nsight__concurrent_example__concurrent.s1__profile1.sqlite"

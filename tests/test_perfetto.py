@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from rooftop.analysis import analyze
-from rooftop.cli import main
+from rooftop_cli import main
 from rooftop.perfetto import PHASES_TRACK, RANGES_TRACK, STEPS_TRACK, write_perfetto
 from rooftop.trace import load_trace, write_trace
 

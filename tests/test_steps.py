@@ -308,7 +308,7 @@ def test_hta_profiler_steps_match_plain_reader(fixtures_dir, name):
 # --- `--steps REGEX` on the command line ----------------------------------------------------------
 
 def test_cli_steps_pattern_on_report_and_its_errors(fixtures_dir, tmp_path, capsys):
-    from rooftop.cli import main
+    from rooftop_cli import main
 
     src = fixtures_dir / "traces" / (HTA + "nccl_parser_config__nccl_data.json.gz")
     assert main(["report", str(src), "--json", "--steps", r"^## (?P<phase>forward|backward) ##$"]) == 0
@@ -364,7 +364,7 @@ def test_vllm_python_stack_frames_are_the_steps_without_annotations(fixtures_dir
 def test_cli_open_shortcut_takes_steps(tmp_path, monkeypatch):
     """`rooftop TRACE --steps REGEX` is `rooftop open TRACE --steps REGEX`: the pattern is in force
     while the explorer loads the trace."""
-    import rooftop.cli as cli
+    import rooftop_cli.commands as cli
 
     seen = []
     monkeypatch.setattr(cli, "cmd_open", lambda paths, *rest: seen.append((paths, st.user_pattern().pattern)) or 0)

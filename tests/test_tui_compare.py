@@ -215,7 +215,7 @@ def _sign_ok(view) -> int:
 
 
 def test_slower_is_never_better_on_a_real_pair_in_both_orders(fixtures_dir):
-    from rooftop.cli import _analysis
+    from rooftop_cli.commands import _analysis
     from rooftop.analysis.verdict import verdicts
     from rooftop.diff_report import verdict_line
 
@@ -247,7 +247,7 @@ def test_different_gpus_said_on_top_and_gemms_matched_by_op(tmp_path):
     """A V100 and an A100 Kineto run of the same `aten::mm` (test_diff_verdict._kineto): the screen's
     first line under the runs says the hardware differs; the causes pair `volta_sgemm_*` with
     `cutlass_80_*` as `rooftop diff` does, and Enter opens each side's own kernel."""
-    from rooftop.cli import _analysis
+    from rooftop_cli.commands import _analysis
     from test_diff_verdict import _kineto
 
     v100 = _kineto(tmp_path / "v100.json", "Tesla V100-SXM2-16GB", (7, 0), 80, "volta_sgemm_128x64_nn", 40.0)
