@@ -181,15 +181,8 @@ def _use_steps(pattern: str | None, paths: list[str]) -> None:
         set_user_pattern(pattern)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    try:
-        from collectors.readers.importers import detect
-    except ImportError:
-        return
-    for p in paths:
-        if Path(p).exists() and detect(p) == "rooftop":
-            from rooftop.trace import TraceError
-            raise TraceError(p, "--steps applies when a profiler file is imported; this is a rooftop trace already",
-                             "import the original Kineto/nsys file with --steps")
+    from collectors.open import refuse_steps
+    refuse_steps(paths)
 
 
 def _nsys_arg(p: argparse.ArgumentParser) -> None:
@@ -233,77 +226,44 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _load(path: str, progress=None):
-    """Any supported trace (rooftop Parquet, or an import converted in memory, `progress` drawn as it
-    goes). A directory must be one run; any other is an error naming the traces it holds."""
-    try:
-        from collectors.readers.importers import check_directory, load_any
-    except ImportError:
-        from rooftop.trace import check_run_directory as check_directory, load_trace
-
-        def load_any(p, _progress):
-            return load_trace(p)
-    if Path(path).is_dir():
-        check_directory(path)
-    return load_any(path, progress)
-
-
 def _progress_line(path: str):
     """The import's progress line on stderr (`rooftop import`'s: a large file only, then its stages),
-    for a trace that is not Parquet, converted in memory; None without the importers."""
-    try:
-        from collectors.readers.import_command import ProgressLine, file_size
-    except ImportError:
-        return None
+    for a trace that is not Parquet, converted in memory."""
+    from collectors.readers.import_command import ProgressLine, file_size
     return ProgressLine(Path(path).name, size=file_size(Path(path)))
 
 
 def _analysis(path: str, peaks="auto", override=None, options: dict | None = None):
-    from rooftop.analysis import analyze
-    from rooftop.devices import peaks as device_peaks
+    """The trace's Analysis (collectors.open), its import's progress drawn on stderr as it goes."""
+    from collectors.open import OptionError, open_analysis
     bar = _progress_line(path)
     try:
-        trace = _load(path, bar)
-        given = None
-        if override is not None:
-            try:
-                given = device_peaks(trace.meta, override=override)
-            except ValueError as exc:
-                raise UsageError(str(exc)) from None
-        if bar is not None and bar.shown:  # (an import's line: the tables are computed as the report asks)
-            from collectors.readers.import_command import ANALYSING
-
-            bar.stage(ANALYSING)
-        a = analyze(trace, given, **(options or {}))
+        return open_analysis(path, bar, peaks=peaks if isinstance(peaks, str) else "auto", override=override,
+                             **(options or {}))
+    except OptionError as exc:
+        raise UsageError(str(exc)) from None
     finally:
-        if bar is not None:
-            bar.done()  # the line ended before the report, on stdout, begins
-    if isinstance(peaks, str) and peaks != "auto":
-        try:
-            a = a.with_peaks(peaks)
-        except ValueError as exc:
-            from rooftop.trace import TraceError
-            raise TraceError(path, str(exc), "calibrate with `rooftop calibrate` on the GPU") from None
-    return a
-
-
-_ANALYSIS_FLAGS = ("gpu", "model", "tp", "ep", "weight_dtype", "kv_dtype", "batch", "context", "new_tokens", "steps")
+        bar.done()  # the line ended before the report, on stdout, begins
 
 
 def _stored_report(args, unsealed: list | None = None) -> str | None:
-    """The report's output from the trace's stored summary (docs/summary.md), when it can answer: a
-    current summary, the default options, a trace file (not a directory); else None (analyse)."""
-    if args.peaks != "auto" or any(getattr(args, f, None) is not None for f in _ANALYSIS_FLAGS):
-        return None
-    from rooftop.render import render_report
-    from rooftop.summary import load_stored
-    stored = load_stored(args.trace, args.top, unsealed=unsealed)
+    """The report's output from the trace's stored summary (docs/summary.md), when it can answer
+    (collectors.open.stored_summary: the default options, a current summary of a trace file); else
+    None (analyse)."""
+    from collectors.open import stored_summary
+    flags = {f: getattr(args, f, None) for f in _ANALYSIS_FLAGS}
+    stored = stored_summary(args.trace, top=args.top, unsealed=unsealed, peaks=args.peaks, **flags)
     if stored is None:
         return None
+    from rooftop.render import render_report
     try:
         return stored.json_text() if args.json else render_report(stored.report)
     except ValueError:  # damaged per-step lists: analyse instead
         return None
+
+
+# Every option that changes the analysis: given any, the stored summary does not answer.
+_ANALYSIS_FLAGS = ("gpu", "model", "tp", "ep", "weight_dtype", "kv_dtype", "batch", "context", "new_tokens", "steps")
 
 
 def cmd_report(args) -> int:
@@ -406,20 +366,15 @@ def cmd_open(paths: list[str], override=None, options: dict | None = None) -> in
     from rooftop.trace import check_input
     for p in paths:
         check_input(p)  # missing, unreadable, a FIFO or a device: one line before the screen switches
+    formats = {}
     if len(paths) == 1:
         # Cheap content check before the terminal switches to the full-screen app: an empty or
-        # unrecognised file gets the one-line error at once (the app reports deeper problems).
-        try:
-            from collectors.readers.importers import check_format
-        except ImportError:
-            check_format = None
-        if check_format is not None:
-            check_format(paths[0])
-    try:
-        from tui.app import run_app
-    except ImportError as exc:
-        raise UsageError(f"the terminal UI needs textual: {exc}") from None
-    return run_app(list(paths), peaks_override=override, **(options or {}))
+        # unrecognised file gets the one-line error at once (the app reports deeper problems), and
+        # the app opens it as sniffed here.
+        from collectors.open import sniff
+        formats[paths[0]] = sniff(paths[0])
+    from tui.app import run_app
+    return run_app(list(paths), peaks_override=override, formats=formats, **(options or {}))
 
 
 def _check_gpu(gpu: str | None) -> None:

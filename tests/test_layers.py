@@ -33,8 +33,8 @@ CONTRACTS = {
         wing="collectors/open.py", forbidden=("torch", "nvtx", "collectors.capture", "collectors.predict", *UI, "tui")),
     "collection never imports the TUI": dict(
         wing="collectors", forbidden=(*UI, "tui")),
-    "the TUI never imports torch, and opens files through the readers only": dict(
-        wing="tui", forbidden=("torch", "nvtx", "collectors.capture", "collectors.predict")),
+    "the TUI never imports torch, and opens files through collectors.open only": dict(
+        wing="tui", forbidden=("torch", "nvtx", "collectors.capture", "collectors.predict", "collectors.readers")),
 }
 
 
@@ -97,7 +97,9 @@ def test_layer_contract(contract):
     ("readers of existing files import no torch and no collection code", "import torch"),
     ("opening a trace imports no torch and no collection code", "import torch"),
     ("collection never imports the TUI", "from textual.app import App"),
-    ("the TUI never imports torch, and opens files through the readers only", "from collectors.capture import collect"),
+    ("the TUI never imports torch, and opens files through collectors.open only", "from collectors.capture import collect"),
+    ("the TUI never imports torch, and opens files through collectors.open only",
+     "from collectors.readers.importers import detect"),
 ])
 def test_each_contract_catches_a_wrong_import(tmp_path, contract, wrong):
     """A deliberately wrong import in each wing breaks its contract (the check is not vacuous)."""
@@ -138,3 +140,49 @@ def test_python_m_rooftop_imports_only_the_command():
     assert imports_of(ROOT / "rooftop" / "__main__.py") == {"rooftop_cli.commands", "rooftop_cli.commands.main", "sys"}
     assert CONTRACTS["the core is headless: rooftop/ imports no edge, no UI, no torch and not the command"][
         "exclude"] == ("rooftop/__main__.py",)
+
+
+# Format sniffing: the readers' `detect` and `check_format` (collectors/readers/importers.py). The
+# readers use them inside (`rooftop import`'s own command, a directory's files); everything else
+# that opens a trace goes through collectors/open.py, which sniffs once per open.
+SNIFF = {"detect", "check_format"}
+
+
+def _sniff_calls(path: Path) -> list[int]:
+    """Lines of `path` that call or import a sniff function."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if name in SNIFF:
+                lines.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").endswith("importers"):
+            if SNIFF & {a.name for a in node.names}:
+                lines.append(node.lineno)
+    return lines
+
+
+def sniffers(root: Path) -> dict[str, list[int]]:
+    files = [f for w in ("rooftop", "rooftop_cli", "tui", "collectors") for f in sorted((root / w).rglob("*.py"))]
+    out = {}
+    for f in files:
+        rel = f.relative_to(root).as_posix()
+        if rel.startswith("collectors/readers/"):
+            continue
+        if lines := _sniff_calls(f):
+            out[rel] = lines
+    return out
+
+
+def test_the_format_is_sniffed_in_one_module():
+    assert set(sniffers(ROOT)) == {"collectors/open.py"}
+
+
+def test_the_sniff_check_catches_a_second_sniffer(tmp_path):
+    (tmp_path / "collectors").mkdir()
+    (tmp_path / "collectors" / "open.py").write_text("from .readers.importers import detect\n")
+    (tmp_path / "tui").mkdir()
+    (tmp_path / "tui" / "loader.py").write_text("def f(p, importers):\n    return importers.detect(p)\n")
+    assert set(sniffers(tmp_path)) == {"collectors/open.py", "tui/loader.py"}

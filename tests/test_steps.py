@@ -265,11 +265,11 @@ def test_vllm_gb10_decode_steps_match_plain_reader(fixtures_dir):
 
 
 def test_vllm_gb10_report_has_ten_decode_steps(fixtures_dir):
-    from collectors.readers.importers import load_any
+    from collectors.open import open_trace
     from rooftop.analysis import analyze
     from rooftop.report import report_dict
 
-    doc = report_dict(analyze(load_any(fixtures_dir / "traces" / VLLM)), 5)
+    doc = report_dict(analyze(open_trace(fixtures_dir / "traces" / VLLM)), 5)
     phases = {p["phase"]: p for p in doc["phases"]}
     assert phases["decode"]["steps"] == 10 and "run" not in phases
     assert phases[st.BETWEEN_STEPS]["steps"] == 0 and phases[st.AFTER_LAST_STEP]["steps"] == 0

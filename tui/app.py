@@ -255,9 +255,12 @@ class RooftopApp(App[int]):
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
 
-    def __init__(self, paths: list[str], peaks_override: Any = None, **analysis_options: Any) -> None:
+    def __init__(self, paths: list[str], peaks_override: Any = None, *, formats: dict[str, str] | None = None,
+                 **analysis_options: Any) -> None:
         super().__init__()
         self.paths = [str(p) for p in paths]
+        # path -> format, for a path the front door sniffed already (collectors.open.sniff)
+        self.formats = {str(p): f for p, f in (formats or {}).items()}
         self.peaks_override = peaks_override  # the user's --gpu/--peaks (rooftop.devices.Override)
         self.analysis_options = analysis_options  # `--model` and the workload flags, for `analyze`
         self.analyses: list[Any] = []
@@ -344,7 +347,8 @@ class RooftopApp(App[int]):
 
         progress = LoadReporter(self, index, path, get_current_worker(), ImportCancelled)
         try:
-            analysis = open_analysis(path, self.peaks_override, progress, **self.analysis_options)
+            analysis = open_analysis(path, self.peaks_override, progress, fmt=self.formats.get(path),
+                                     **self.analysis_options)
         except ImportCancelled:
             self.post_message(LoadCancelled(index))
             return
@@ -368,11 +372,9 @@ class RooftopApp(App[int]):
 
     def _default_options(self) -> bool:
         """Whether the analysis is asked with the defaults: only then can a stored summary answer."""
-        from rooftop.summary import default_options
+        from collectors.open import summary_answers
 
-        return default_options(override=self.peaks_override, model=self.analysis_options.get("model"),
-                               workload=self.analysis_options.get("workload")) \
-            and not set(self.analysis_options) - {"model", "workload"}
+        return summary_answers(override=self.peaks_override, **self.analysis_options)
 
     def cancel_load(self) -> None:
         """Esc while importing: stop every load (the importer stops at its next chunk) and leave."""
@@ -536,12 +538,14 @@ def _whole_names(frame, screen):
     return with_whole_names(frame, mapping)
 
 
-def run_app(paths: list[str], peaks_override: Any = None, **analysis_options: Any) -> int:
-    """Run the TUI on one trace (or two, for Compare); 2 when nothing could be opened."""
+def run_app(paths: list[str], peaks_override: Any = None, *, formats: dict[str, str] | None = None,
+            **analysis_options: Any) -> int:
+    """Run the TUI on one trace (or two, for Compare); 2 when nothing could be opened. `formats`:
+    path -> format, for paths the caller sniffed already (collectors.open.sniff)."""
     if len(paths) > 2:
         print(f"rooftop: error: rooftop opens one trace, or two to compare; got {len(paths)}", file=sys.stderr)
         return 2
-    app = RooftopApp(paths, peaks_override, **analysis_options)
+    app = RooftopApp(paths, peaks_override, formats=formats, **analysis_options)
     code = app.run()
     if app.errors and not app.analyses:
         for line in app.errors:

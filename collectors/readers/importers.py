@@ -1,8 +1,9 @@
 """Open any trace a user has: detect the format from the content, convert, or load.
 
-`rooftop import SRC [-o OUT]` writes the converted trace; `load_any` converts in memory (what
-`rooftop FILE` and the TUI use). Formats are recognised by their bytes, not their extension, since
-traces get renamed (`trace.json` that is gzipped, `profile.sqlite` that is a Parquet file...).
+`rooftop import SRC [-o OUT]` writes the converted trace; `convert` converts in memory (what
+`collectors.open` opens `rooftop FILE`, `report` and the TUI's traces with). Formats are recognised
+by their bytes, not their extension, since traces get renamed (`trace.json` that is gzipped,
+`profile.sqlite` that is a Parquet file...).
 """
 from __future__ import annotations
 
@@ -25,10 +26,10 @@ from rooftop.codes import by_identity
 from rooftop.summary import write_summarized_handed_over
 from rooftop.text import printable
 from rooftop.trace.read import give_back_memory
-from rooftop.trace import (Trace, TraceError, check_input, check_run_directory, check_writable, json_safe, load_trace, parquet_files,
-                           scrub_all, to_table, trace_from_table, write_trace)
+from rooftop.trace import (TraceError, check_input, check_run_directory, check_writable, json_safe, load_trace, parquet_files,
+                           scrub_all, to_table, write_trace)
 
-from .import_command import DERIVING, LOADING, SUMMARIZING, WRITING, stage
+from .import_command import DERIVING, SUMMARIZING, WRITING, stage
 
 # progress(done, total[, unit]): bytes read of the file, or (nsys, which reads SQLite tables) "stages";
 # a display with a `stage` method also hears the stages after the read (`import_command.stage`)
@@ -419,16 +420,6 @@ def _ranks(src: Path, files: list[Path], metas: list[dict]) -> list[int]:
                                "keep one trace per rank in the directory")
         seen[r] = f
     return out
-
-
-def load_any(path: str | os.PathLike, progress: Progress | None = None) -> Trace:
-    """A `Trace` from any supported file: rooftop files via `load_trace`, others converted in memory."""
-    path = Path(path)
-    if detect(path) in ("rooftop", "rooftop-dir"):
-        return load_trace(path)
-    table, meta = convert(path, progress)
-    stage(progress, LOADING)
-    return trace_from_table(table, meta, path)
 
 
 # --- `rooftop import` ----------------------------------------------------------------------------
