@@ -193,28 +193,9 @@ class LoadingScreen(Screen):
         self.app.cancel_load()
 
 
-class PlaceholderScreen(RooftopScreen):
-    """Stands in for a screen whose module is not there yet."""
-
-    def __init__(self, analysis: Any, title: str, why: str) -> None:
-        super().__init__(analysis)
-        self.crumbs[-1] = title
-        self.why = why
-
-    def compose_body(self) -> ComposeResult:
-        yield Static(self.why, id="placeholder", classes="muted")
-
-
-def _colleague_screen(module: str, cls: str, title: str, *analyses: Any) -> Screen:
-    """Screens 4-6 are written elsewhere: import lazily, show a placeholder while they are missing."""
-    name = f"tui.screens.{module}"
-    try:
-        mod = importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name != name:
-            raise
-        return PlaceholderScreen(analyses[0], title, f"The {title} screen is not available in this build.")
-    return getattr(mod, cls)(*analyses)
+def _lazy_screen(module: str, cls: str, *analyses: Any) -> Screen:
+    """Screens 4-6, imported when first shown (their charts' libraries stay out of the start)."""
+    return getattr(importlib.import_module(f"tui.screens.{module}"), cls)(*analyses)
 
 
 class RooftopCommands(Provider):
@@ -460,12 +441,12 @@ class RooftopApp(App[int]):
             self.add_mode("overview", lambda: OverviewScreen(a))
         self.add_mode("steps", lambda: StepsScreen(a))
         self.add_mode("kernels", lambda: KernelsScreen(a))
-        self.add_mode("roofline", lambda: _colleague_screen("roofline", "RooflineScreen", "Roofline", a))
-        self.add_mode("stalls", lambda: _colleague_screen("stalls", "StallsScreen", "Stalls", a))
-        self.add_mode("timeline", lambda: _colleague_screen("timeline", "TimelineScreen", "Timeline", a))
+        self.add_mode("roofline", lambda: _lazy_screen("roofline", "RooflineScreen", a))
+        self.add_mode("stalls", lambda: _lazy_screen("stalls", "StallsScreen", a))
+        self.add_mode("timeline", lambda: _lazy_screen("timeline", "TimelineScreen", a))
         if len(self.analyses) > 1:
             b = self.analyses[1]
-            self.add_mode("compare", lambda: _colleague_screen("compare", "CompareScreen", "Compare", a, b))
+            self.add_mode("compare", lambda: _lazy_screen("compare", "CompareScreen", a, b))
         mode, self._pending_mode = self._pending_mode or "overview", None
         if self.current_mode != mode:
             self.switch_mode(mode)

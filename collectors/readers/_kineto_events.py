@@ -23,7 +23,7 @@ from ._jsonstream import DECODER
 
 # msgspec is imported, and the typed path's types made, on the first batch that needs them
 # (`_typed`): ~20 ms that a read by the compiled decoder never spends before its workers start.
-msgspec: Any = ...  # (...: not imported yet; None: not installed, the exact path alone reads every file)
+msgspec: Any = ...  # (...: not imported yet; None: turned off (tests), the exact path alone reads every file)
 
 try:
     from . import _kineto_fast
@@ -228,13 +228,11 @@ _TYPED: Any = None  # the typed path's decoder and types, once made (`_typed`)
 
 def _typed() -> Any:
     """The typed path's decoder and types (`decoder`, `Event`, `noargs`, `null_raw`), made on first
-    use; None without msgspec."""
+    use; None with msgspec turned off."""
     global msgspec, _TYPED
     if msgspec is ...:
-        try:
-            import msgspec as module
-        except ImportError:  # the exact path alone still reads every file, only slower
-            module = None
+        import msgspec as module  # (a dependency; tests set None to take the exact path alone)
+
         msgspec = module
     if msgspec is None:
         return None
