@@ -97,10 +97,11 @@ def open_analysis(path: str | os.PathLike, progress: Any = None, *, fmt: str | N
                   peaks: str = "auto", override: Any = None, note_unsealed: bool = False,
                   **options: Any) -> "Analysis":
     """`open_trace` then `analysis_of`, judged against the ceilings `peaks` names ("auto", else
-    "datasheet" or "measured": a `TraceError` when the trace has none such). A progress display that drew the import (a `ProgressLine`
-    that is `shown`) hears the analysis as its last stage. `note_unsealed`: a current stored summary
-    that was not used (no seal of this user's) is named among the trace's warnings, for a viewer
-    that does not compare it with the rows (the TUI; `rooftop report` compares)."""
+    "datasheet" or "measured": a `TraceError` when the trace has none such). A progress display
+    that drew the import (a `ProgressLine` that is `shown`) hears the analysis as its last stage.
+    `note_unsealed`: a current stored summary that was not used (no seal of this user's) is named
+    among the trace's warnings, for a viewer that does not compare it with the rows (the TUI;
+    `rooftop report` compares)."""
     trace = open_trace(path, progress, fmt=fmt, lazy_host=lazy_host)
     if note_unsealed:
         from rooftop.summary import NOT_USED, unsealed
