@@ -22,10 +22,10 @@ OUT = ROOT / "bench" / "out"
 SPLIT = """
 import json, sys, time
 t0 = time.perf_counter()
-from collectors.readers.importers import load_any
+from collectors.open import open_trace
 from rooftop.analysis import analyze
 from rooftop.report import report_text
-t1 = time.perf_counter(); tr = load_any(sys.argv[1])
+t1 = time.perf_counter(); tr = open_trace(sys.argv[1])
 t2 = time.perf_counter(); a = analyze(tr); a.steps; a.phases; a.groups(); a.findings; a.gap; a.rank_steps
 t3 = time.perf_counter(); report_text(a)
 t4 = time.perf_counter()

@@ -33,7 +33,7 @@ def main(argv=None) -> int:
     p.add_argument("--trace", type=Path, help="an existing trace with a sealed summary (else a synthetic one)")
     args = p.parse_args(argv)
     from rooftop import seal
-    from rooftop.cli import main as rooftop
+    from rooftop_cli import main as rooftop
 
     with tempfile.TemporaryDirectory() as tmp:
         path = args.trace

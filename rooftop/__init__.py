@@ -19,7 +19,7 @@ def _interrupted_while_starting(signum, frame):  # nothing is written yet: one l
 
 if _starting_as_the_program():
     # Ctrl-C while Python imports pandas and pyarrow (a second or more) would print a traceback of
-    # the import machinery; `rooftop.cli.main` puts the usual KeyboardInterrupt back once it runs.
+    # the import machinery; `rooftop_cli.commands.main` puts the usual KeyboardInterrupt back once it runs.
     import signal as _signal
 
     try:

@@ -2,8 +2,9 @@
 
 `rooftop report` and the Overview read it instead of analysing a million rows, when it is current:
 made by this analysis (`ANALYSIS_VERSION` and a digest of the core's code and device table), for
-this exact file (its metadata bytes and row count), with the default options, and sealed by this
-user's rooftop for these very bytes (rooftop/seal.py: anyone can recompute the other checks).
+this exact file (its metadata bytes and row count), with the default options (the one rule for
+those is `collectors.open.summary_answers`), and sealed by this user's rooftop for these very bytes
+(rooftop/seal.py: anyone can recompute the other checks).
 Anything else (an older rooftop, a changed device table, `--gpu`, `--model`, another `--top`, a
 damaged summary) and rooftop analyses the rows as it always did; a current summary without a
 valid seal is compared with the rows, and the report says it was not used (`unsealed_note`): a
@@ -15,7 +16,6 @@ footer is read by rooftop/footer.py); writing one imports the analysis when it r
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import math
@@ -62,17 +62,6 @@ def current_digest() -> str:
     options = {"top": DEFAULT_TOP, "peaks": "auto", "max_text": limits.max_text()}
     text = json.dumps({"version": ANALYSIS_VERSION, "code": code_digest(), "options": options}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-def default_options(peaks: Any = "auto", override: Any = None, model: Any = None, workload: Any = None,
-                    top: int = DEFAULT_TOP) -> bool:
-    """Whether the analysis is asked with the defaults (the only case a stored summary answers):
-    no --gpu/--peaks, no --model, no workload flags; `top` may be any count the summary holds."""
-    if peaks != "auto" or override is not None or model is not None:
-        return False
-    if workload is not None and any(getattr(workload, f.name) is not None for f in dataclasses.fields(workload)):
-        return False
-    return isinstance(top, int) and top >= 1
 
 
 # --- writing ------------------------------------------------------------------------------------

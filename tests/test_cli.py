@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rooftop.cli import main
+from rooftop_cli import main
 from rooftop.trace import write_trace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,7 +116,7 @@ def test_open_unreadable_file_fails_before_the_app_starts(tmp_path):
 
 
 def test_three_traces_is_an_error_that_says_so(tmp_path, capsys):
-    from rooftop.cli import main
+    from rooftop_cli import main
 
     assert main(["a.parquet", "b.parquet", "c.parquet"]) == 2
     err = capsys.readouterr().err

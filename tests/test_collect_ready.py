@@ -353,7 +353,7 @@ def test_parent_model_is_gone_when_the_ncu_child_starts(tmp_path, monkeypatch):
 
 def test_commands_run_without_pycxxfilt():
     code = ("import sys; sys.modules['pycxxfilt'] = None\n"  # `import pycxxfilt` now raises ImportError
-            "from rooftop.cli import main\n"
+            "from rooftop_cli import main\n"
             "from rooftop.names import demangle\n"
             "assert demangle('_ZN7cutlass6KernelEv') == '_ZN7cutlass6KernelEv'\n"
             "sys.exit(main(['report', 'sample_traces/tiny-cpu.parquet']))")

@@ -349,8 +349,8 @@ def test_gemm_group_rates_match_an_independent_analysis(fixtures_dir):
 
 
 def read_trace(path):
-    from collectors.readers.importers import load_any
-    return load_any(path)
+    from collectors.open import open_trace
+    return open_trace(path)
 
 
 @pytest.mark.parametrize("name", [

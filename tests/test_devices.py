@@ -384,10 +384,10 @@ FIXTURES = [
 
 @pytest.mark.parametrize("rel,reader,said,key,how", FIXTURES, ids=[f[3] + ":" + f[0][:40] for f in FIXTURES])
 def test_fixture_devices(fixtures_dir, rel, reader, said, key, how):
-    from collectors.readers.importers import load_any
+    from collectors.open import open_trace
     path = fixtures_dir / rel
     assert reader(path) == said
-    trace = load_any(path)
+    trace = open_trace(path)
     if how == "name":
         assert trace.meta["device"]["name"] == said
     else:
@@ -405,17 +405,17 @@ def test_fixture_devices(fixtures_dir, rel, reader, said, key, how):
     "ncu/AveryClapp__ESMM-Research__metrics.csv",   # CC 8.6 only: A10 or A10G
 ])
 def test_fixtures_that_do_not_say_stay_unknown(fixtures_dir, rel):
-    from collectors.readers.importers import load_any
+    from collectors.open import open_trace
     path = fixtures_dir / rel
     if rel.endswith(".json.gz"):
         assert _kineto_device(path) is None  # no deviceProperties at all
-    p = peaks(load_any(path).meta)
+    p = peaks(open_trace(path).meta)
     assert p.gpu is None and p.flops is None and p.bw is None
     assert "--gpu KEY" in p.reason and "--peaks BW_TBps,TFLOPs" in p.reason
 
 
 def test_report_json_device_keys_and_override(fixtures_dir, capsys):
-    from rooftop.cli import main
+    from rooftop_cli import main
     path = fixtures_dir / "traces/facebookresearch__HolisticTraceAnalysis__tests__data__trace_filter__sampled_rank-0.json.gz"
     assert main(["report", str(path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -434,7 +434,7 @@ def test_report_json_device_keys_and_override(fixtures_dir, capsys):
 
 def test_report_shows_ncu_and_datasheet_where_they_differ(fixtures_dir, capsys):
     pytest.importorskip("ncu_report")
-    from rooftop.cli import main
+    from rooftop_cli import main
     assert main(["report", str(fixtures_dir / "ncu/panjd123__cutlass__report.ncu-rep"), "--json"]) == 0
     dev_ = json.loads(capsys.readouterr().out)["device"]
     assert dev_["key"] == "a100-80gb-pcie" and dev_["ncu"]["bw"] == pytest.approx(1.929e12, rel=0.01)
@@ -444,7 +444,7 @@ def test_report_shows_ncu_and_datasheet_where_they_differ(fixtures_dir, capsys):
 
 
 def test_open_takes_the_same_override(tmp_path, capsys):
-    from rooftop.cli import main
+    from rooftop_cli import main
     from rooftop.trace import load_trace, write_trace
     from tui.loader import analyze_warm
     rows = [dict(kind="kernel", name="k", start_ns=0, dur_ns=10, device=0, stream=7)]
@@ -459,11 +459,12 @@ def test_open_takes_the_same_override(tmp_path, capsys):
 
 
 def test_diff_takes_the_override(fixtures_dir, capsys):
-    from rooftop import cli
+    from rooftop_cli import commands as cli
     a = fixtures_dir / "traces/facebookresearch__HolisticTraceAnalysis__tests__data__trace_filter__sampled_rank-0.json.gz"
     b = fixtures_dir / "traces/facebookresearch__HolisticTraceAnalysis__tests__data__trace_filter__sampled_rank-1.json.gz"
     over = Override(gpu="a100-80gb")
-    assert cli._analysis(str(a), override=over).peaks.bw == 2.039e12
+    from collectors.open import open_analysis
+    assert open_analysis(str(a), override=over).peaks.bw == 2.039e12
     assert cli.main(["diff", str(a), str(b), "--gpu", "a100-80gb", "--json"]) == 0
     json.loads(capsys.readouterr().out)
     assert cli.main(["diff", str(a), str(b), "--gpu", "nope"]) == 2
@@ -474,9 +475,10 @@ def test_diff_takes_the_override(fixtures_dir, capsys):
 def test_a_bad_gpu_key_is_refused_before_any_trace_is_read(tmp_path, capsys, monkeypatch, command):
     """Flags are validated before loading (issue 40): the --gpu error comes first, and no trace is
     opened; a trace that does not even exist is not what the user is told about."""
-    from rooftop import cli
+    import collectors.open
+    from rooftop_cli import commands as cli
     opened = []
-    monkeypatch.setattr(cli, "_load", lambda *a, **k: opened.append(a) or (_ for _ in ()).throw(AssertionError))
+    monkeypatch.setattr(collectors.open, "open_trace", lambda *a, **k: opened.append(a) or (_ for _ in ()).throw(AssertionError))
     missing = str(tmp_path / "absent.json")
     paths = [missing, missing] if command == "diff" else [missing]
     assert cli.main([command, *paths, "--gpu", "h900"]) == 2

@@ -24,7 +24,8 @@ import pytest
 
 from rooftop.analysis import verdict
 from rooftop.analysis.matching import families, match_keys
-from rooftop.cli import _analysis, main
+from collectors.open import open_analysis
+from rooftop_cli import main
 from rooftop.trace import load_trace, write_trace
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -62,7 +63,7 @@ def _gate(a, b, pct=10.0, metric="auto"):
 
 def test_a_trace_against_itself_is_no_change(tmp_path, capsys):
     p = small_trace(tmp_path, counters=True)
-    a = _analysis(str(p))
+    a = open_analysis(str(p))
     v = verdict.verdicts(a, a)
     assert v["overall"]["direction"] == "no change" and v["hardware"] == []
     assert all(ph["direction"] == "no change" for ph in v["phases"])
@@ -79,10 +80,10 @@ GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsiz
 
 def test_one_family_slowed_is_named_first_and_fails_the_gate(tmp_path, capsys):
     p = small_trace(tmp_path, counters=True)
-    a = _analysis(str(p))
+    a = open_analysis(str(p))
     gemm = a.timed[a.timed["name"].astype(str) == GEMM]["short_name"].iloc[0]
     slow = slowed_copy(a.trace, gemm, 1.3, tmp_path / "slow.parquet")
-    b = _analysis(str(slow))
+    b = open_analysis(str(slow))
     v = verdict.verdicts(a, b)
     dec = {p["phase"]: p for p in v["phases"]}["decode"]
     # By hand: decode step i holds 6 GEMMs of 10+i, 20 and 15 µs (x2 layers): 90 + 2i µs of GEMM in a
@@ -107,7 +108,7 @@ def test_one_family_slowed_is_named_first_and_fails_the_gate(tmp_path, capsys):
 
 def test_gate_metric_and_formats(tmp_path, capsys):
     p = small_trace(tmp_path, counters=True)
-    a = _analysis(str(p))
+    a = open_analysis(str(p))
     gemm = a.timed[a.timed["name"].astype(str) == GEMM]["short_name"].iloc[0]
     slow = slowed_copy(a.trace, gemm, 1.3, tmp_path / "slow.parquet")
     assert main(["diff", str(p), str(slow), "--fail-above", "10", "--format", "json"]) == 1
@@ -126,7 +127,7 @@ def test_gate_metric_and_formats(tmp_path, capsys):
     md = capsys.readouterr().out
     assert md.startswith("### rooftop diff:") and "**Verdict:**" in md and "| Δ per unit |" in md
     # The step measure: all phases with steps at A's step counts (prefill's GEMMs are slowed too).
-    v = verdict.verdicts(a, _analysis(str(slow)))
+    v = verdict.verdicts(a, open_analysis(str(slow)))
     m, words = verdict.gate_measure(v, "step")
     assert m["phase"] == "overall" and words == "time of all steps at A's step counts"
     by = {x["phase"]: x for x in v["phases"]}
@@ -157,8 +158,8 @@ def test_fixed_windows_are_compared_per_repetition_not_by_totals(tmp_path, capsy
     # 1.41 ms, in a window of the same length. B holds 60/68 = 0.882 of A's work (time-weighted
     # median of the count ratios: flash carries 272 of A's 282 ms), so per repetition B takes
     # span_B / 0.882: 13.3% slower, though its kernel total is smaller.
-    a = _analysis(str(_window(tmp_path / "a.parquet", 68, 10, 1_000_000, 20_000)))
-    b = _analysis(str(_window(tmp_path / "b.parquet", 60, 9, 1_410_000, 20_000)))
+    a = open_analysis(str(_window(tmp_path / "a.parquet", 68, 10, 1_000_000, 20_000)))
+    b = open_analysis(str(_window(tmp_path / "b.parquet", 60, 9, 1_410_000, 20_000)))
     assert b.timed["dur_ns"].sum() < a.timed["dur_ns"].sum()
     v = verdict.verdicts(a, b)
     run = v["phases"][0]
@@ -209,7 +210,7 @@ def test_cross_gpu_gemms_match_through_their_op(tmp_path, capsys):
     v100 = _kineto(tmp_path / "v100.json", "Tesla V100-SXM2-16GB", (7, 0), 80, "volta_sgemm_128x64_nn", 40.0)
     a100 = _kineto(tmp_path / "a100.json", "NVIDIA A100-SXM4-40GB", (8, 0), 108,
                    "cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4", 20.0)
-    a, b = _analysis(str(v100)), _analysis(str(a100))
+    a, b = open_analysis(str(v100)), open_analysis(str(a100))
     ka, kb = match_keys(a.timed, b.timed)
     assert set(ka["how"]) == {"name", "op+path"} and set(kb["how"]) == {"name", "op+path"}
     fam = families(a.timed, b.timed)
@@ -261,7 +262,7 @@ def test_unmatched_work_is_listed_as_such(tmp_path):
 
 def test_hta_ranks_both_orders(fixtures_dir, tmp_path):
     r0, r1 = (str(fixtures_dir / "traces" / HTA.format(i)) for i in (0, 1))
-    a, b = _analysis(r0), _analysis(r1)
+    a, b = open_analysis(r0), open_analysis(r1)
     ab, ba = verdict.verdicts(a, b), verdict.verdicts(b, a)
     x, y = ab["phases"][0], ba["phases"][0]
     assert x["basis"] == y["basis"] == "step"  # ProfilerStep#551, #552 on both ranks
@@ -277,9 +278,9 @@ def test_hta_ranks_both_orders(fixtures_dir, tmp_path):
 
 def test_hta_rank0_with_a_slowed_family_names_it_first(fixtures_dir, tmp_path):
     r0 = str(fixtures_dir / "traces" / HTA.format(0))
-    a = _analysis(r0)
+    a = open_analysis(r0)
     fam = "split_embedding_codegen_forward_unweighted_kernel<>"
-    slow = _analysis(str(slowed_copy(a.trace, fam, 1.3, tmp_path / "slow.parquet")))
+    slow = open_analysis(str(slowed_copy(a.trace, fam, 1.3, tmp_path / "slow.parquet")))
     v = verdict.verdicts(a, slow)
     run = v["phases"][0]
     assert run["causes"][0]["key"] == fam and run["direction"] == "slower"
@@ -292,7 +293,7 @@ def test_hta_rank0_with_a_slowed_family_names_it_first(fixtures_dir, tmp_path):
 def test_fuser_exports_both_orders_say_different_work(fixtures_dir, capsys):
     h200, h100 = (str(fixtures_dir / "traces" / f) for f in FUSER)
     for x, y in ((h200, h100), (h100, h200)):
-        a, b = _analysis(x), _analysis(y)
+        a, b = open_analysis(x), open_analysis(y)
         v = verdict.verdicts(a, b)
         assert {h["what"] for h in v["hardware"]} >= {"device", "peak TB/s"}
         assert v["overall"]["change"] is None  # an nvFuser cross-entropy run vs a matmul test
@@ -311,7 +312,7 @@ def test_rank_directories_compare_rank_by_rank_and_name_the_straggler(tmp_path, 
     # B: rank 1 at slow 3, so rank 1's mean decode step goes 116 -> 122 µs and it is the slowest
     # rank of steps 1-3 of B (step 0 ties; the first rank wins a tie).
     a_dir, b_dir = multi_rank_run(tmp_path, (1.0, 1.0), "a"), multi_rank_run(tmp_path, (1.0, 3.0), "b")
-    a, b = _analysis(str(a_dir)), _analysis(str(b_dir))
+    a, b = open_analysis(str(a_dir)), open_analysis(str(b_dir))
     v = verdict.verdicts(a, b)
     ranks = pd.DataFrame(v["ranks"]).set_index(["phase", "rank"])
     assert ranks.loc[("decode", 1), "a_ns"] == pytest.approx(116_000)

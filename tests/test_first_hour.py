@@ -6,7 +6,7 @@ import json
 
 import pyarrow as pa
 
-from rooftop.cli import main
+from rooftop_cli import main
 from rooftop.render import is_integrity
 from rooftop.trace.read import _drop_untimed
 

@@ -91,10 +91,10 @@ def test_kineto_random_events(events, head):
 @SETTINGS
 @given(st.lists(event, max_size=8))
 def test_kineto_random_events_through_the_importer(events):
-    """What a user meets: `load_any` turns whatever the Kineto reader raises into one line."""
-    from collectors.readers.importers import load_any
+    """What a user meets: `open_trace` turns whatever the Kineto reader raises into one line."""
+    from collectors.open import open_trace
 
-    _only_trace_errors(load_any, _file(json.dumps({"traceEvents": events}).encode(), "t.json"))
+    _only_trace_errors(open_trace, _file(json.dumps({"traceEvents": events}).encode(), "t.json"))
 
 
 # --- ncu CSV ----------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import sqlite3
 import pytest
 
 from collectors.readers import nsys
-from collectors.readers.importers import load_any
+from collectors.open import open_trace
 
 HAVE_ADBC = importlib.util.find_spec("adbc_driver_sqlite") is not None
 T = 7  # the one host thread
@@ -75,7 +75,7 @@ def test_replayed_kernels_take_their_capture_time_layer(tmp_path, monkeypatch, f
 
 
 def test_the_analysis_sees_every_layer_and_the_step(tmp_path):
-    t = load_any(_export(tmp_path / "graphs.sqlite"))
+    t = open_trace(_export(tmp_path / "graphs.sqlite"))
     k = t.events[t.events["kind"] == "kernel"].sort_values("start_ns")
     replayed = k[k["name"].astype(str) != "argmax_kernel"]
     assert replayed["layer"].tolist() == [0, 0, 1, 1, 0, 0, 1, 1]

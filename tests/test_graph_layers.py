@@ -48,11 +48,11 @@ def test_layers_the_trace_names_are_kept():
 
 
 def test_vllm_piecewise_capture_has_every_layer_on_most_decode_kernels(fixtures_dir):
-    from collectors.readers.importers import load_any
+    from collectors.open import open_trace
     from rooftop.analysis import Analysis
     path = fixtures_dir / "traces" / ("Navi-AI-Lab__nvllm__benchmarks__nvllm__traces__cute_paged_attn__2026-04-13-nsys__"
                                       "rank0.1776116491109655086.pt.trace.json.gz")
-    a = Analysis(load_any(str(path), None))
+    a = Analysis(open_trace(str(path), None))
     d = a.timed[a.timed["phase"] == "decode"]
     # 65 cudaGraphLaunch per decode step (the trace's own count): 65 pieces, each a layer
     assert d["layer"].notna().mean() > 0.8

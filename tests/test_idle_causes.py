@@ -178,8 +178,8 @@ def test_gap_has_no_basis_below_half_and_copies_are_not_slow_kernels():
 # --- real captures -----------------------------------------------------------------------------
 
 def _load(path):
-    from collectors.readers.importers import load_any
-    return load_any(str(path), None)
+    from collectors.open import open_trace
+    return open_trace(str(path), None)
 
 
 def test_hta_rank_trace_exposed_comm_by_hand(fixtures_dir):

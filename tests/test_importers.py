@@ -1,4 +1,4 @@
-"""Format detection from content, `import_any`/`load_any`, and `rooftop import`."""
+"""Format detection from content, `import_any`, `collectors.open.open_trace`, and `rooftop import`."""
 from __future__ import annotations
 
 import argparse
@@ -9,7 +9,8 @@ import shutil
 import pytest
 
 from collectors.readers import importers
-from collectors.readers.importers import UnknownFormatError, default_output, detect, import_any, load_any
+from collectors.open import open_trace
+from collectors.readers.importers import UnknownFormatError, default_output, detect, import_any
 from rooftop.trace import TraceError, load_trace, write_trace
 
 KINETO = "facebookresearch__HolisticTraceAnalysis__tests__data__triton_example__triton_example.json.gz"
@@ -53,7 +54,7 @@ def test_fixture_facts(fixtures_dir, rel):
     if rel.endswith(".ncu-rep"):
         pytest.importorskip("ncu_report")
     fmt, kernels, device = FACTS[rel]
-    trace = load_any(fixtures_dir / rel)
+    trace = open_trace(fixtures_dir / rel)
     assert int((trace.events["kind"] == "kernel").sum()) == kernels
     assert trace.meta.get("device", {}).get("name") == device
 
@@ -96,29 +97,29 @@ def test_nsys_rep_and_unknown_are_one_line_errors(tmp_path, monkeypatch):
     rep = tmp_path / "run.nsys-rep"
     rep.write_bytes(b"\x00\x01binary")
     with pytest.raises(TraceError, match="nsys export --type sqlite") as info:  # (no nsys here: NsysMissing)
-        load_any(rep)
+        open_trace(rep)
     assert "\n" not in str(info.value)
     junk = tmp_path / "junk.json"
     junk.write_text("not a trace")
     with pytest.raises(TraceError, match="unrecognised"):
         import_any(junk)
     with pytest.raises(TraceError, match="no such file"):
-        load_any(tmp_path / "missing.json")
+        open_trace(tmp_path / "missing.json")
 
 
-def test_load_any_converts_in_memory(fixtures_dir):
+def test_open_trace_converts_in_memory(fixtures_dir):
     for name, kernels in ((RANK0, 1154), (NSYS, 12)):
-        trace = load_any(fixtures_dir / "traces" / name)
+        trace = open_trace(fixtures_dir / "traces" / name)
         assert trace.path == str(fixtures_dir / "traces" / name)
         assert int((trace.events["kind"] == "kernel").sum()) == kernels
         assert trace.meta["format"] == 1 and not trace.modeled
         assert len(trace.timed()) >= kernels
 
 
-def test_load_any_kineto_dir_has_ranks(fixtures_dir, tmp_path):
+def test_open_trace_kineto_dir_has_ranks(fixtures_dir, tmp_path):
     for n in (RANK0, RANK1):
         shutil.copyfile(fixtures_dir / "traces" / n, tmp_path / n.split("__")[-1])
-    trace = load_any(tmp_path)
+    trace = open_trace(tmp_path)
     assert trace.ranks == [0, 1]
     assert [r["rank"] for r in trace.meta["ranks"]] == [0, 1]
 
@@ -204,7 +205,7 @@ def test_nsys_progress_is_in_stages_and_shown_for_a_large_file(fixtures_dir):
 def test_ncu_formats_dispatch_to_ncu_module(fixtures_dir, rel):
     if rel.endswith(".ncu-rep"):
         pytest.importorskip("ncu_report")
-    trace = load_any(fixtures_dir / rel)
+    trace = open_trace(fixtures_dir / rel)
     assert int((trace.events["kind"] == "kernel").sum()) == (9 if rel.endswith(".csv") else 3)
 
 

@@ -559,7 +559,7 @@ def test_early_workers_no_read_adopts_are_stopped(tmp_path, monkeypatch):
 def test_import_command_forks_early_and_writes_what_one_process_writes(tmp_path, monkeypatch):
     import pyarrow.parquet as pq
 
-    from rooftop.cli import main
+    from rooftop_cli import main
 
     p = _write(tmp_path / "t.json", _replicated(200))
     monkeypatch.setattr(kineto, "CHUNK", 8_000)
@@ -583,10 +583,10 @@ def test_import_command_keeps_the_libraries_objects_out_of_the_collectors_sight(
     import subprocess
     import sys
 
-    from rooftop.cli import main
+    from rooftop_cli import main
 
     p = _write(tmp_path / "t.json", _replicated(20))
-    code = ("import gc, sys; from rooftop.cli import main; rc = main(['import', sys.argv[1], '-o', sys.argv[2]]); "
+    code = ("import gc, sys; from rooftop_cli import main; rc = main(['import', sys.argv[1], '-o', sys.argv[2]]); "
             "print(rc, gc.isenabled(), gc.get_freeze_count())")
     out = subprocess.run([sys.executable, "-c", code, str(p), str(tmp_path / "a.parquet")], capture_output=True,
                          text=True, timeout=120).stdout.split()[-3:]  # (after the written file's name)

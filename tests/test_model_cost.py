@@ -9,7 +9,7 @@ import pytest
 from rooftop.analysis import analyze
 from rooftop.analysis.model_cost import (Workload, attended_pairs, expected_experts, experts_touched, kv_read_bytes,
                                          kv_write_bytes, step_flops, weight_bytes)
-from rooftop.cli import main
+from rooftop_cli import main
 from rooftop.model_config import load_spec
 from rooftop.trace import load_trace, write_trace
 from test_models import LLAMA3_8B, MIXTRAL, QWEN3_30B_A3B, write
@@ -277,9 +277,9 @@ def test_vllm_capture_gets_model_bytes_per_decode_step(fixtures_dir, tmp_path):
     config and `--context 1024`, every decode step has its model bytes, by hand: Qwen2.5-7B weights
     2 x 7,070,619,136 + KV 57,344 B/token x (4 x 1024 read + 4 written)."""
     pytest.importorskip("rooftop.steps", reason="vLLM step names are parsed by rooftop.steps")
-    from collectors.readers.importers import load_any
+    from collectors.open import open_trace
 
-    a = analyze(load_any(str(fixtures_dir / VLLM_GB10)), model=load_spec(write(tmp_path, QWEN25_7B)),
+    a = analyze(open_trace(str(fixtures_dir / VLLM_GB10)), model=load_spec(write(tmp_path, QWEN25_7B)),
                 workload=Workload(context=1024))
     dec = a.steps[a.steps["phase"] == "decode"]
     assert len(dec) > 0 and (dec["batch"] == 4).all() and (dec["new_tokens"] == 4).all()

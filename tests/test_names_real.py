@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from collectors.readers.importers import load_any
+from collectors.open import open_trace
 from rooftop.analysis import analyze
 from rooftop.report import report_dict
 
@@ -39,7 +39,7 @@ def capture(fixtures_dir):
     with gzip.open(path, "rt") as f:
         events = json.load(f)["traceEvents"]
     gpu = [e for e in events if e.get("cat") in GPU_CATS and e.get("ph") == "X"]
-    return path, gpu, load_any(path)
+    return path, gpu, open_trace(path)
 
 
 def test_no_mangled_name_is_left(capture):
@@ -97,7 +97,7 @@ def test_nsys_gemm_kernels_are_gemm(fixtures_dir, fixture):
     con.close()
     want = sum(n.startswith("nvjet") or "gemm" in n.lower() for n in names)
     assert want > 0
-    trace = load_any(path)
+    trace = open_trace(path)
     kernels = trace.events[trace.events["kind"] == "kernel"]
     assert len(kernels) == len(names)
     assert int((kernels["category"] == "gemm").sum()) == want

@@ -366,8 +366,9 @@ def test_windows_encodings_and_line_ends(tmp_path, encoding, newline):
 
 
 def test_utf16_csv_is_detected_and_loaded(tmp_path):
-    from collectors.readers.importers import detect, load_any
+    from collectors.open import open_trace
+    from collectors.readers.importers import detect
     p = tmp_path / "out.txt"
     p.write_bytes(details_csv(True, True).encode("utf-16"))
     assert detect(p) == "ncu-csv"
-    assert len(load_any(p).events) == 2
+    assert len(open_trace(p).events) == 2

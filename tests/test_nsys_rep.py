@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from collectors.readers import nsys_rep
-from collectors.readers.importers import detect, load_any
-from rooftop.cli import main
+from collectors.open import open_trace
+from collectors.readers.importers import detect
+from rooftop_cli import main
 from rooftop.trace import TraceError, load_trace
 
 NSYS = "extra-p__extrap__tests__data__nsight__concurrent_example__concurrent.s1__profile1.sqlite"
@@ -93,8 +94,8 @@ def _leftovers(directory: Path) -> list[str]:
 
 def test_report_opens_through_nsys_with_the_sqlite_counts(stub):
     assert detect(stub.report) == "nsys-rep"
-    trace = load_any(stub.report)
-    same = load_any(stub.source)
+    trace = open_trace(stub.report)
+    same = open_trace(stub.source)
     assert _kernels(trace) == _kernels(same) == 12
     for kind in ("memcpy", "memset", "range"):
         assert int((trace.events["kind"] == kind).sum()) == int((same.events["kind"] == kind).sum())
@@ -112,10 +113,10 @@ def test_report_opens_through_nsys_with_the_sqlite_counts(stub):
 
 
 def test_second_open_is_the_cache_in_every_command(stub, tmp_path, capsys):
-    load_any(stub.report)
+    open_trace(stub.report)
     assert len(stub.calls()) == 1
     started = time.monotonic()
-    assert _kernels(load_any(stub.report)) == 12
+    assert _kernels(open_trace(stub.report)) == 12
     assert time.monotonic() - started < 5
     assert main(["report", str(stub.report), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -130,8 +131,8 @@ def test_second_open_is_the_cache_in_every_command(stub, tmp_path, capsys):
     assert len(stub.calls()) == 1  # nsys ran once for all of them
 
 
-def test_tui_loader_exports_with_progress_and_reuses_the_cache(stub):
-    from tui.loader import load
+def test_opening_exports_with_progress_and_reuses_the_cache(stub):
+    from collectors.open import open_trace
 
     stages = []
 
@@ -142,19 +143,19 @@ def test_tui_loader_exports_with_progress_and_reuses_the_cache(stub):
         def stage(self, name):
             stages.append(name)
 
-    assert _kernels(load(str(stub.report), Progress())) == 12
+    assert _kernels(open_trace(str(stub.report), Progress())) == 12
     assert stages and stages[0] == nsys_rep.EXPORTING
     stages.clear()
-    load(str(stub.report), Progress())
+    open_trace(str(stub.report), Progress())
     assert nsys_rep.EXPORTING not in stages and len(stub.calls()) == 1
 
 
 def test_a_changed_report_is_exported_again_and_the_old_export_dropped(stub):
-    load_any(stub.report)
+    open_trace(stub.report)
     old = nsys_rep.cached(stub.report)
     os.utime(stub.report, ns=(time.time_ns(), time.time_ns() + 10**9))
     assert nsys_rep.cached(stub.report) is None
-    load_any(stub.report)
+    open_trace(stub.report)
     assert len(stub.calls()) == 2
     assert not old.exists() and nsys_rep.cached(stub.report).exists()
 
@@ -162,7 +163,7 @@ def test_a_changed_report_is_exported_again_and_the_old_export_dropped(stub):
 def test_unwritable_directory_uses_the_user_cache(stub, tmp_path, monkeypatch):
     beside = stub.report.parent
     monkeypatch.setattr(nsys_rep, "_writable", lambda d: Path(d) != beside)
-    assert _kernels(load_any(stub.report)) == 12
+    assert _kernels(open_trace(stub.report)) == 12
     hit = nsys_rep.cached(stub.report)
     assert hit.parent == tmp_path / "cache" / "rooftop" / "nsys-rep"
     assert not any(p.suffix == ".sqlite" for p in beside.iterdir())
@@ -171,7 +172,7 @@ def test_unwritable_directory_uses_the_user_cache(stub, tmp_path, monkeypatch):
 def test_failing_nsys_is_one_clear_error_and_leaves_no_cache(stub, monkeypatch):
     monkeypatch.setenv("STUB_MODE", "fail")
     with pytest.raises(TraceError) as info:
-        load_any(stub.report)
+        open_trace(stub.report)
     msg = str(info.value)
     assert "exit status 3" in msg and "report is damaged (stub)" in msg and str(stub.report) in msg
     assert nsys_rep.cached(stub.report) is None and _leftovers(stub.report.parent) == []
@@ -180,7 +181,7 @@ def test_failing_nsys_is_one_clear_error_and_leaves_no_cache(stub, monkeypatch):
 def test_export_that_is_not_a_database_is_never_cached(stub, monkeypatch):
     monkeypatch.setenv("STUB_MODE", "garbage")
     with pytest.raises(TraceError, match="wrote no SQLite database"):
-        load_any(stub.report)
+        open_trace(stub.report)
     assert nsys_rep.cached(stub.report) is None
     assert [p.name for p in stub.report.parent.iterdir()] == ["run.nsys-rep"]
 
@@ -203,7 +204,7 @@ def test_hanging_nsys_times_out_kills_its_group_and_leaves_nothing(stub, tmp_pat
     monkeypatch.setenv(nsys_rep.TIMEOUT_ENV, "1.5")
     started = time.monotonic()
     with pytest.raises(TraceError, match=r"did not finish in 1.5 s and was stopped"):
-        load_any(stub.report)
+        open_trace(stub.report)
     assert time.monotonic() - started < 20
     child = int((tmp_path / "child.pid").read_text())
     deadline = time.monotonic() + 5
@@ -247,12 +248,12 @@ def test_nsys_flag_and_env_name_the_executable(stub, tmp_path, monkeypatch, caps
     assert nsys_rep._given is None  # --nsys lasted one command
     os.utime(stub.report, ns=(time.time_ns(), time.time_ns() + 10**9))  # a new version: export again
     monkeypatch.setenv("NSYS", str(stub.path))
-    assert _kernels(load_any(stub.report)) == 12
+    assert _kernels(open_trace(stub.report)) == 12
     assert len(stub.calls()) == 2
     monkeypatch.setenv("NSYS", str(tmp_path / "no-such-nsys"))
     os.utime(stub.report, ns=(time.time_ns(), time.time_ns() + 2 * 10**9))
     with pytest.raises(TraceError, match=r"\$NSYS names no executable"):
-        load_any(stub.report)
+        open_trace(stub.report)
 
 
 @pytest.mark.parametrize("columns", [80, 40, 200])
@@ -284,7 +285,7 @@ def test_no_nsys_message_is_whole_and_wrapped(tmp_path, monkeypatch, capsys, col
     assert lines[-1] == command and len(lines) >= 3
     # and the same on one line for the TUI and callers
     with pytest.raises(nsys_rep.NsysMissing) as info:
-        load_any(rep)
+        open_trace(rep)
     assert "\n" not in str(info.value) and shlex.join(shlex.split(command)) in str(info.value)
 
 
@@ -303,8 +304,8 @@ def test_export_and_open_take_a_report_too(stub, tmp_path, capsys):
     doc = json.loads(out.read_text())
     kernels = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"]
     assert len(kernels) == 12 and len(stub.calls()) == 1
-    from collectors.readers.importers import check_format
-    assert check_format(stub.report) == "nsys-rep"  # `rooftop FILE` goes on to the TUI (its loader: above)
+    from collectors.open import sniff
+    assert sniff(stub.report) == "nsys-rep"  # `rooftop FILE` goes on to the TUI (its opening: above)
 
 
 def test_tui_opens_a_report_and_names_it(stub):

@@ -15,7 +15,7 @@ import pytest
 
 from rooftop.analysis import analyze
 from rooftop.analysis.per_device import device_table, headline, multi_device
-from rooftop.cli import main
+from rooftop_cli import main
 from rooftop.report import report_dict
 from rooftop.trace import load_trace, write_trace
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from rooftop.analysis import analyze
-from rooftop.cli import main
+from rooftop_cli import main
 from rooftop.perfetto import PHASES_TRACK, RANGES_TRACK, STEPS_TRACK, write_perfetto
 from rooftop.trace import load_trace, write_trace
 
@@ -151,8 +151,8 @@ def test_kineto_fixture_counts_and_cpu_threads(fixtures_dir, tmp_path, capsys):
     assert main(["export", str(src), "--perfetto", str(out)]) == 0
     assert capsys.readouterr().out.strip() == str(out)
     view = View(read(out))
-    from collectors.readers.importers import load_any
-    t = load_any(src)
+    from collectors.open import open_trace
+    t = open_trace(src)
     ev = t.events
     counts = Counter(e["cat"] for e in view.slices)
     for kind in ("kernel", "memcpy", "memset", "range"):
@@ -176,8 +176,8 @@ def test_directory_of_ranks_is_one_process_per_rank(fixtures_dir, tmp_path):
     out = tmp_path / "ranks.json"
     assert main(["export", str(run), "--perfetto", str(out)]) == 0
     view = View(read(out))
-    from collectors.readers.importers import load_any
-    ev = load_any(run).events
+    from collectors.open import open_trace
+    ev = open_trace(run).events
     assert {"rank 0", "rank 1"} <= set(view.procs.values())
     for r in (0, 1):
         kernels = [e for e in view.slices if e["cat"] == "kernel" and view.track(e)[0] == f"rank {r}"]

@@ -52,14 +52,14 @@ def _drop_file_capabilities() -> None:
             raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
 
 
-# Runs `rooftop.cli.main` once per argv (one interpreter for all of them) and prints the outcomes.
+# Runs `rooftop_cli.main` once per argv (one interpreter for all of them) and prints the outcomes.
 # `open` must fail before the terminal UI starts: if it got that far, it fails here instead.
 _CHILD = ("import contextlib, io, json, sys\n"
           "import tui.app\n"
           "def started(*a, **k):\n"
           "    raise RuntimeError('the terminal UI started')\n"
           "tui.app.run_app = started\n"
-          "from rooftop.cli import main\n"
+          "from rooftop_cli import main\n"
           "out = []\n"
           "for argv in json.loads(sys.argv[1]):\n"
           "    err = io.StringIO()\n"

@@ -34,7 +34,7 @@ def test_ctrl_c_while_the_package_imports_is_one_line():
             "sys.argv = ['-m']\n"
             "import rooftop\n"
             "os.kill(os.getpid(), signal.SIGINT)\n"
-            "import rooftop.cli\n"
+            "import rooftop_cli.commands\n"
             "print('the interrupt was lost')\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert (p.returncode, p.stdout, p.stderr) == (130, "", "rooftop: interrupted\n")
@@ -50,7 +50,7 @@ def _default_signals() -> None:
 
 def test_importing_the_library_changes_no_signal_handler():
     code = ("import signal; before = signal.getsignal(signal.SIGINT)\n"
-            "import rooftop, rooftop.cli\n"
+            "import rooftop, rooftop_cli.commands\n"
             "print(before is signal.default_int_handler, signal.getsignal(signal.SIGINT) is before)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120,
                        preexec_fn=_default_signals)

@@ -14,7 +14,7 @@ import pytest
 
 import rooftop.analysis
 from rooftop import seal, summary
-from rooftop.cli import main
+from rooftop_cli import main
 from rooftop.footer import read_footer
 from rooftop.trace.write import write_parquet
 

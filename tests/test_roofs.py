@@ -324,8 +324,8 @@ def _op_trace(tmp_path, types, kernel):
     path = tmp_path / f"{kernel}.json"
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": ev,
                                 "deviceProperties": [dict(A100, id=0)]}))
-    from collectors.readers.importers import load_any
-    return load_any(path)
+    from collectors.open import open_trace
+    return open_trace(path)
 
 
 def test_op_input_types_name_the_dtype_where_the_kernel_name_does_not(tmp_path):

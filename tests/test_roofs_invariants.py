@@ -53,7 +53,7 @@ def _synthetic(tmp: Path, which: str):
         rows = [k("gemv_bf16", i * 10_000, 5_000, path=f"decode/step={i}", **({"model_bytes": 1e7} if i < 2 else {}))
                 for i in range(3)]
     elif which == "range-profiler":
-        from collectors.readers.importers import load_any
+        from collectors.open import open_trace
 
         ev = [{"ph": "X", "cat": "cuda_profiler_range", "name": f"ampere_sgemm_{i}", "pid": 0, "tid": 0,
                "ts": 100.0 + 50 * i, "dur": 50.0, "args": {"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": 1e6}}
@@ -63,7 +63,7 @@ def _synthetic(tmp: Path, which: str):
             json.dump({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-40GB",
                                                                   "computeMajor": 8, "computeMinor": 0, "numSms": 108,
                                                                   "totalGlobalMem": 42505273344}], "traceEvents": ev}, fh)
-        return load_any(path)
+        return open_trace(path)
     else:
         raise ValueError(which)
     return load_trace(write_trace(tmp / f"{which}.parquet", rows, meta))
@@ -80,9 +80,9 @@ def _trace(case, tmp_path):
     if kind == "sample":
         return load_trace(what)
     if kind == "capture":
-        from collectors.readers.importers import load_any
+        from collectors.open import open_trace
 
-        return load_any(what)
+        return open_trace(what)
     return _synthetic(tmp_path, what)
 
 

@@ -118,7 +118,7 @@ def test_threads_switch(clean_env):
 
 def test_summary_switch(clean_env, tmp_path):
     from rooftop import summary
-    from rooftop.cli import main
+    from rooftop_cli import main
 
     sys.path.insert(0, str(ROOT / "bench"))
     try:

@@ -265,11 +265,11 @@ def test_vllm_gb10_decode_steps_match_plain_reader(fixtures_dir):
 
 
 def test_vllm_gb10_report_has_ten_decode_steps(fixtures_dir):
-    from collectors.readers.importers import load_any
+    from collectors.open import open_trace
     from rooftop.analysis import analyze
     from rooftop.report import report_dict
 
-    doc = report_dict(analyze(load_any(fixtures_dir / "traces" / VLLM)), 5)
+    doc = report_dict(analyze(open_trace(fixtures_dir / "traces" / VLLM)), 5)
     phases = {p["phase"]: p for p in doc["phases"]}
     assert phases["decode"]["steps"] == 10 and "run" not in phases
     assert phases[st.BETWEEN_STEPS]["steps"] == 0 and phases[st.AFTER_LAST_STEP]["steps"] == 0
@@ -308,7 +308,7 @@ def test_hta_profiler_steps_match_plain_reader(fixtures_dir, name):
 # --- `--steps REGEX` on the command line ----------------------------------------------------------
 
 def test_cli_steps_pattern_on_report_and_its_errors(fixtures_dir, tmp_path, capsys):
-    from rooftop.cli import main
+    from rooftop_cli import main
 
     src = fixtures_dir / "traces" / (HTA + "nccl_parser_config__nccl_data.json.gz")
     assert main(["report", str(src), "--json", "--steps", r"^## (?P<phase>forward|backward) ##$"]) == 0
@@ -364,7 +364,7 @@ def test_vllm_python_stack_frames_are_the_steps_without_annotations(fixtures_dir
 def test_cli_open_shortcut_takes_steps(tmp_path, monkeypatch):
     """`rooftop TRACE --steps REGEX` is `rooftop open TRACE --steps REGEX`: the pattern is in force
     while the explorer loads the trace."""
-    import rooftop.cli as cli
+    import rooftop_cli.commands as cli
 
     seen = []
     monkeypatch.setattr(cli, "cmd_open", lambda paths, *rest: seen.append((paths, st.user_pattern().pattern)) or 0)

@@ -19,7 +19,7 @@ import pytest
 import rooftop.analysis
 from rooftop import summary
 from rooftop.analysis import analyze
-from rooftop.cli import main
+from rooftop_cli import main
 from rooftop.footer import read_footer
 from rooftop.report import report_dict, report_text
 from rooftop.trace import load_trace

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from textual.app import App
 
-from tui.app import PlaceholderScreen, RooftopApp, RooftopCommands, run_app
+from tui.app import RooftopApp, RooftopCommands, run_app
 from tui.screens.help import HelpScreen
 from tui.screens.kernels import KernelsScreen
 from tui.screens.overview import OverviewScreen
@@ -100,8 +100,8 @@ def test_number_keys_switch_screens_and_compare_needs_two(tmp_path):
         return kind(app)
     got = drive([p], steps=[(["2"], kind), (["3"], kind), (["1"], kind), (["4"], kind), (["5"], kind), (["6"], one)])
     assert got[:3] == [("StepsScreen", "steps"), ("KernelsScreen", "kernels"), ("OverviewScreen", "overview")]
-    assert got[3][1] == "roofline" and got[3][0] in ("RooflineScreen", "PlaceholderScreen")
-    assert got[4][1] == "stalls" and got[4][0] in ("StallsScreen", "PlaceholderScreen")
+    assert got[3] == ("RooflineScreen", "roofline")
+    assert got[4] == ("StallsScreen", "stalls")
     assert got[5] == got[4]
     two = drive([p, second_trace(tmp_path)], ["6"], check=lambda app: (app.current_mode, len(app.analyses)))
     assert two == ("compare", 2)
@@ -210,22 +210,6 @@ def test_palette_has_screens_and_actions(tmp_path):
         assert not any("Compare" in n for n in names)
         return type(app.screen)
     assert drive([small_trace(tmp_path)], ["ctrl+p", *"kernels", "enter"], check=check) is KernelsScreen
-
-
-def test_placeholder_when_a_colleague_screen_is_missing(tmp_path, monkeypatch):
-    import tui.app as appmod
-    real = appmod.importlib.import_module
-
-    def fake(name, *a):
-        if name == "tui.screens.roofline":
-            raise ModuleNotFoundError(name=name)
-        return real(name, *a)
-    monkeypatch.setattr(appmod.importlib, "import_module", fake)
-    def check(app):
-        assert isinstance(app.screen, PlaceholderScreen)
-        assert "not available" in text_of(app.screen.query_one("#placeholder"))
-        assert crumbs(app) == "tiny ▸ Roofline"
-    drive([small_trace(tmp_path)], ["4"], check=check)
 
 
 def test_opening_a_trace_never_imports_torch(tmp_path):

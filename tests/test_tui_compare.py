@@ -215,11 +215,11 @@ def _sign_ok(view) -> int:
 
 
 def test_slower_is_never_better_on_a_real_pair_in_both_orders(fixtures_dir):
-    from rooftop.cli import _analysis
+    from collectors.open import open_analysis
     from rooftop.analysis.verdict import verdicts
     from rooftop.diff_report import verdict_line
 
-    r0, r1 = (_analysis(str(fixtures_dir / "traces" / HTA.format(i))) for i in (0, 1))
+    r0, r1 = (open_analysis(str(fixtures_dir / "traces" / HTA.format(i))) for i in (0, 1))
 
     async def run(a, b):
         app = Two(a, b)
@@ -247,13 +247,13 @@ def test_different_gpus_said_on_top_and_gemms_matched_by_op(tmp_path):
     """A V100 and an A100 Kineto run of the same `aten::mm` (test_diff_verdict._kineto): the screen's
     first line under the runs says the hardware differs; the causes pair `volta_sgemm_*` with
     `cutlass_80_*` as `rooftop diff` does, and Enter opens each side's own kernel."""
-    from rooftop.cli import _analysis
+    from collectors.open import open_analysis
     from test_diff_verdict import _kineto
 
     v100 = _kineto(tmp_path / "v100.json", "Tesla V100-SXM2-16GB", (7, 0), 80, "volta_sgemm_128x64_nn", 40.0)
     a100 = _kineto(tmp_path / "a100.json", "NVIDIA A100-SXM4-40GB", (8, 0), 108,
                    "cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4", 20.0)
-    a, b = _analysis(str(v100)), _analysis(str(a100))
+    a, b = open_analysis(str(v100)), open_analysis(str(a100))
 
     async def run():
         app = Two(a, b)

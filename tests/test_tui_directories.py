@@ -43,7 +43,7 @@ def test_other_directories_are_not_one_run(tmp_path, why, make, names):
 
 
 def test_report_on_a_directory_of_traces_names_them(tmp_path, capsys):
-    from rooftop.cli import main
+    from rooftop_cli import main
 
     d = tmp_path / "mixed"
     small_trace(d)

@@ -193,7 +193,7 @@ def test_the_first_number_from_a_summary_imports_no_pandas(tmp_path):
 def test_a_report_from_a_summary_imports_no_pandas(tmp_path):
     path = small_trace(tmp_path)
     summary.refresh(path)
-    code = (f"from rooftop.cli import main; main(['report', {str(path)!r}]); main(['report', '--json', {str(path)!r}])"
+    code = (f"from rooftop_cli import main; main(['report', {str(path)!r}]); main(['report', '--json', {str(path)!r}])"
             "\nimport sys; print(' '.join(sorted(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -147,8 +147,8 @@ def test_missing_stalls_say_what_this_kind_of_file_lacks():
 
 def test_ncu_csv_without_warp_state_stats_says_which_section(fixtures_dir):
     """A real ncu CSV that has SpeedOfLight counters and no WarpStateStats."""
-    from collectors.readers.importers import load_any
-    t = load_any(fixtures_dir / "ncu" / "AveryClapp__ESMM-Research__metrics.csv", None)
+    from collectors.open import open_trace
+    t = open_trace(fixtures_dir / "ncu" / "AveryClapp__ESMM-Research__metrics.csv", None)
     a = analyze(t)
     assert a.stalls() is None
     assert "--section WarpStateStats" in a.stalls_missing and "has counters" in a.stalls_missing

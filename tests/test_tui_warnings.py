@@ -6,7 +6,7 @@ import threading
 import time
 
 from rooftop.trace import write_trace
-from tui import loader
+import collectors.open as opening
 from tui.app import LoadingScreen, RooftopApp, progress_line
 from tui.screens.warnings import WarningsScreen
 
@@ -69,7 +69,7 @@ def test_import_stage_is_shown_its_clock_runs_and_esc_stops_it_at_the_next(tmp_p
     stage, not at its end."""
     pressed, reached = threading.Event(), []
 
-    def staged_import(path, progress=None):
+    def staged_import(path, progress=None, **how):
         progress(1_000_000_000, 1_000_000_000)
         progress.stage("joining kernels to launches and ranges")
         pressed.wait(10)  # a long stage, until the test has pressed Esc
@@ -78,7 +78,7 @@ def test_import_stage_is_shown_its_clock_runs_and_esc_stops_it_at_the_next(tmp_p
         reached.append("after")
         raise AssertionError("the import was not cancelled")
 
-    monkeypatch.setattr(loader, "load", staged_import)
+    monkeypatch.setattr(opening, "open_trace", staged_import)
 
     async def main():
         app = RooftopApp([str(tmp_path / "big.pt.trace.json")])
@@ -117,14 +117,14 @@ def test_import_stage_is_shown_its_clock_runs_and_esc_stops_it_at_the_next(tmp_p
 def test_import_shows_progress_and_esc_cancels(tmp_path, monkeypatch):
     calls = []
 
-    def slow_import(path, progress=None):  # stands in for a Kineto import of 1 GB, 1 MB per 10 ms
+    def slow_import(path, progress=None, **how):  # stands in for a Kineto import of 1 GB, 1 MB per 10 ms
         for i in range(1, 1001):
             calls.append(i)
             progress(i * 1_000_000, 1_000_000_000)
             time.sleep(0.01)
         raise AssertionError("the import was not cancelled")
 
-    monkeypatch.setattr(loader, "load", slow_import)
+    monkeypatch.setattr(opening, "open_trace", slow_import)
 
     async def main():
         app = RooftopApp([str(tmp_path / "big.pt.trace.json")])

@@ -194,28 +194,9 @@ class LoadingScreen(Screen):
         self.app.cancel_load()
 
 
-class PlaceholderScreen(RooftopScreen):
-    """Stands in for a screen whose module is not there yet."""
-
-    def __init__(self, analysis: Any, title: str, why: str) -> None:
-        super().__init__(analysis)
-        self.crumbs[-1] = title
-        self.why = why
-
-    def compose_body(self) -> ComposeResult:
-        yield Static(self.why, id="placeholder", classes="muted")
-
-
-def _colleague_screen(module: str, cls: str, title: str, *analyses: Any) -> Screen:
-    """Screens 4-6 are written elsewhere: import lazily, show a placeholder while they are missing."""
-    name = f"tui.screens.{module}"
-    try:
-        mod = importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name != name:
-            raise
-        return PlaceholderScreen(analyses[0], title, f"The {title} screen is not available in this build.")
-    return getattr(mod, cls)(*analyses)
+def _lazy_screen(module: str, cls: str, *analyses: Any) -> Screen:
+    """Screens 4-6, imported when first shown (their charts' libraries stay out of the start)."""
+    return getattr(importlib.import_module(f"tui.screens.{module}"), cls)(*analyses)
 
 
 class RooftopCommands(Provider):
@@ -256,9 +237,12 @@ class RooftopApp(App[int]):
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
 
-    def __init__(self, paths: list[str], peaks_override: Any = None, **analysis_options: Any) -> None:
+    def __init__(self, paths: list[str], peaks_override: Any = None, *, formats: dict[str, str] | None = None,
+                 **analysis_options: Any) -> None:
         super().__init__()
         self.paths = [str(p) for p in paths]
+        # path -> format, for a path the front door sniffed already (collectors.open.sniff)
+        self.formats = {str(p): f for p, f in (formats or {}).items()}
         self.peaks_override = peaks_override  # the user's --gpu/--peaks (rooftop.devices.Override)
         self.analysis_options = analysis_options  # `--model` and the workload flags, for `analyze`
         self.analyses: list[Any] = []
@@ -345,7 +329,8 @@ class RooftopApp(App[int]):
 
         progress = LoadReporter(self, index, path, get_current_worker(), ImportCancelled)
         try:
-            analysis = open_analysis(path, self.peaks_override, progress, **self.analysis_options)
+            analysis = open_analysis(path, self.peaks_override, progress, fmt=self.formats.get(path),
+                                     **self.analysis_options)
         except ImportCancelled:
             self.post_message(LoadCancelled(index))
             return
@@ -369,11 +354,9 @@ class RooftopApp(App[int]):
 
     def _default_options(self) -> bool:
         """Whether the analysis is asked with the defaults: only then can a stored summary answer."""
-        from rooftop.summary import default_options
+        from collectors.open import summary_answers
 
-        return default_options(override=self.peaks_override, model=self.analysis_options.get("model"),
-                               workload=self.analysis_options.get("workload")) \
-            and not set(self.analysis_options) - {"model", "workload"}
+        return summary_answers(override=self.peaks_override, **self.analysis_options)
 
     def cancel_load(self) -> None:
         """Esc while importing: stop every load (the importer stops at its next chunk) and leave."""
@@ -459,12 +442,12 @@ class RooftopApp(App[int]):
             self.add_mode("overview", lambda: OverviewScreen(a))
         self.add_mode("steps", lambda: StepsScreen(a))
         self.add_mode("kernels", lambda: KernelsScreen(a))
-        self.add_mode("roofline", lambda: _colleague_screen("roofline", "RooflineScreen", "Roofline", a))
-        self.add_mode("stalls", lambda: _colleague_screen("stalls", "StallsScreen", "Stalls", a))
-        self.add_mode("timeline", lambda: _colleague_screen("timeline", "TimelineScreen", "Timeline", a))
+        self.add_mode("roofline", lambda: _lazy_screen("roofline", "RooflineScreen", a))
+        self.add_mode("stalls", lambda: _lazy_screen("stalls", "StallsScreen", a))
+        self.add_mode("timeline", lambda: _lazy_screen("timeline", "TimelineScreen", a))
         if len(self.analyses) > 1:
             b = self.analyses[1]
-            self.add_mode("compare", lambda: _colleague_screen("compare", "CompareScreen", "Compare", a, b))
+            self.add_mode("compare", lambda: _lazy_screen("compare", "CompareScreen", a, b))
         mode, self._pending_mode = self._pending_mode or "overview", None
         if self.current_mode != mode:
             self.switch_mode(mode)
@@ -537,12 +520,14 @@ def _whole_names(frame, screen):
     return with_whole_names(frame, mapping)
 
 
-def run_app(paths: list[str], peaks_override: Any = None, **analysis_options: Any) -> int:
-    """Run the TUI on one trace (or two, for Compare); 2 when nothing could be opened."""
+def run_app(paths: list[str], peaks_override: Any = None, *, formats: dict[str, str] | None = None,
+            **analysis_options: Any) -> int:
+    """Run the TUI on one trace (or two, for Compare); 2 when nothing could be opened. `formats`:
+    path -> format, for paths the caller sniffed already (collectors.open.sniff)."""
     if len(paths) > 2:
         print(f"rooftop: error: rooftop opens one trace, or two to compare; got {len(paths)}", file=sys.stderr)
         return 2
-    app = RooftopApp(paths, peaks_override, **analysis_options)
+    app = RooftopApp(paths, peaks_override, formats=formats, **analysis_options)
     code = app.run()
     if app.errors and not app.analyses:
         for line in app.errors:

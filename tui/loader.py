@@ -1,7 +1,9 @@
 """Open a trace for the TUI: import or read it, analyse what the first paint needs, nothing more.
 
-Runs in a thread worker (blocking pyarrow/pandas work). Never imports torch: importers of existing
-trace files don't, and this module imports nothing from the collectors but the importer entry.
+Runs in a thread worker (blocking pyarrow/pandas work). Opening itself (any format, a run directory,
+the stored summary and when it answers) is `collectors.open`'s, as for `rooftop report`; this module
+adds what the screens need of it: the footer's preview, the Overview's shape of a stored summary,
+and which tables are computed before the first paint. Never imports torch (the readers don't).
 
 The Overview paints the identity first; its own worker then computes the phase table and after it
 the rest (findings, gap, ranks), and other screens compute theirs when they open. A small
@@ -161,10 +163,10 @@ def _preview_of_meta(path: str, meta: dict, rows: int) -> Preview:
 def _preview_of_summary(path: str, footer: Any) -> Preview | None:
     """The Preview of a trace file with a current stored summary, the Overview's numbers with it,
     from the footer alone (no pandas, no pyarrow); None when there is no current summary."""
-    from rooftop.summary import load_stored
+    from collectors.open import stored_summary
 
     try:
-        stored = load_stored(path, footer=footer)
+        stored = stored_summary(path, footer=footer)
         if stored is None:
             return None
         report = stored.report
@@ -229,35 +231,9 @@ def _preview_of_rows(path: str, footer: Any) -> Preview | None:
         return None  # the load that follows reads the same bytes and says what is wrong
 
 
-def _readers():
-    """`collectors.readers.importers` (the readers of other formats) when installed, else None."""
-    try:
-        from collectors.readers import importers
-    except ModuleNotFoundError as exc:
-        if exc.name in ("collectors.readers.importers", "collectors.readers", "collectors"):
-            return None
-        raise
-    return importers
-
-
 class ImportCancelled(Exception):
     """Raised from the progress callback when the user cancelled the import (Esc): it unwinds the
     reader, which catches only its own format's errors."""
-
-
-def load(path: str, progress=None) -> "Trace":
-    """A Trace from a rooftop Parquet file or directory, or anything the importers recognise.
-    `progress(done_bytes, total_bytes)` is called as an import reads (Kineto, nsys)."""
-    from rooftop.trace import check_run_directory, is_parquet, load_trace
-
-    readers = _readers()
-    if Path(path).is_dir():  # any other directory than one run: NotOneRun, and the app offers its files
-        (readers.check_directory if readers is not None else check_run_directory)(path)
-    elif is_parquet(path):
-        # A rooftop trace: its runtime rows (one per kernel in a Kineto import) stay on disk until
-        # the timeline asks for them (`Trace.runtime_rows`).
-        return load_trace(path, lazy_host=True)
-    return readers.load_any(path, progress) if readers is not None else load_trace(path)
 
 
 def warm_overview_rest(a: Any) -> None:
@@ -278,13 +254,13 @@ def overview_ready(a: Any) -> bool:
 def analyze_warm(trace: "Trace", peaks_override: Any = None, **options: Any) -> Any:
     """The Analysis, with what the Overview's first paint reads already computed (off the UI thread):
     the identity line only for a big trace, everything for a small one. `options` go to `analyze`."""
-    from rooftop.analysis import analyze
-
-    from rooftop.devices import peaks as device_peaks
+    from collectors.open import analysis_of
 
     # the user's --gpu/--peaks; an unknown --gpu was refused before the app started
-    a = analyze(trace, device_peaks(trace.meta, override=peaks_override) if peaks_override else None,
-                **options)
+    return _warm(analysis_of(trace, peaks_override, **options))
+
+
+def _warm(a: Any) -> Any:
     a.identity
     if len(a.timed) < WARM_ALL_BELOW:
         warm_overview_rest(a)
@@ -292,15 +268,17 @@ def analyze_warm(trace: "Trace", peaks_override: Any = None, **options: Any) -> 
     return a
 
 
-def open_analysis(path: str, peaks_override: Any = None, progress=None, **options: Any) -> Any:
+def open_analysis(path: str, peaks_override: Any = None, progress=None, fmt: str | None = None,
+                  **options: Any) -> Any:
+    """The trace opened (collectors.open: a rooftop file without its runtime rows, which stay on
+    disk until the timeline asks) and analysed as far as the first paint needs. `fmt`: the format
+    the front door sniffed, if it did."""
     import pyarrow as pa
 
-    trace = load(path, progress)
-    from rooftop.summary import NOT_USED, unsealed
+    from collectors.open import open_analysis as open_and_analyse
 
-    if unsealed(path):  # a summary that was there and not trusted: said among the file's warnings
-        trace.warnings.append(NOT_USED)
-    a = analyze_warm(trace, peaks_override, **options)
+    a = _warm(open_and_analyse(path, progress, fmt=fmt, lazy_host=True, override=peaks_override,
+                               note_unsealed=True, **options))
     # Reading Parquet into pandas goes through Arrow buffers that are freed by then, but pyarrow's
     # allocator (mimalloc) keeps their pages (hundreds of MB at 1M kernels): given back here.
     pa.default_memory_pool().release_unused()

@@ -226,10 +226,6 @@ def _generate(model, prompt, n: int, rec, graphed, progress: Progress | None = N
 
 def _counters(args) -> int:
     """Hand over to the ncu runner (collectors/capture/ncu_run.py); the timeline trace is kept either way."""
-    try:
-        from .ncu_run import run_counters
-    except ImportError as exc:
-        print(f"rooftop collect: hardware counters unavailable ({exc}); the timeline trace "
-              f"{args.output} is complete without them", file=sys.stderr)
-        return 0
+    from .ncu_run import run_counters
+
     return int(run_counters(args, args.output) or 0)

@@ -24,7 +24,7 @@ from ._jsonstream import DECODER
 
 # msgspec is imported, and the typed path's types made, on the first batch that needs them
 # (`_typed`): time that a read by the compiled decoder never spends before its workers start.
-msgspec: Any = ...  # (...: not imported yet; None: not installed, the exact path alone reads every file)
+msgspec: Any = ...  # (...: not imported yet; None: turned off (ROOFTOP_MSGSPEC=0, tests), the exact path alone reads every file)
 
 try:
     from . import _kineto_fast
@@ -229,14 +229,12 @@ _TYPED: Any = None  # the typed path's decoder and types, once made (`_typed`)
 
 def _typed() -> Any:
     """The typed path's decoder and types (`decoder`, `Event`, `noargs`, `null_raw`), made on first
-    use; None without msgspec."""
+    use; None with msgspec turned off."""
     global msgspec, _TYPED
     if msgspec is ...:
-        try:
-            if not speedups.on("MSGSPEC"):  # off by choice: the exact path reads every batch
-                raise ImportError
-            import msgspec as module
-        except ImportError:  # the exact path alone still reads every file, only slower
+        if speedups.on("MSGSPEC"):
+            import msgspec as module  # (a dependency)
+        else:  # off by choice: the exact path reads every batch
             module = None
         msgspec = module
     if msgspec is None:

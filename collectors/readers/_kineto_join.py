@@ -264,10 +264,8 @@ def _op_costs(name_ids: np.ndarray, shape_ids: np.ndarray, name_of: np.ndarray,
     n = len(name_ids)
     flops, nbytes = np.full(n, np.nan), np.full(n, np.nan)
     has = np.flatnonzero(shape_ids != NULL)
-    try:
-        from rooftop.opmodel import op_cost
-    except ImportError:
-        return flops, nbytes
+    from rooftop.opmodel import op_cost
+
     if not len(has):
         return flops, nbytes
     pairs, inverse = _distinct_rows(np.stack([name_ids[has], shape_ids[has]], axis=1))

@@ -157,7 +157,7 @@ JOINING = "joining launches and ranges"
 DERIVING = "deriving names, steps and layers"
 SUMMARIZING = "analysing and writing"  # `rooftop import`: the stored summary, beside the rows
 WRITING = "writing"  # a rank of a multi-rank import (no summary: a run is analysed whole)
-LOADING = "loading the rows"  # in memory (`load_any`: the TUI), the table to pandas for the analysis
+LOADING = "loading the rows"  # in memory (`collectors.open.open_trace`), the table to pandas for the analysis
 ANALYSING = "analysing"  # `report` and `diff` of a file converted in memory
 
 

@@ -1,8 +1,9 @@
 """Open any trace a user has: detect the format from the content, convert, or load.
 
-`rooftop import SRC [-o OUT]` writes the converted trace; `load_any` converts in memory (what
-`rooftop FILE` and the TUI use). Formats are recognised by their bytes, not their extension, since
-traces get renamed (`trace.json` that is gzipped, `profile.sqlite` that is a Parquet file...).
+`rooftop import SRC [-o OUT]` writes the converted trace; `convert` converts in memory (what
+`collectors.open` opens `rooftop FILE`, `report` and the TUI's traces with). Formats are recognised
+by their bytes, not their extension, since traces get renamed (`trace.json` that is gzipped,
+`profile.sqlite` that is a Parquet file...).
 """
 from __future__ import annotations
 
@@ -25,10 +26,10 @@ from rooftop.codes import by_identity
 from rooftop.summary import write_summarized_handed_over
 from rooftop.text import printable
 from rooftop.trace.read import give_back_memory
-from rooftop.trace import (Trace, TraceError, check_input, check_run_directory, check_writable, json_safe, load_trace, parquet_files,
-                           scrub_all, to_table, trace_from_table, write_trace)
+from rooftop.trace import (TraceError, check_input, check_run_directory, check_writable, json_safe, load_trace, parquet_files,
+                           scrub_all, to_table, write_trace)
 
-from .import_command import DERIVING, LOADING, SUMMARIZING, WRITING, stage
+from .import_command import DERIVING, SUMMARIZING, WRITING, stage
 
 # progress(done, total[, unit]): bytes read of the file, or (nsys, which reads SQLite tables) "stages";
 # a display with a `stage` method also hears the stages after the read (`import_command.stage`)
@@ -289,11 +290,14 @@ def _reject(path: Path, fmt: str) -> None:
                                  "rooftop reads rooftop Parquet, Kineto JSON, nsys SQLite, .ncu-rep and ncu CSV")
 
 
-def import_any(src: str | os.PathLike, progress: Progress | None = None) -> tuple[pd.DataFrame | pa.Table, dict]:
-    """Rows and metadata of any supported trace (rooftop files are loaded, not converted)."""
+def import_any(src: str | os.PathLike, progress: Progress | None = None,
+               fmt: str | None = None) -> tuple[pd.DataFrame | pa.Table, dict]:
+    """Rows and metadata of any supported trace (rooftop files are loaded, not converted). `fmt`:
+    the format `check_format` gave already (collectors/open.py sniffs once per open)."""
     src = Path(src)
-    fmt = detect(src)
-    _reject(src, fmt)
+    if fmt is None:
+        fmt = detect(src)
+        _reject(src, fmt)
     with _reading(src, fmt):
         rows, meta = _read(src, fmt, progress)
     return _drop_impossible(rows, meta)
@@ -332,13 +336,15 @@ def _as_category(values: np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
 
 
-def convert(src: str | os.PathLike, progress: Progress | None = None) -> tuple[pa.Table, dict]:
+def convert(src: str | os.PathLike, progress: Progress | None = None, fmt: str | None = None) -> tuple[pa.Table, dict]:
     """Any supported trace as one conformed table and its metadata, scrubbed of secrets (the path
     every import and every in-memory conversion takes); the metadata's `warnings` say what was
-    dropped or cut."""
+    dropped or cut. `fmt`: as for `import_any`."""
     src = Path(src)
-    fmt = detect(src)
-    rows, meta = import_any(src, progress)
+    if fmt is None:
+        fmt = detect(src)
+        _reject(src, fmt)
+    rows, meta = import_any(src, progress, fmt)
     with _reading(src, fmt):
         if isinstance(rows, pa.Table):
             table = rows
@@ -414,16 +420,6 @@ def _ranks(src: Path, files: list[Path], metas: list[dict]) -> list[int]:
                                "keep one trace per rank in the directory")
         seen[r] = f
     return out
-
-
-def load_any(path: str | os.PathLike, progress: Progress | None = None) -> Trace:
-    """A `Trace` from any supported file: rooftop files via `load_trace`, others converted in memory."""
-    path = Path(path)
-    if detect(path) in ("rooftop", "rooftop-dir"):
-        return load_trace(path)
-    table, meta = convert(path, progress)
-    stage(progress, LOADING)
-    return trace_from_table(table, meta, path)
 
 
 # --- `rooftop import` ----------------------------------------------------------------------------

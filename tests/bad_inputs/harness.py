@@ -30,8 +30,8 @@ def _alarm(signum, frame):
 
 
 def run_in_process(argv: list[str]) -> Outcome:
-    """`rooftop ARGV` through `rooftop.cli.main`, with stdout/stderr captured and a hang check."""
-    from rooftop.cli import main
+    """`rooftop ARGV` through `rooftop_cli.main`, with stdout/stderr captured and a hang check."""
+    from rooftop_cli import main
 
     out, err = io.StringIO(), io.StringIO()
     old = signal.signal(signal.SIGALRM, _alarm)
@@ -86,7 +86,7 @@ def check(o: Outcome, path: Path, expect: str | None) -> None:
 # forked from pytest (preexec_fn rules out posix_spawn), and Linux carries its high-water mark,
 # pytest's own size, across the exec.
 _MEASURED = ("import sys\n"
-             "from rooftop.cli import main\n"
+             "from rooftop_cli import main\n"
              "def hwm():\n"
              "    for line in open('/proc/self/status'):\n"
              "        if line.startswith('VmHWM:'):\n"

@@ -1,4 +1,4 @@
-"""The front door: argument parsing, and lazy dispatch to collectors/ and tui/.
+"""The `rooftop` command: argument parsing, printing, and lazy dispatch to collectors/ and tui/.
 
 Errors reach the user as one line, `rooftop: error: FILE: problem (hint)`, with exit code 2.
 Set ROOFTOP_DEBUG=1 to see the traceback of an unexpected error.
@@ -13,7 +13,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from . import __version__
+from rooftop import __version__
 
 # rooftop.trace (and with it pandas and pyarrow) is imported where a command needs it, not here: a
 # report served from a trace's stored summary answers before pandas could have been imported.
@@ -101,7 +101,7 @@ def _peaks_arg(text: str):
     """`--peaks`: a ceiling source (auto, datasheet, measured) or explicit BW_TBps,TFLOPs."""
     if text in _PEAK_SOURCES:
         return text
-    from .devices import Override
+    from rooftop.devices import Override
     try:
         return Override.parse_peaks(text)
     except ValueError as exc:
@@ -119,7 +119,7 @@ def _device_args(p: argparse.ArgumentParser, with_source: bool) -> None:
 
 def _override(args):
     """The user's --gpu/--peaks as a devices.Override (None when neither was given)."""
-    from .devices import Override
+    from rooftop.devices import Override
     gpu = getattr(args, "gpu", None)
     peaks = getattr(args, "peaks", "auto")
     bw, flops = peaks if isinstance(peaks, tuple) else (None, None)
@@ -146,8 +146,8 @@ def _model_options(args) -> dict:
     """`analyze` keyword arguments from the model flags: `model` (a ModelSpec or None) and `workload`.
 
     Raises ConfigError (one line naming the file and the field) for a config that cannot be used."""
-    from .analysis.model_cost import Workload
-    from .model_config import ConfigError, load_spec
+    from rooftop.analysis.model_cost import Workload
+    from rooftop.model_config import ConfigError, load_spec
 
     for name in ("batch", "context", "new_tokens", "tp", "ep"):
         v = getattr(args, name, None)
@@ -176,20 +176,13 @@ def _use_steps(pattern: str | None, paths: list[str]) -> None:
     a profiler file is imported (launch records, GPU spans); a rooftop Parquet no longer has those."""
     if pattern is None:
         return
-    from .steps import set_user_pattern
+    from rooftop.steps import set_user_pattern
     try:
         set_user_pattern(pattern)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    try:
-        from collectors.readers.importers import detect
-    except ImportError:
-        return
-    for p in paths:
-        if Path(p).exists() and detect(p) == "rooftop":
-            from .trace import TraceError
-            raise TraceError(p, "--steps applies when a profiler file is imported; this is a rooftop trace already",
-                             "import the original Kineto/nsys file with --steps")
+    from collectors.open import refuse_steps
+    refuse_steps(paths)
 
 
 def _nsys_arg(p: argparse.ArgumentParser) -> None:
@@ -233,85 +226,52 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _load(path: str, progress=None):
-    """Any supported trace (rooftop Parquet, or an import converted in memory, `progress` drawn as it
-    goes). A directory must be one run; any other is an error naming the traces it holds."""
-    try:
-        from collectors.readers.importers import check_directory, load_any
-    except ImportError:
-        from .trace import check_run_directory as check_directory, load_trace
-
-        def load_any(p, _progress):
-            return load_trace(p)
-    if Path(path).is_dir():
-        check_directory(path)
-    return load_any(path, progress)
-
-
 def _progress_line(path: str):
     """The import's progress line on stderr (`rooftop import`'s: a large file only, then its stages),
-    for a trace that is not Parquet, converted in memory; None without the importers."""
-    try:
-        from collectors.readers.import_command import ProgressLine, file_size
-    except ImportError:
-        return None
+    for a trace that is not Parquet, converted in memory."""
+    from collectors.readers.import_command import ProgressLine, file_size
     return ProgressLine(Path(path).name, size=file_size(Path(path)))
 
 
 def _analysis(path: str, peaks="auto", override=None, options: dict | None = None):
-    from .analysis import analyze
-    from .devices import peaks as device_peaks
+    """The trace's Analysis (collectors.open), its import's progress drawn on stderr as it goes."""
+    from collectors.open import OptionError, open_analysis
     bar = _progress_line(path)
     try:
-        trace = _load(path, bar)
-        given = None
-        if override is not None:
-            try:
-                given = device_peaks(trace.meta, override=override)
-            except ValueError as exc:
-                raise UsageError(str(exc)) from None
-        if bar is not None and bar.shown:  # (an import's line: the tables are computed as the report asks)
-            from collectors.readers.import_command import ANALYSING
-
-            bar.stage(ANALYSING)
-        a = analyze(trace, given, **(options or {}))
+        return open_analysis(path, bar, peaks=peaks if isinstance(peaks, str) else "auto", override=override,
+                             **(options or {}))
+    except OptionError as exc:
+        raise UsageError(str(exc)) from None
     finally:
-        if bar is not None:
-            bar.done()  # the line ended before the report, on stdout, begins
-    if isinstance(peaks, str) and peaks != "auto":
-        try:
-            a = a.with_peaks(peaks)
-        except ValueError as exc:
-            from .trace import TraceError
-            raise TraceError(path, str(exc), "calibrate with `rooftop calibrate` on the GPU") from None
-    return a
-
-
-_ANALYSIS_FLAGS = ("gpu", "model", "tp", "ep", "weight_dtype", "kv_dtype", "batch", "context", "new_tokens", "steps")
+        bar.done()  # the line ended before the report, on stdout, begins
 
 
 def _stored_report(args, unsealed: list | None = None) -> str | None:
-    """The report's output from the trace's stored summary (docs/summary.md), when it can answer: a
-    current summary, the default options, a trace file (not a directory); else None (analyse)."""
-    if args.peaks != "auto" or any(getattr(args, f, None) is not None for f in _ANALYSIS_FLAGS):
-        return None
-    from .render import render_report
-    from .summary import load_stored
-    stored = load_stored(args.trace, args.top, unsealed=unsealed)
+    """The report's output from the trace's stored summary (docs/summary.md), when it can answer
+    (collectors.open.stored_summary: the default options, a current summary of a trace file); else
+    None (analyse)."""
+    from collectors.open import stored_summary
+    flags = {f: getattr(args, f, None) for f in _ANALYSIS_FLAGS}
+    stored = stored_summary(args.trace, top=args.top, unsealed=unsealed, peaks=args.peaks, **flags)
     if stored is None:
         return None
+    from rooftop.render import render_report
     try:
         return stored.json_text() if args.json else render_report(stored.report)
     except ValueError:  # damaged per-step lists: analyse instead
         return None
 
 
+# Every option that changes the analysis: given any, the stored summary does not answer.
+_ANALYSIS_FLAGS = ("gpu", "model", "tp", "ep", "weight_dtype", "kv_dtype", "batch", "context", "new_tokens", "steps")
+
+
 def cmd_report(args) -> int:
     unsealed: list = []  # a current stored summary without this user's seal: not used, compared
     text = _stored_report(args, unsealed)
     if text is None:
-        from .render import render_report
-        from .report import TEXT_KEYS, report_dict
+        from rooftop.render import render_report
+        from rooftop.report import TEXT_KEYS, report_dict
         a = _analysis(args.trace, args.peaks, _override(args), _model_options(args))
         doc = report_dict(a, args.top) if args.json else report_dict(a, args.top, TEXT_KEYS)
         if unsealed:
@@ -321,7 +281,7 @@ def cmd_report(args) -> int:
         else:
             text = render_report(doc)  # only what the text shows
     if not args.json:  # (JSON is ASCII-escaped by its encoder)
-        from .text import printable_lines
+        from rooftop.text import printable_lines
         text = printable_lines(text)  # the one last step before the terminal, whatever a cell did
     print(text)
     return 0
@@ -330,19 +290,19 @@ def cmd_report(args) -> int:
 def _say_unsealed(path: str, stored, doc: dict) -> None:
     """The stored summary was not used (rooftop/seal.py): say so under the report's warnings, and on
     stderr when its numbers are not those of the rows."""
-    from .summary import disagreement, unsealed_note
+    from rooftop.summary import disagreement, unsealed_note
     note = unsealed_note(path, stored, doc)
     doc["warnings"] = [*(doc.get("warnings") or []), note]
     if disagreement(stored, doc) is not None:
-        from .text import printable
+        from rooftop.text import printable
         print(f"rooftop: warning: {printable(path)}: {note}", file=sys.stderr)
 
 
 def cmd_summarize(args) -> int:
     """Rewrite each trace with a current summary in its footer; its rows and metadata are kept."""
-    from .summary import refresh
-    from .text import printable
-    from .trace import TraceError, check_input, is_parquet
+    from rooftop.summary import refresh
+    from rooftop.text import printable
+    from rooftop.trace import TraceError, check_input, is_parquet
     for p in args.traces:
         check_input(p, allow_dir=False)
         if not is_parquet(p):
@@ -352,21 +312,21 @@ def cmd_summarize(args) -> int:
 
 
 def cmd_diff(args) -> int:
-    from .analysis import compare
-    from .report import diff_text
+    from rooftop.analysis import compare
+    from rooftop.report import diff_text
     if isinstance(args.peaks, str) and args.peaks != "auto":
         raise UsageError("diff --peaks takes BW_TBps,TFLOPs")
     options = _model_options(args)
-    from . import diff_report
-    from .analysis import verdict
-    from .text import printable_lines
+    from rooftop import diff_report
+    from rooftop.analysis import verdict
+    from rooftop.text import printable_lines
     a = _analysis(args.a, override=_override(args), options=options)
     b = _analysis(args.b, override=_override(args), options=options)
     fmt = "json" if args.json else (args.format or "text")
     v = verdict.verdicts(a, b)
     status, reason = (0, None) if args.fail_above is None else verdict.gate(v, args.fail_above, args.metric)
     if fmt == "json":
-        from .report import _clean
+        from rooftop.report import _clean
         doc = compare(a, b).to_dict()
         doc["verdict"] = diff_report.verdict_json(v)
         if reason is not None:
@@ -388,9 +348,9 @@ def cmd_diff(args) -> int:
 
 def cmd_export(args) -> int:
     """`rooftop export TRACE --perfetto OUT`: the trace and rooftop's findings as a Perfetto timeline."""
-    from .perfetto import write_perfetto
-    from .text import printable
-    from .trace import check_writable
+    from rooftop.perfetto import write_perfetto
+    from rooftop.text import printable
+    from rooftop.trace import check_writable
     if isinstance(args.peaks, str) and args.peaks != "auto":
         raise UsageError("export --peaks takes BW_TBps,TFLOPs")
     _check_output_file(args.perfetto)
@@ -403,37 +363,32 @@ def cmd_export(args) -> int:
 def cmd_open(paths: list[str], override=None, options: dict | None = None) -> int:
     if len(paths) > 2:
         raise UsageError(f"rooftop opens one trace, or two to compare; got {len(paths)}: {' '.join(paths)}")
-    from .trace import check_input
+    from rooftop.trace import check_input
     for p in paths:
         check_input(p)  # missing, unreadable, a FIFO or a device: one line before the screen switches
+    formats = {}
     if len(paths) == 1:
         # Cheap content check before the terminal switches to the full-screen app: an empty or
-        # unrecognised file gets the one-line error at once (the app reports deeper problems).
-        try:
-            from collectors.readers.importers import check_format
-        except ImportError:
-            check_format = None
-        if check_format is not None:
-            check_format(paths[0])
-    try:
-        from tui.app import run_app
-    except ImportError as exc:
-        raise UsageError(f"the terminal UI needs textual: {exc}") from None
-    return run_app(list(paths), peaks_override=override, **(options or {}))
+        # unrecognised file gets the one-line error at once (the app reports deeper problems), and
+        # the app opens it as sniffed here.
+        from collectors.open import sniff
+        formats[paths[0]] = sniff(paths[0])
+    from tui.app import run_app
+    return run_app(list(paths), peaks_override=override, formats=formats, **(options or {}))
 
 
 def _check_gpu(gpu: str | None) -> None:
     """`--gpu KEY` names a row of the spec table (a key or a name `rooftop gpus` lists)."""
     if not gpu:
         return
-    from .devices import by_key, match
+    from rooftop.devices import by_key, match
     if by_key(gpu) is None and match(gpu) is None:
         raise UsageError(f"--gpu {gpu!r}: no such GPU in the spec table (see `rooftop gpus`)")
 
 
 def cmd_gpus(args) -> int:
-    from .devices import all_gpus
-    from .format import fmt_rate
+    from rooftop.devices import all_gpus
+    from rooftop.format import fmt_rate
     for g in all_gpus():
         ridge = g.ridge() or g.ridge("fp32")
         print(f"{g.key:15s} {g.name:42s} bf16 {fmt_rate(g.peak_bf16, 'FLOP/s'):>14s}  "
@@ -488,7 +443,7 @@ def _run(argv: list[str]) -> int:
     if args.command == "summarize":
         return cmd_summarize(args)
     if args.command in ("collect", "predict") and getattr(args, "output", None):
-        from .trace import check_writable
+        from rooftop.trace import check_writable
         _check_output_file(args.output)
         check_writable(args.output)  # a full disk or a bad -o is reported before the run, not after it
     mod = __import__(args._module, fromlist=["run"])
@@ -504,7 +459,7 @@ def _check_output_file(output: str) -> None:
         return  # absent (or unreachable: check_writable says why)
     if not stat.S_ISREG(st.st_mode):
         kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-        from .trace import TraceError
+        from rooftop.trace import TraceError
         raise TraceError(output, f"the output exists and is {kind}", "give a file name ending in .parquet")
 
 
@@ -579,7 +534,7 @@ def _ignore_late_interrupts() -> None:
 def _restore_sigint() -> None:
     """From here Ctrl-C is a KeyboardInterrupt again (caught below: one line, temporary files
     removed); while the package was importing, `rooftop._interrupted_while_starting` answered it."""
-    from . import _interrupted_while_starting
+    from rooftop import _interrupted_while_starting
     try:
         if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
             signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -666,10 +621,10 @@ def _columns() -> int:
 
 
 def _error(message: str) -> None:
-    from .text import printable
+    from rooftop.text import printable
     text = printable(" ".join(str(message).split()))
     if len(text) > ERROR_MAX:  # a name of megabytes: its middle goes, the hint at the end stays
-        from .names import fit
+        from rooftop.names import fit
         text = fit(text, ERROR_MAX)
     # One line, never cut at the terminal's width: the terminal wraps it, and the command or the
     # path at its end is there whole to copy.
