@@ -153,7 +153,8 @@ def test_text_kept_as_dictionaries_writes_and_reads_as_plain_text(tmp_path):
 
     from rooftop.summary import write_summarized_handed_over
     from rooftop.trace import to_table, write_trace
-    from rooftop.trace.read import scrub_all, trace_from_table
+    from rooftop.trace.read import trace_from_table
+    from rooftop.trace.scrubbing import scrub_all
 
     rows = _rows_with_host_calls()
     plain, kept = to_table(rows), to_table(rows, text_dictionaries=True)
