@@ -11,7 +11,9 @@ import pytest
 
 from rooftop.analysis.attention import _attention_path, matches
 from rooftop.analysis.ceilings import group_peak
-from rooftop.analysis.metrics import COMPUTE, LINK_COPY, grouped, known_sums, step_meta
+from rooftop.analysis.aggregate import grouped, known_sums
+from rooftop.analysis.step_entries import step_meta
+from rooftop.analysis.work import COMPUTE, LINK_COPY
 from rooftop.report import _clean, records
 from rooftop.summary import _json_text, _records_text
 

@@ -16,7 +16,7 @@ from ..trace import Trace
 from ..models import ModelSpec
 from ..names import gpu_work_counts
 from . import attention, bounds, ceilings, diff, findings, gap, groups, metrics, model_cost, per_device, physics
-from . import comm, copies, graphs, idle, stalls, tree
+from . import comm, copies, graphs, idle, rates, stalls, tree, work
 from .findings import Finding
 from .model_cost import Workload
 from .identity import trace_identity
@@ -64,8 +64,8 @@ class Analysis:
     @cached_property
     def timed(self) -> pd.DataFrame:
         """The timed rows (kernels, or ops on a CPU run), prepared once: phase label, end time,
-        best-known bytes/FLOPs and their sources (see `metrics.prepare`)."""
-        rows = metrics.prepare(self.trace.timed())
+        best-known bytes/FLOPs and their sources (see `work.prepare`)."""
+        rows = work.prepare(self.trace.timed())
         rows = graphs.with_layers(rows)  # layers of CUDA-graph replays, from their structure (labelled inferred)
         if len(rows):
             # each kernel's compute dtype from the best evidence: counters, else its name (bounds.py)
@@ -128,7 +128,7 @@ class Analysis:
             out["mfu"] = out["mfu"].where(out["mfu_status"] != "unknown")  # a sliver is unknown, never a number
         if len(out):
             out = self._with_mix(out, self._phase_rows, ["phase"])
-        out = metrics.both_utilizations(out, p)
+        out = rates.both_utilizations(out, p)
         return model_cost.add_phase_costs(out, self.steps, p.flops, p.bw)
 
     @cached_property
