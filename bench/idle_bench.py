@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from synth_trace import decode_frame  # noqa: E402
 
-from rooftop.analysis import comm, copies, graphs, idle, metrics  # noqa: E402
+from rooftop.analysis import comm, copies, graphs, idle, metrics, work  # noqa: E402
 
 
 def timed(f) -> float:
@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     rows["op"] = None
     for col in ("kind", "phase", "category", "name"):  # as a loaded trace holds them (dictionary columns)
         rows[col] = rows[col].astype("category")
-    rows = metrics.prepare(rows)
+    rows = work.prepare(rows)
     host = pd.DataFrame({"start_ns": rows["start_ns"] - 5_000, "dur_ns": 2_000, "name": "cudaLaunchKernel",
                          "correlation": rows["correlation"], "thread": 1, "op": None})
     base = timed(lambda: metrics.phase_table(rows, metrics.step_table(rows, {}, None, None, None), {}, None, None, None))

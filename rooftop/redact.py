@@ -14,7 +14,7 @@ become "[redacted]":
 Every pattern runs in linear time on hostile input (a 1 MB name): each starts at a literal or at
 the start of an identifier run (a look-behind forbids starting inside one), and its body is one
 character class taken possessively, so no start position is ever rescanned.
-`rooftop.trace.read.scrub` is the one place every load and every import goes through.
+`rooftop.trace.scrubbing.scrub` is the one place every load and every import goes through.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from hypothesis import given, settings, strategies as st
 
 from rooftop.apart import MAX_NAMES, fit_apart
-from tui.widgets.table import fit_unique
+from tui.widgets.table_values import fit_unique
 
 # cuBLAS kernels that differ in the tile size only; Blackwell FMHA kernels that differ in one word
 SM90_128 = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"

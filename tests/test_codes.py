@@ -6,7 +6,7 @@ import pandas as pd
 import pyarrow as pa
 
 from rooftop.codes import by_first_seen, by_identity, categorical, first_appearance, first_rows, in_first_order
-from rooftop.trace.read import _first_seen
+from rooftop.trace.runtime import _first_seen
 
 
 def test_first_appearance_numbers_codes_as_factorize_does():

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from rooftop import names as nm
+from rooftop.names import categories, cxx
 
 TOKENS = ["step=12", "ProfilerStep#3", "cudaLaunchKernel", "flash", "FLASH", "Attn", "gemm", "GEMV", "nccl",
           "mm_", "_MM_", "fp8", "CVT_", "rms", "Norm", "copy", "Copy_", "topk", "sort", " ", "  ", "::", ":", "_",
@@ -28,8 +29,8 @@ def _case_insensitive_category(name: str, op: str | None = None) -> str:
     for text, from_op in ((name, False), (op, True)):
         if not text:
             continue
-        own = nm._own_name(text[:nm.SCAN_CHARS])
-        for cat, rx in nm._CATEGORY_RE:
+        own = categories._own_name(text[:categories.SCAN_CHARS])
+        for cat, rx in categories._CATEGORY_RE:
             if rx.search(own):
                 if cat == "attention" and from_op and name:
                     break
@@ -42,11 +43,11 @@ def test_name_fast_paths_agree_with_the_bracket_scanner(seed):
     names = _random_names(3000, seed) + ["a->b", "x > y", "operator new", "f operator<", "A  B", "void", " x y"]
     for n in names:
         # what the bracket scanner gives where the fast paths skip it
-        assert nm._components(n) == [p for p in nm._top_level_parts(n) if p and p not in nm._ANONYMOUS], n
-        if nm._no_structure(n):
-            assert nm._last_top_level_space(n) == n.rfind(" "), n
+        assert cxx._components(n) == [p for p in cxx._top_level_parts(n) if p and p not in cxx._ANONYMOUS], n
+        if cxx._no_structure(n):
+            assert cxx._last_top_level_space(n) == n.rfind(" "), n
         if "<" not in n and ">" not in n:
-            assert nm._strip_templates(n) == n
+            assert cxx._strip_templates(n) == n
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -153,7 +154,8 @@ def test_text_kept_as_dictionaries_writes_and_reads_as_plain_text(tmp_path):
 
     from rooftop.summary import write_summarized_handed_over
     from rooftop.trace import to_table, write_trace
-    from rooftop.trace.read import scrub_all, trace_from_table
+    from rooftop.trace.read import trace_from_table
+    from rooftop.trace.scrubbing import scrub_all
 
     rows = _rows_with_host_calls()
     plain, kept = to_table(rows), to_table(rows, text_dictionaries=True)

@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from rooftop_cli import main
 from rooftop.render import is_integrity
-from rooftop.trace.read import _drop_untimed
+from rooftop.trace.conform import _drop_untimed
 
 
 def _kineto_cut_before_kernels(path):

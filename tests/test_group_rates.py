@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from rooftop.analysis.groups import LATENCY_NS, LATENCY_ROOF_FRAC, rate_columns
-from rooftop.analysis.metrics import VERDICT_COVERAGE, coverages
+from rooftop.analysis.aggregate import coverages
+from rooftop.analysis.rates import VERDICT_COVERAGE
 from rooftop.devices import ridge_point
 
 

@@ -9,11 +9,11 @@ import pytest
 
 from rooftop import links
 from rooftop.analysis import comm, copies, findings, gap, idle
-from rooftop.analysis import metrics as _metrics
+from rooftop.analysis import work as _work
 
 
 class metrics:  # noqa: N801 (the prepare the analysis uses, on rows with only the columns a test names)
-    LINK_COPY = _metrics.LINK_COPY
+    LINK_COPY = _work.LINK_COPY
 
     @staticmethod
     def prepare(rows: pd.DataFrame) -> pd.DataFrame:
@@ -22,7 +22,7 @@ class metrics:  # noqa: N801 (the prepare the analysis uses, on rows with only t
                 rows = rows.assign(**{col: np.nan})
         if "counters" not in rows.columns:
             rows = rows.assign(counters=False)
-        return _metrics.prepare(rows)
+        return _work.prepare(rows)
 
 # One decode step on device 0. Stream 7 runs the compute kernels K1..K7 (100 ns each), stream 8 a
 # memset, two NCCL kernels, a HtoD copy and a lone late DtoH copy. Idle stretches (no compute kernel):
@@ -262,8 +262,8 @@ def test_nsys_device_to_device_copies_move_twice_their_bytes(fixtures_dir):
     rows = _load(path).timed()
     names = rows["name"].astype(str)
     assert rows.loc[names.str.contains("DtoD"), "model_bytes"].sum() == pytest.approx(2 * n)
-    prepared = _metrics.prepare(rows)
-    link = prepared["copy_class"].to_numpy() == _metrics.LINK_COPY
+    prepared = _work.prepare(rows)
+    link = prepared["copy_class"].to_numpy() == _work.LINK_COPY
     assert link.sum() == names.str.contains("HtoD|DtoH").sum()
     assert prepared.loc[link & names.str.contains("HtoD").to_numpy(), "model_bytes"].sum() == pytest.approx(h)
 

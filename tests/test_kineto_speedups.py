@@ -185,7 +185,8 @@ def test_parse_layers_matches_parse_layer():
 def test_phases_and_steps_match_parse_path():
     """Arrow's regex for plain ASCII paths that name their phase, `parse_path` for the rest (engine
     markers, other text): the same phase and step for hand-checked edge cases and random paths."""
-    from rooftop.steps import _phases_and_steps, parse_path
+    from rooftop.steps import parse_path
+    from rooftop.steps.paths import _phases_and_steps
 
     cases = ["decode/step=12/layer=3/attn", "a/PREFILL/step_4", "prefill=3", "decode_batch", "xdecode/step=1",
              "decode", "/decode/", "decoder/step=2", "ProfilerStep#7/x", "step#12", "step 5/", "step=99999999999",

@@ -8,7 +8,7 @@ import pytest
 
 from rooftop import redact as rd
 from rooftop.records import MIN_RECORDS, flat_text
-from rooftop.trace.read import json_safe
+from rooftop.trace.meta import json_safe
 
 
 def _steps(n=200, **extra):

@@ -286,7 +286,7 @@ def test_fifo_devices_proc_and_directories_get_one_line_at_once(tmp_path):
             assert what in o.err, o.err
     d = tmp_path / "adir"
     d.mkdir()
-    from rooftop.trace.read import _read_file
+    from rooftop.trace.parquet import _read_file
     with pytest.raises(TraceError, match="is a directory"):
         _read_file(d)
 

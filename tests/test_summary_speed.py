@@ -11,7 +11,9 @@ import pytest
 
 from rooftop.analysis.attention import _attention_path, matches
 from rooftop.analysis.ceilings import group_peak
-from rooftop.analysis.metrics import COMPUTE, LINK_COPY, grouped, known_sums, step_meta
+from rooftop.analysis.aggregate import grouped, known_sums
+from rooftop.analysis.step_entries import step_meta
+from rooftop.analysis.work import COMPUTE, LINK_COPY
 from rooftop.report import _clean, records
 from rooftop.summary import _json_text, _records_text
 
@@ -206,7 +208,8 @@ def test_split_runtime_text_is_what_encoding_after_the_split_gives():
     its own values only, in order of first appearance, as if encoded after the split."""
     import pyarrow as pa
 
-    from rooftop.trace.read import _to_frame, split_runtime
+    from rooftop.trace.frame import _to_frame
+    from rooftop.trace.runtime import split_runtime
     kinds = ["runtime", "kernel", "range", "runtime", "kernel", "memcpy", "runtime", "kernel"]
     names = ["cudaLaunchKernel", "gemm", None, "cudaMemcpyAsync", "softmax", "HtoD", "cudaLaunchKernel", "gemm"]
     paths = ["host/x", "decode/a", "decode", None, "decode/b", "decode/a", "host/y", "decode/b"]
@@ -235,7 +238,8 @@ def test_split_runtime_cuts_slices_of_rows_stored_in_its_order():
     in another order split into."""
     import pyarrow as pa
 
-    from rooftop.trace.read import _to_frame, split_runtime
+    from rooftop.trace.frame import _to_frame
+    from rooftop.trace.runtime import split_runtime
     kinds = ["kernel", "memcpy", "kernel", "range", "range", "runtime", "runtime"]
     names = ["gemm", "HtoD", "softmax", "step=1", None, "cudaLaunchKernel", "cudaMemcpyAsync"]
     table = pa.table({"id": pa.array(range(7), pa.int64()), "kind": pa.array(kinds).dictionary_encode(),

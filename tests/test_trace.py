@@ -181,7 +181,7 @@ def test_launch_shapes_load_as_shared_arrays(typ):
     """grid/block load as pandas converts them (NumPy arrays, float when the column holds null
     lists, None for null), one array per distinct shape shared by its rows; a shape with a null
     inside converts row by row."""
-    from rooftop.trace.read import _shared_lists
+    from rooftop.trace.frame import _shared_lists
 
     cases = [pa.chunked_array([pa.array([[1, 2, 3], None, [1, 2, 3], [4, 5, 6]], type=typ),
                                pa.array([[4, 5, 6], None], type=typ)]),
@@ -211,7 +211,7 @@ def test_lazy_runtime_rows_load_as_the_eager_ones(tmp_path, monkeypatch):
     """`lazy_host`: the events and warnings are those of the ordinary load, the runtime rows come
     when asked (`runtime_rows`), equal to the ordinary load's `host`, text scrubbed the same way;
     batches smaller than the file (the read filters batch by batch) change nothing."""
-    from rooftop.trace import read as R
+    from rooftop.trace import parquet as R
 
     monkeypatch.setattr(R.pq.ParquetFile, "iter_batches", _small_batches)  # batches of 2 rows
     rows = ROWS + [dict(kind="runtime", name="cudaLaunchKernel", start_ns=90 + i, dur_ns=3, correlation=i, thread=11,
@@ -261,9 +261,9 @@ def test_empty_columns_load_as_one_repeated_null(tmp_path):
 def test_empty_columns_get_a_slot_per_row_without_copy_on_write(tmp_path, monkeypatch):
     """pandas 2 without copy-on-write writes into a column's own array: there the shared null slot
     would be written through (or refuse the write), so each row gets its own slot, as before."""
-    from rooftop.trace import read
+    from rooftop.trace import frame
 
-    monkeypatch.setattr(read, "_copy_on_write", lambda: False)
+    monkeypatch.setattr(frame, "_copy_on_write", lambda: False)
     rows = [dict(ROWS[0], id=1), dict(ROWS[1], id=2), dict(ROWS[2], id=3)]
     ev = load_trace(write_trace(tmp_path / "t.parquet", rows, {})).events
     assert ev["sm_pct"].to_numpy().strides != (0,) and ev["registers"].array._data.strides != (0,)
@@ -291,7 +291,7 @@ def test_gpu_rows_come_first_and_timed_is_a_view(tmp_path):
 def test_text_columns_convert_as_pyarrow_converts_them():
     """`_categorical` (text columns to pandas from the unified dictionary) gives what pyarrow's own
     conversion gives: dtype, categories in order, codes, nulls."""
-    from rooftop.trace.read import _categorical
+    from rooftop.trace.frame import _categorical
 
     typ = pa.dictionary(pa.int32(), pa.string())
     a = pa.DictionaryArray.from_arrays(pa.array([0, 1, None, 1], type=pa.int32()), pa.array(["b", "a"]))
@@ -312,7 +312,7 @@ def test_lazy_read_of_many_row_groups_loads_as_the_eager_one(tmp_path, group_row
     every chunk of a text column shares one dictionary (the earlier chunks keep their indices)."""
     import pyarrow.parquet as pq
 
-    from rooftop.trace import read as R
+    from rooftop.trace import parquet as R
 
     rows = [dict(kind="kernel", name=f"k{i % 7}", start_ns=10 * i, dur_ns=5, path=f"step={i // 4}/k", id=i)
             for i in range(14)]
@@ -347,7 +347,7 @@ def test_one_dictionary_keeps_every_value_whatever_the_chunks_dictionaries():
     later group's may add values or add none: every value stays, and all chunks share one dictionary."""
     import pyarrow as pa
 
-    from rooftop.trace import read as R
+    from rooftop.trace import parquet as R
 
     def enc(values, dictionary):
         return pa.DictionaryArray.from_arrays(pa.array([dictionary.index(v) if v is not None else None for v in values],

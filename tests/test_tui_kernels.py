@@ -5,7 +5,8 @@ import pandas as pd
 
 from tui.screens.detail import KernelDetailScreen
 from tui.widgets.breadcrumb import Breadcrumb
-from tui.widgets.table import Col, display_table, matches
+from tui.widgets.table import matches
+from tui.widgets.table_values import Col, display_table
 from tui.widgets.text import safe_text, sanitize, sanitize_series
 
 from test_tui_app import drive, text_of
@@ -210,7 +211,7 @@ def test_keys_typed_right_after_slash_reach_the_filter(tmp_path):
 def test_sort_order_is_stable_nulls_last_and_lexical_for_text():
     import numpy as np
 
-    from tui.widgets.table import sort_order
+    from tui.widgets.row_order import sort_order
 
     nums = pd.Series([3.0, None, 1.0, 3.0, 2.0])
     assert sort_order(nums, descending=True).tolist() == [0, 3, 4, 2, 1]  # ties keep their order

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rooftop.trace import write_trace
 from tui.screens.name import NameScreen
-from tui.widgets.table import fit_unique
+from tui.widgets.table_values import fit_unique
 
 from test_tui_app import drive, text_of
 from tui_helpers import _FLASH, _GEMM, _meta, small_trace
@@ -57,7 +57,7 @@ def test_grouped_row_lists_every_full_name_and_detail_has_it(tmp_path):
 def test_table_cut_never_makes_two_rows_alike():
     import pandas as pd
 
-    from tui.widgets.table import Col, display_table
+    from tui.widgets.table_values import Col, display_table
 
     frame = pd.DataFrame({"name": pd.Categorical([_A, _B, _A, "short"])})
     shown = display_table(frame, [Col("name", "kernel", "text")], fit={"name": 32}).column(0).to_pylist()

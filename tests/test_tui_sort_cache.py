@@ -12,7 +12,9 @@ import pandas as pd
 import pytest
 
 from tui.widgets.order_cache import OrderCache
-from tui.widgets.table import Col, FrameTable, _distinct_texts, sort_order
+from tui.widgets.row_order import _distinct_texts, sort_order
+from tui.widgets.table import FrameTable
+from tui.widgets.table_values import Col
 
 
 # --- the distinct texts a text sort ranks ------------------------------------------------------

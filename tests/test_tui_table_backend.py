@@ -12,7 +12,7 @@ from textual_fastdatatable import ArrowBackend
 from textual_fastdatatable.format import measure_width
 
 from tui.widgets.frame_backend import FrameBackend, NumberCells, TextCells
-from tui.widgets.table import Col, display_table, frame_cells
+from tui.widgets.table_values import Col, display_table, frame_cells
 
 COLS = [Col("name", "kernel", "text"), Col("t", "time µs", "ns", 2), Col("share", "share %", "pct"),
         Col("n", "launches", "int"), Col("big", "bytes", "num"), Col("tiny", "tiny", "num", 1),
@@ -296,7 +296,7 @@ def test_plain_rows_paint_exactly_what_the_library_paints(zebra):
 def test_packed_sort_is_the_stable_sort(desc):
     """A million-row key of whole numbers (ties, NaN, negative, huge timestamps) sorts as a stable
     argsort does; a key with fractions, or too wide to pack, takes the stable argsort itself."""
-    from tui.widgets import table as tbl
+    from tui.widgets import row_order as tbl
 
     rng = np.random.default_rng(2)
     n = 200_000
@@ -328,7 +328,7 @@ def test_packed_sort_is_the_stable_sort(desc):
 
 def test_text_sort_is_code_point_order():
     """Text sorts as Python compares str (by code point), nulls last: accents, case, CJK, emoji."""
-    from tui.widgets import table as tbl
+    from tui.widgets import row_order as tbl
 
     names = ["b", "B", "a", "é", "e", "日本", "Z", "z", "😀", "ab", "a b", None, "a"]
     s = pd.Series(pd.Categorical(names))
@@ -343,7 +343,7 @@ def test_a_categorical_columns_text_ranks_are_kept_and_agree(monkeypatch):
     """A categorical column's ranks are computed once for its categories (a sort of a filtered
     view or the other way reuses them, and gives what ranking afresh gives); an object column's
     distinct values are ranked every time and never kept; the last few columns only."""
-    from tui.widgets import table as tbl
+    from tui.widgets import row_order as tbl
 
     calls = []
     real = tbl.pa.compute.sort_indices

@@ -25,7 +25,7 @@ def post_if_current(node, message: Message) -> bool:
     A worker has just done its pandas work: the temporaries it freed sit in the C heap (glibc
     keeps them while anything above is in use), so they are handed back here, off the UI thread."""
     # (imported here, not with this module: the Overview's first paint imports it, and no pandas)
-    from rooftop.trace.read import give_back_memory
+    from rooftop.trace.frame import give_back_memory
 
     give_back_memory()
     if get_current_worker().is_cancelled:

@@ -25,7 +25,7 @@ from rooftop import limits
 from rooftop.codes import by_identity
 from rooftop.summary import write_summarized_handed_over
 from rooftop.text import printable
-from rooftop.trace.read import give_back_memory
+from rooftop.trace.frame import give_back_memory
 from rooftop.trace import (TraceError, check_input, check_run_directory, check_writable, json_safe, load_trace, parquet_files,
                            scrub_all, to_table, write_trace)
 

@@ -20,7 +20,7 @@ import pandas as pd
 
 from rooftop.redact import redact
 from rooftop.trace import TraceError
-from rooftop.trace.read import give_back_memory
+from rooftop.trace.frame import give_back_memory
 
 from . import _jsonstream, import_command, kineto_ranges
 from ._jsonstream import Progress

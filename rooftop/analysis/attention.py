@@ -18,7 +18,8 @@ import pandas as pd
 
 from ..models import ModelConfig
 from . import attention_structure as structure
-from .metrics import elem_bytes, labelled, step_meta
+from .step_entries import step_meta
+from .work import elem_bytes, labelled
 
 # Kernel (or CPU op) names of fused attention implementations (docs/definitions.md).
 FUSED_RE = re.compile(

@@ -30,7 +30,9 @@ import pandas as pd
 
 from ..devices import FLOAT_DTYPES, PHYSICS_SLACK, Peaks, normalize_dtype
 from ..format import fmt_pct
-from .metrics import LINK_COPY, VERDICT_COVERAGE, distinct_codes, grouped
+from .aggregate import grouped
+from .rates import VERDICT_COVERAGE
+from .work import LINK_COPY, distinct_codes
 
 BOUNDS = ("memory", "compute", "latency")
 UNJUDGED = -1
@@ -98,7 +100,7 @@ def _ridges(peaks: Peaks) -> tuple[float, float]:
 
 
 def kernel_verdicts(rows: pd.DataFrame, peaks: Peaks) -> pd.DataFrame:
-    """Per prepared timed row (`metrics.prepare`, with `dtype`): work, peak, ridge, AI, bound code
+    """Per prepared timed row (`work.prepare`, with `dtype`): work, peak, ridge, AI, bound code
     (index into BOUNDS, UNJUDGED = -1), ideal_ns and share of its peak. Vectorised: one peak lookup
     per distinct dtype."""
     n = len(rows)

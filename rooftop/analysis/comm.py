@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from . import intervals as iv
-from .metrics import distinct_codes
+from .work import distinct_codes
 
 COMM_COLUMNS = ("rank", "device", "phase", "step", "comm_ns", "compute_ns", "overlapped_ns", "exposed_ns",
                 "exposed_frac", "span_ns", "exposed_share")

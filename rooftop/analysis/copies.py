@@ -19,7 +19,7 @@ import pandas as pd
 
 from .. import links
 from . import intervals as iv
-from .metrics import LINK_COPY, copy_class
+from .work import LINK_COPY, copy_class
 
 COPY_COLUMNS = ("rank", "device", "direction", "copies", "bytes", "time_ns", "span_ns", "share", "rate",
                 "link", "link_bw", "link_frac", "link_source")

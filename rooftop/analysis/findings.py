@@ -17,7 +17,7 @@ from ..format import fmt_bytes, fmt_ns, fmt_pct
 from ..ideal import LAUNCH_FLOOR_NS, kernel_bound
 from ..steps import OUTSIDE_STEPS
 from .attention import Verdict
-from .metrics import MIN_COVERAGE, VERDICT_COVERAGE
+from .rates import MIN_COVERAGE, VERDICT_COVERAGE
 from .stalls import STALL_MEANING, top_reason
 
 MBU_HEALTHY = 0.60   # Databricks reports 55-60% MBU at batch 1 with TensorRT-LLM

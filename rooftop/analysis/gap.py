@@ -32,7 +32,8 @@ import pandas as pd
 
 from ..ideal import kernel_ideal_ns
 from ..columns import GAP_STEPS
-from .metrics import LINK_COPY, first_positions, labelled, taken
+from .step_entries import first_positions, taken
+from .work import LINK_COPY, labelled
 from .per_device import headline
 
 MIN_KERNEL_COVERAGE = 0.5  # below this share of kernel time with costs, per-kernel ideals say too little

@@ -19,8 +19,9 @@ import pandas as pd
 from ..devices import ridge_point
 from .ceilings import group_peak
 from ..columns import GROUPS, ROOFLINE
-from .metrics import (VERDICT_COVERAGE, coverages, grouped, known_sums, prepare, source_labels,
-                      where_positive)
+from .aggregate import coverages, grouped, known_sums, source_labels, where_positive
+from .rates import VERDICT_COVERAGE
+from .work import prepare
 
 LATENCY_NS = 5_000
 LATENCY_ROOF_FRAC = 0.10

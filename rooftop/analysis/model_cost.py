@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..devices import trace_dtype
 from ..models import FORMATS, ModelConfig, ModelSpec, weight_format
-from .metrics import first_positions, step_records, taken
+from .step_entries import first_positions, step_records, taken
 
 STEP_COLUMNS = ("model_weight_bytes", "model_kv_read_bytes", "model_kv_write_bytes", "model_bytes", "model_flops",
                 "experts_touched", "model_mbu", "model_mbu_busy", "model_mfu", "model_mfu_busy", "model_ideal_ns",

@@ -9,7 +9,7 @@ GPUs, so a span, busy time or idle share over all of them is over the union of t
 - span: the device's last row end - first row start; busy: the union of its rows' intervals;
   idle = span - busy; idle_frac = idle / span;
 - bytes and TB/s over the span, MBU against the peak bandwidth (a lower bound below full coverage,
-  `metrics.rate_arrays`);
+  `rates.rate_arrays`);
 - steps: the distinct steps that ran work on it.
 
 The phase, step and gap tables describe the lowest device (as they describe the lowest rank): `headline`
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import metrics
+from . import aggregate, rates, work
 
 DEVICE_KEYS = ("rank", "device", "kernels", "span_ns", "busy_ns", "idle_ns", "idle_frac", "bytes", "bytes_coverage",
                "tbps", "mbu", "mbu_status", "steps")
@@ -59,13 +59,13 @@ def device_table(timed: pd.DataFrame, peak_flops=None, peak_bw=None) -> pd.DataF
     """One row per (rank,) device (`DEVICE_KEYS`); None where no rank drives several devices."""
     if not multi_device(timed):
         return None
-    rows = metrics.prepare(timed)
+    rows = work.prepare(timed)
     rows = rows[rows["device"].notna()]
     keys = (["rank"] if "rank" in rows.columns and rows["rank"].notna().any() else []) + ["device"]
-    cols = [c for c in (*metrics._STAT_COLUMNS, "device") if c in rows.columns]
+    cols = [c for c in (*aggregate._STAT_COLUMNS, "device") if c in rows.columns]
     rows = rows[list(dict.fromkeys(cols))]
-    columns, index, gid = metrics._stat_arrays(rows, keys)
-    columns.update(metrics.rate_arrays({c: np.asarray(columns[c], dtype="float64") for c in metrics._RATE_INPUTS},
+    columns, index, gid = aggregate._stat_arrays(rows, keys)
+    columns.update(rates.rate_arrays({c: np.asarray(columns[c], dtype="float64") for c in rates._RATE_INPUTS},
                                        peak_flops, peak_bw))
     out = pd.DataFrame({k: np.asarray(v) for k, v in columns.items()})
     for j, k in enumerate(keys):

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..devices import DTYPES, physical_limits
-from .metrics import MIN_COVERAGE
+from .rates import MIN_COVERAGE
 
 # a span rate is a share of the time the GPU could have worked: 1 is the ceiling (plus rounding)
 UTIL_SLACK = 1.0 + 1e-9

@@ -27,7 +27,8 @@ from rooftop.columns import PHASES
 from rooftop.diff_report import rank_lines, verdict_line
 from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
 from tui.widgets.breadcrumb import RooftopScreen, trace_title
-from tui.widgets.table import Col, FrameTable
+from tui.widgets.table import FrameTable
+from tui.widgets.table_values import Col
 from tui.widgets.text import safe_text
 from tui.workers import post_if_current
 

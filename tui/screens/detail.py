@@ -24,7 +24,8 @@ from rooftop.names import fit
 
 from ..widgets.breadcrumb import RooftopScreen
 from ..widgets.stall_bars import StallBars, top_shares
-from ..widgets.table import Col, FrameTable
+from ..widgets.table import FrameTable
+from ..widgets.table_values import Col
 from ..widgets.text import safe_text, sanitize
 from ..workers import post_if_current
 

@@ -19,7 +19,8 @@ from textual.widgets import Input, Static
 
 from ..widgets.breadcrumb import RooftopScreen
 from ..widgets.phase import phase_labels, trace_phases
-from ..widgets.table import Col, FrameTable
+from ..widgets.table import FrameTable
+from ..widgets.table_values import Col
 from ..workers import post_if_current
 from ..widgets.text import safe_text
 

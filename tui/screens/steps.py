@@ -22,7 +22,8 @@ from rooftop.format import FULL_COVERAGE, fmt_count, fmt_ns
 
 from ..widgets.breadcrumb import RooftopScreen
 from ..widgets.columns import grid_col, grid_cols
-from ..widgets.table import Col, FrameTable
+from ..widgets.table import FrameTable
+from ..widgets.table_values import Col
 from ..widgets.text import sanitize
 from ..workers import post_if_current
 

@@ -27,7 +27,8 @@ from rooftop.analysis import timeline as tl
 from rooftop.format import fmt_count, fmt_ns, is_unknown
 
 from ..widgets.breadcrumb import RooftopScreen, trace_title
-from ..widgets.table import Col, FrameTable
+from ..widgets.table import FrameTable
+from ..widgets.table_values import Col
 from ..widgets.text import sanitize
 from ..widgets.timeline import GLYPHS, PARTIAL, TimelineView
 from ..workers import HEAVY, post_if_current

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rooftop.columns import Column, Table
 
-from .table import Col
+from .table_values import Col
 
 # The registry's format kinds the grid shows as they are; the rest are plain numbers in the unit
 # the header names.
