@@ -252,7 +252,7 @@ def _progress_line(path: str):
     """The import's progress line on stderr (`rooftop import`'s: a large file only, then its stages),
     for a trace that is not Parquet, converted in memory; None without the importers."""
     try:
-        from collectors.readers.import_command import ProgressLine, file_size
+        from collectors.readers.progress import ProgressLine, file_size
     except ImportError:
         return None
     return ProgressLine(Path(path).name, size=file_size(Path(path)))
@@ -271,7 +271,7 @@ def _analysis(path: str, peaks="auto", override=None, options: dict | None = Non
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
         if bar is not None and bar.shown:  # (an import's line: the tables are computed as the report asks)
-            from collectors.readers.import_command import ANALYSING
+            from collectors.readers.progress import ANALYSING
 
             bar.stage(ANALYSING)
         a = analyze(trace, given, **(options or {}))

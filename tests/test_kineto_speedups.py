@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import pandas as pd
 
-from collectors.readers._kineto_join import _distinct_rows, _nest_by_loop, nest_intervals
+from collectors.readers._kineto_join import _distinct_rows
+from collectors.readers.nesting import _nest_by_loop, nest_intervals
 from collectors.readers.importers import _as_category
 
 
@@ -26,7 +27,7 @@ def test_nest_intervals_matches_the_one_pass_loop():
 def test_pass_parents_is_what_the_stack_pass_finds():
     """`_pass_parents` against the stack pass it replaces, on long runs (deep jump tables), many
     threads, ranges nested, overlapping partly, zero-length and sharing starts."""
-    from collectors.readers._kineto_join import _pass_parents
+    from collectors.readers.nesting import _pass_parents
 
     rng = np.random.default_rng(11)
     for n, nthr, span in ((3000, 1, 400), (2500, 5, 3000), (64, 2, 10), (1, 1, 5), (0, 1, 5)):

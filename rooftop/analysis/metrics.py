@@ -27,6 +27,7 @@ from ..devices import trace_dtype
 from ..models import dtype_bytes
 from ..opmodel import is_integer_gemm, is_link_copy
 from ..steps import OUTSIDE_STEPS
+from .device_rows import multi_device
 
 NO_PHASE = "run"  # label for timed rows that no phase range encloses (e.g. imported traces)
 VERDICT_COVERAGE = 0.5  # a phase/step rate is a verdict only when it covers half the kernel time
@@ -482,8 +483,6 @@ def step_table(timed: pd.DataFrame, meta: dict, peak_flops=None, peak_bw=None, r
     rows = _stat_columns(prepare(timed))
     rows = rows[rows["step"].notna()]
     keys = (["rank"] if "rank" in rows.columns and rows["rank"].notna().any() else []) + ["phase", "step"]
-    from .per_device import multi_device
-
     if multi_device(rows):  # one GPU at a time: a step's figures per device (per_device.py)
         keys.insert(len(keys) - 2, "device")
     if rows.empty:
