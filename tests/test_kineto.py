@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 import collectors.readers._kineto_events as events
+from collectors.readers._kineto_exact import ExactBatch
 from collectors.readers import kineto
 from collectors.readers.importers import write_ranks
 from collectors.readers.kineto import KinetoError, read_kineto
@@ -312,8 +313,8 @@ def _count_exact(monkeypatch) -> list:
     """Sizes of the batches that go through the per-event exact path, from now on (read typed)."""
     monkeypatch.setattr(events, "_kineto_fast", None)
     slow: list = []
-    real = events._ExactBatch.add
-    monkeypatch.setattr(events._ExactBatch, "add", lambda self, evs: (slow.append(len(evs)), real(self, evs))[1])
+    real = ExactBatch.add
+    monkeypatch.setattr(ExactBatch, "add", lambda self, evs: (slow.append(len(evs)), real(self, evs))[1])
     return slow
 
 

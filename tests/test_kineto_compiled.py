@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from bench import make_kineto
 from collectors.readers import _jsonstream
 from collectors.readers import _kineto_events as ke
-from collectors.readers._kineto_events import Collector, Columns
+from collectors.readers._kineto_events import Collector
+from collectors.readers._kineto_values import Columns
 
 fast = ke._kineto_fast
 needs_compiled = pytest.mark.skipif(fast is None, reason="the compiled decoder is not built (no C compiler)")

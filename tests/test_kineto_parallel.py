@@ -617,7 +617,8 @@ def test_a_workers_collector_crosses_by_pickle_without_a_copy_and_still_grows(tm
 
     import numpy as np
 
-    from collectors.readers._kineto_events import Collector, Columns
+    from collectors.readers._kineto_events import Collector
+    from collectors.readers._kineto_values import Columns
 
     worker = Collector()
     worker.add_text(json.dumps(_replicated(3)["traceEvents"]))

@@ -231,7 +231,7 @@ def test_nest_intervals_paths_by_level_and_at_the_bounds(depth, label_len):
 def test_first_index_is_the_first_equal_key():
     """Keys close together (a run's correlation ids) are looked up through a table over their range,
     others by a sort: either way the first row holding each query, -1 for none and for NULL."""
-    from collectors.readers._kineto_events import NULL, first_index
+    from collectors.readers._kineto_values import NULL, first_index
 
     rng = np.random.default_rng(11)
     for _ in range(300):

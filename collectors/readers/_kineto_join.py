@@ -22,9 +22,9 @@ from rooftop.codes import categorical, first_rows
 from rooftop.paired import built
 from rooftop.redact import redact_names
 
-from ._kineto_events import KIND_NAMES, NULL, Collector
+from ._kineto_events import Collector
 from ._kineto_runtime import runtime_rows
-from ._kineto_events import first_index as _lookup
+from ._kineto_values import KIND_NAMES, NULL, first_index as _lookup
 from .kineto_ranges import OP_DTYPES, device_meta, op_dtype_codes
 from .nesting import MAX_PATH_CHARS, MAX_PATH_DEPTH, clean_text, nest_intervals
 
