@@ -2,7 +2,9 @@
 
 `rooftop import SRC [-o OUT]` writes the converted trace; `load_any` converts in memory (what
 `rooftop FILE` and the TUI use). Formats are recognised by their bytes, not their extension, since
-traces get renamed (`trace.json` that is gzipped, `profile.sqlite` that is a Parquet file...).
+traces get renamed (`trace.json` that is gzipped, `profile.sqlite` that is a Parquet file...): each
+is a reader in the registry (`formats.READERS`), which says what a file is and reads it; this
+module only turns what a reader read into a conformed table, and writes it.
 """
 from __future__ import annotations
 
