@@ -13,5 +13,5 @@ class NcuCsv(Reader):
             any(ln.startswith('"ID","Process ID"') for ln in lines)
 
     def read(self, path, progress, early=None):
-        from ..ncu import read_ncu_csv
+        from ..ncu_csv import read_ncu_csv
         return read_ncu_csv(path)

@@ -13,5 +13,5 @@ class NcuRep(Reader):
         return peek.head[:4] == NCU_REP_MAGIC
 
     def read(self, path, progress, early=None):
-        from ..ncu import read_ncu_rep
+        from ..ncu_rep import read_ncu_rep
         return read_ncu_rep(path)
