@@ -61,7 +61,7 @@ def open_trace(path: str | os.PathLike, progress: Any = None, *, fmt: str | None
     asks for them (`Trace.runtime_rows`)."""
     from rooftop.trace import load_trace, trace_from_table
 
-    from .readers.import_command import LOADING, stage
+    from .readers.progress import LOADING, stage
     from .readers.importers import check_directory, convert
 
     p = Path(path)
@@ -109,7 +109,7 @@ def open_analysis(path: str | os.PathLike, progress: Any = None, *, fmt: str | N
         if unsealed(path):
             trace.warnings.append(NOT_USED)
     if getattr(progress, "shown", False):  # (an import's line: the tables are computed as the report asks)
-        from .readers.import_command import ANALYSING, stage
+        from .readers.progress import ANALYSING, stage
 
         stage(progress, ANALYSING)
     a = analysis_of(trace, override, **options)

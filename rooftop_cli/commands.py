@@ -229,7 +229,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def _progress_line(path: str):
     """The import's progress line on stderr (`rooftop import`'s: a large file only, then its stages),
     for a trace that is not Parquet, converted in memory."""
-    from collectors.readers.import_command import ProgressLine, file_size
+    from collectors.readers.progress import ProgressLine, file_size
     return ProgressLine(Path(path).name, size=file_size(Path(path)))
 
 

@@ -127,7 +127,7 @@ def test_report_of_an_import_draws_its_progress_and_ends_the_line_first(tmp_path
     """`rooftop report` of a file it converts in memory draws the import's progress line on stderr
     when it is a terminal (and the file large: every file here), then `analysing`, and ends the
     line before the report."""
-    from collectors.readers.import_command import ANALYSING, JOINING, ProgressLine
+    from collectors.readers.progress import ANALYSING, JOINING, ProgressLine
     from test_kineto import _synthetic, _write
 
     monkeypatch.setattr(ProgressLine, "MIN_BYTES", 0)

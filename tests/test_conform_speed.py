@@ -100,7 +100,7 @@ def test_kineto_shapes_arrive_as_arrow_lists_and_conform_as_object_lists_do():
     what the same shapes as Python lists give, and out-of-range ones are found as before."""
     from collectors.readers._kineto_join import _shape3, _shape_column
     from collectors.readers.importers import _out_of_range
-    from collectors.readers._kineto_events import NULL
+    from collectors.readers._kineto_values import NULL
     from rooftop.trace.build import _column
 
     class G:

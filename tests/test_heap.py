@@ -35,7 +35,7 @@ class _Recorded:
     records what libc had been told by then."""
 
     def __init__(self, seen: list, libc: _Libc):
-        from collectors.readers.import_command import ProgressLine
+        from collectors.readers.progress import ProgressLine
 
         self.seen, self.libc, self.line = seen, libc, ProgressLine
 

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from collectors.readers import importers
+from collectors.readers import import_command, importers
 from collectors.open import open_trace
 from collectors.readers.importers import UnknownFormatError, default_output, detect, import_any
 from rooftop.trace import TraceError, load_trace, write_trace
@@ -126,7 +126,7 @@ def test_open_trace_kineto_dir_has_ranks(fixtures_dir, tmp_path):
 
 def _args(src, output=None):
     p = argparse.ArgumentParser()
-    importers.add_arguments(p)
+    import_command.add_arguments(p)
     return p.parse_args([str(src)] + (["-o", str(output)] if output else []))
 
 

@@ -14,8 +14,10 @@ import pandas as pd
 import pytest
 
 import collectors.readers._kineto_events as events
+from collectors.readers._kineto_exact import ExactBatch
 from collectors.readers import kineto
-from collectors.readers.kineto import KinetoError, import_dir, read_kineto
+from collectors.readers.importers import write_ranks
+from collectors.readers.kineto import KinetoError, read_kineto
 from rooftop.redact import REDACTED
 from rooftop.trace import load_trace, to_table
 
@@ -300,7 +302,7 @@ def test_import_dir_writes_one_file_per_rank(tmp_path, fixtures_dir):
     src.mkdir()
     for name in FILES[1:3]:
         (src / name.split("__")[-1]).write_bytes((fixtures_dir / "traces" / (PREFIX + name)).read_bytes())
-    written = import_dir(src, tmp_path / "out")
+    written, _ = write_ranks(src, tmp_path / "out", None)
     assert sorted(p.relative_to(tmp_path / "out").as_posix() for p in written) == \
         ["rank=0/trace.parquet", "rank=1/trace.parquet"]
     trace = load_trace(tmp_path / "out")
@@ -322,8 +324,8 @@ def _count_exact(monkeypatch) -> list:
     """Sizes of the batches that go through the per-event exact path, from now on (read typed)."""
     monkeypatch.setattr(events, "_kineto_fast", None)
     slow: list = []
-    real = events._ExactBatch.add
-    monkeypatch.setattr(events._ExactBatch, "add", lambda self, evs: (slow.append(len(evs)), real(self, evs))[1])
+    real = ExactBatch.add
+    monkeypatch.setattr(ExactBatch, "add", lambda self, evs: (slow.append(len(evs)), real(self, evs))[1])
     return slow
 
 
@@ -507,12 +509,12 @@ def test_an_import_names_its_stages_after_the_read(tmp_path, monkeypatch):
     the bytes, on one line; a progress callable without `stage` hears only bytes."""
     import io
 
-    from collectors.readers import import_command, importers
+    from collectors.readers import importers, progress
 
     src = _write(tmp_path / "step.json", _synthetic())
     lines = []
 
-    class Line(import_command.ProgressLine):
+    class Line(progress.ProgressLine):
         def __init__(self, label, size=0):
             super().__init__(label, stream=io.StringIO(), min_bytes=0, size=size)
             lines.append(self)
@@ -522,7 +524,7 @@ def test_an_import_names_its_stages_after_the_read(tmp_path, monkeypatch):
     assert importers.run(args) == 0
     drawn = lines[0].stream.getvalue()
     size = src.stat().st_size >> 20
-    stages = [import_command.JOINING, import_command.DERIVING, import_command.SUMMARIZING]
+    stages = [progress.JOINING, progress.DERIVING, progress.SUMMARIZING]
     shown = [part.rstrip() for part in drawn.split("\r")[1:]]
     assert shown[-3:] == [f"importing step.json: {size} MB read · {s}" for s in stages]
     assert all(" · " not in part for part in shown[:-3]) and drawn.endswith("\n")

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from bench import make_kineto
 from collectors.readers import _jsonstream
 from collectors.readers import _kineto_events as ke
-from collectors.readers._kineto_events import Collector, Columns
+from collectors.readers._kineto_events import Collector
+from collectors.readers._kineto_values import Columns
 
 try:  # built, whatever ROOFTOP_COMPILED or ROOFTOP_SPEEDUPS say: this file tests it
     from collectors.readers import _kineto_fast as fast

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from collectors.readers import _jsonstream, _kineto_parallel, kineto
+from collectors.readers import _jsonstream, _kineto_early, _kineto_parallel, kineto
 from collectors.readers._kineto_events import Collector
 from collectors.readers.kineto import read_kineto
 from rooftop.trace import to_table
@@ -125,7 +125,7 @@ def _resolved(c: Collector) -> dict:
 def test_a_parallel_read_names_the_wait_for_its_workers(tmp_path, monkeypatch, gz):
     """While this process waits for the workers' columns and reads them back (~1.4 s at 1M kernels,
     after its own range is read), a progress display with stages says so; one process never does."""
-    from collectors.readers import import_command
+    from collectors.readers import progress as import_command
 
     class Seen:
         def __init__(self):
@@ -164,7 +164,7 @@ def test_a_stop_heard_at_the_wait_for_the_workers_stops_them(tmp_path, monkeypat
 
     p = _write(tmp_path / "t.json", _replicated(200))
     monkeypatch.setattr(kineto, "CHUNK", 8_000)
-    from collectors.readers.import_command import MERGING
+    from collectors.readers.progress import MERGING
 
     with pytest.raises(Stop, match=re.escape(MERGING)):
         read_kineto(p, progress=Display(), workers=3)
@@ -360,14 +360,14 @@ def test_workers_forked_before_the_libraries_load_are_adopted_by_the_read(tmp_pa
     monkeypatch.setenv("ROOFTOP_WORKERS", "2")
     one, meta1 = read_kineto(p, workers=1)
     forks = _forks(monkeypatch)
-    _kineto_parallel.start_early(str(p), 8_000)
-    early = _kineto_parallel._early
+    started = _kineto_early.start_early(str(p), 8_000)
+    early = started.split
     assert early is not None and len(forks) == 1 and len(early.cuts) > 4
     size = p.stat().st_size
     assert early.cuts == _kineto_parallel.boundaries(p, early.first, size,
                                                      _kineto_parallel.pieces_for(size - early.first, 2))
-    two, meta2 = read_kineto(p)
-    assert len(forks) == 1 and _kineto_parallel._early is None  # adopted, not forked again
+    two, meta2 = read_kineto(p, early=started)
+    assert len(forks) == 1 and not started.waiting()  # adopted, not forked again
     assert one.equals(two)
     assert _but_source(meta1) == _but_source(meta2)
 
@@ -435,11 +435,12 @@ def test_a_worker_that_starts_late_leaves_every_piece_to_this_process(tmp_path, 
     real, cut = _kineto_parallel.pieces_for, _kineto_parallel.boundaries
     monkeypatch.setattr(_kineto_parallel, "pieces_for", lambda *a: splits.append(real(*a)) or splits[-1])
     monkeypatch.setattr(_kineto_parallel, "boundaries", lambda path, start, *a: splits.append(start) or cut(path, start, *a))
+    started = None
     if early:
-        _kineto_parallel.start_early(str(p), 8_000)
-        assert _kineto_parallel._early is not None
-    two, meta2 = read_kineto(p)
-    assert one.equals(two) and _kineto_parallel._early is None
+        started = _kineto_early.start_early(str(p), 8_000)
+        assert started.waiting()
+    two, meta2 = read_kineto(p, early=started)
+    assert one.equals(two) and not (started and started.waiting())
     assert _but_source(meta1) == _but_source(meta2)
     pieces, first = splits  # (one split: the early workers adopted)
     assert len(taken) == pieces - 1 > 4  # every piece the workers share, from the back
@@ -492,19 +493,20 @@ def test_gzip_inflated_and_forked_before_the_libraries_load_is_taken_over(tmp_pa
     real = _kineto_parallel.inflated
     monkeypatch.setattr(_kineto_parallel, "inflated", lambda *a: made.append(real(*a)) or made[-1])
     monkeypatch.setattr(kineto, "inflated", _kineto_parallel.inflated)
+    monkeypatch.setattr(_kineto_early, "inflated", _kineto_parallel.inflated)
     shown = []
-    _kineto_parallel.start_early(str(p), 8_000, lambda done, total: shown.append((done, total)))
-    assert len(made) == 1 and _kineto_parallel._early is not None and len(forks) == 1
+    started = _kineto_early.start_early(str(p), 8_000, lambda done, total: shown.append((done, total)))
+    assert len(made) == 1 and started.waiting() and len(forks) == 1
     assert shown and shown[-1] == (p.stat().st_size, p.stat().st_size)  # the inflation's progress
-    two, meta2 = read_kineto(p)
+    two, meta2 = read_kineto(p, early=started)
     assert len(made) == 1 and len(forks) == 1 and made[0].closed  # taken over, then closed
-    assert _kineto_parallel._early is None and _kineto_parallel._early_inflated is None
+    assert started.split is None and started.inflated is None
     assert one.equals(two)
     assert _but_source(meta1) == _but_source(meta2)
-    _kineto_parallel.start_early(str(other), 8_000)
-    three, _ = read_kineto(p)
+    started = _kineto_early.start_early(str(other), 8_000)
+    three, _ = read_kineto(p, early=started)
     assert len(made) == 3 and made[1].closed and one.equals(three)  # the other file's dropped
-    _kineto_parallel.discard_early()
+    started.discard()
 
 
 def _gone(pid: int, wait: float = 5) -> bool:
@@ -531,28 +533,28 @@ def test_early_workers_no_read_adopts_are_stopped(tmp_path, monkeypatch):
     monkeypatch.setattr(kineto, "CHUNK", 8_000)
     monkeypatch.setenv("ROOFTOP_WORKERS", "2")
     forks = _forks(monkeypatch)
-    _kineto_parallel.start_early(str(a), 8_000)
-    procs = list(_kineto_parallel._early.pool._processes.values())
-    rows, _ = read_kineto(b)  # another file: its own workers
-    assert len(forks) == 2 and _kineto_parallel._early is None
+    started = _kineto_early.start_early(str(a), 8_000)
+    procs = list(started.split.pool._processes.values())
+    rows, _ = read_kineto(b, early=started)  # another file: its own workers
+    assert len(forks) == 2 and not started.waiting()
     assert all(_gone(proc.pid) for proc in procs)
-    _kineto_parallel.start_early(str(a), 8_000)
-    procs = list(_kineto_parallel._early.pool._processes.values())
-    _kineto_parallel.discard_early()
+    started = _kineto_early.start_early(str(a), 8_000)
+    procs = list(started.split.pool._processes.values())
+    started.discard()
     assert all(_gone(proc.pid) for proc in procs)
     # a small file on one worker, a file that is no JSON object: no early start
     monkeypatch.setenv("ROOFTOP_WORKERS", "1")
-    _kineto_parallel.start_early(str(a), 8_000)
+    assert not _kineto_early.start_early(str(a), 8_000).waiting()
     monkeypatch.setenv("ROOFTOP_WORKERS", "2")
     (tmp_path / "x.json").write_text("[1, 2, 3]")
-    _kineto_parallel.start_early(str(tmp_path / "x.json"), 8_000)
-    assert _kineto_parallel._early is None and len(forks) == 3
+    assert not _kineto_early.start_early(str(tmp_path / "x.json"), 8_000).waiting()
+    assert len(forks) == 3
     # a gzip file no read takes over: its workers stopped and its inflated file closed
     gz = _write(tmp_path / "c.json.gz", _replicated(20), gz=True)
-    _kineto_parallel.start_early(str(gz), 8_000)
-    procs = list(_kineto_parallel._early.pool._processes.values())
-    inflated = _kineto_parallel._early_inflated[1]
-    _kineto_parallel.discard_early()
+    started = _kineto_early.start_early(str(gz), 8_000)
+    procs = list(started.split.pool._processes.values())
+    inflated = started.inflated[1]
+    started.discard()
     assert all(_gone(proc.pid) for proc in procs) and inflated.closed and len(forks) == 4
 
 
@@ -570,7 +572,7 @@ def test_import_command_forks_early_and_writes_what_one_process_writes(tmp_path,
     assert forks == []
     monkeypatch.setenv("ROOFTOP_WORKERS", "2")
     assert main(["import", str(p), "-o", str(tmp_path / "two.parquet")]) == 0
-    assert len(forks) == 1 and _kineto_parallel._early is None
+    assert len(forks) == 1
     one, two = pq.read_table(tmp_path / "one.parquet"), pq.read_table(tmp_path / "two.parquet")
     assert one.equals(two)
 
@@ -621,7 +623,8 @@ def test_a_workers_collector_crosses_by_pickle_without_a_copy_and_still_grows(tm
 
     import numpy as np
 
-    from collectors.readers._kineto_events import Collector, Columns
+    from collectors.readers._kineto_events import Collector
+    from collectors.readers._kineto_values import Columns
 
     worker = Collector()
     worker.add_text(json.dumps(_replicated(3)["traceEvents"]))

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import pandas as pd
 
-from collectors.readers._kineto_join import _distinct_rows, _nest_by_loop, nest_intervals
+from collectors.readers._kineto_join import _distinct_rows
+from collectors.readers.nesting import _nest_by_loop, nest_intervals
 from collectors.readers.importers import _as_category
 
 
@@ -26,7 +27,7 @@ def test_nest_intervals_matches_the_one_pass_loop():
 def test_pass_parents_is_what_the_stack_pass_finds():
     """`_pass_parents` against the stack pass it replaces, on long runs (deep jump tables), many
     threads, ranges nested, overlapping partly, zero-length and sharing starts."""
-    from collectors.readers._kineto_join import _pass_parents
+    from collectors.readers.nesting import _pass_parents
 
     rng = np.random.default_rng(11)
     for n, nthr, span in ((3000, 1, 400), (2500, 5, 3000), (64, 2, 10), (1, 1, 5), (0, 1, 5)):
@@ -231,7 +232,7 @@ def test_nest_intervals_paths_by_level_and_at_the_bounds(depth, label_len):
 def test_first_index_is_the_first_equal_key():
     """Keys close together (a run's correlation ids) are looked up through a table over their range,
     others by a sort: either way the first row holding each query, -1 for none and for NULL."""
-    from collectors.readers._kineto_events import NULL, first_index
+    from collectors.readers._kineto_values import NULL, first_index
 
     rng = np.random.default_rng(11)
     for _ in range(300):

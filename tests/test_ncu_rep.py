@@ -53,7 +53,7 @@ def plain(ncu_report, path):
 
 
 def test_cutlass_report_matches_plain_reader(ncu_fixtures, ncu_report):
-    from collectors.readers.ncu import read_ncu_rep
+    from collectors.readers.ncu_rep import read_ncu_rep
     path = ncu_fixtures / CUTLASS
     rows, meta = read_ncu_rep(path)
     ref = plain(ncu_report, path)
@@ -88,7 +88,7 @@ def test_cutlass_report_matches_plain_reader(ncu_fixtures, ncu_report):
 
 
 def test_cutlass_meta(ncu_fixtures, ncu_report):
-    from collectors.readers.ncu import read_ncu_rep
+    from collectors.readers.ncu_rep import read_ncu_rep
     _, meta = read_ncu_rep(ncu_fixtures / CUTLASS)
     dev = meta["device"]
     assert dev["name"] == "NVIDIA A100 80GB PCIe" and dev["cc"] == "8.0" and dev["sms"] == 108
@@ -102,7 +102,7 @@ def test_cutlass_meta(ncu_fixtures, ncu_report):
 
 
 def test_a10g_basic_set_missing_is_null(ncu_fixtures, ncu_report):
-    from collectors.readers.ncu import read_ncu_rep
+    from collectors.readers.ncu_rep import read_ncu_rep
     path = ncu_fixtures / A10G
     rows, meta = read_ncu_rep(path)
     ref = plain(ncu_report, path)
@@ -122,7 +122,7 @@ def test_a10g_basic_set_missing_is_null(ncu_fixtures, ncu_report):
 
 
 def test_round_trip_through_trace(ncu_fixtures, ncu_report, tmp_path):
-    from collectors.readers.ncu import read_ncu_rep
+    from collectors.readers.ncu_rep import read_ncu_rep
     rows, meta = read_ncu_rep(ncu_fixtures / CUTLASS)
     write_trace(tmp_path / "t.parquet", rows, meta)
     tr = load_trace(tmp_path / "t.parquet")
@@ -132,7 +132,7 @@ def test_round_trip_through_trace(ncu_fixtures, ncu_report, tmp_path):
 
 
 def test_garbage_is_an_error(tmp_path, ncu_report):
-    from collectors.readers.ncu import read_ncu_rep
+    from collectors.readers.ncu_rep import read_ncu_rep
     bad = tmp_path / "x.ncu-rep"
     bad.write_bytes(b"this is not a report\n" * 10)
     with pytest.raises(NcuError, match="not an Nsight Compute report or empty") as exc:
@@ -143,7 +143,7 @@ def test_garbage_is_an_error(tmp_path, ncu_report):
 
 
 def test_missing_package_names_the_extra(tmp_path, monkeypatch):
-    from collectors.readers.ncu import read_ncu_rep
+    from collectors.readers.ncu_rep import read_ncu_rep
     f = tmp_path / "r.ncu-rep"
     f.write_bytes(b"x")
     monkeypatch.setitem(sys.modules, "ncu_report", None)  # import raises ImportError

@@ -14,7 +14,7 @@ import pytest
 
 from collectors.readers import _nsys_columns as cols
 from collectors.readers import nsys
-from collectors.readers._kineto_join import MAX_PATH_DEPTH, nest_intervals
+from collectors.readers.nesting import MAX_PATH_DEPTH, nest_intervals
 from collectors.readers._nsys_columns import Text, concat_text, from_objects, nest_ranges
 
 HAVE_ADBC = importlib.util.find_spec("adbc_driver_sqlite") is not None

@@ -19,6 +19,7 @@ from rooftop import limits
 from rooftop.errors import TraceError
 
 Progress = Callable[[int, int], None]
+CHUNK = 4 << 20  # bytes read at a time: big enough that per-batch overhead vanishes, small to bound memory
 
 _WS = re.compile(r"[\s,]*")
 # the stdlib decoder with floats kept as their text: the exact (slow) path and the header's values

@@ -8,12 +8,12 @@ Fast path: `msgspec` decodes a whole batch of events into typed structs in C, sk
 field not declared below, and the columns are built from the batch at once. Anything the typed
 decoder rejects (a string where a number was expected, a grid of two numbers, ...) or whose
 timestamps cannot be proven exact takes the exact path instead: the stdlib decoder with numbers
-kept as text and one event at a time, as before. Both paths give the same columns.
+kept as text and one event at a time, as before (`_kineto_exact`). Every path gives the same
+columns (`_kineto_values`: what is kept of an event, and how).
 """
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
-from itertools import chain
+import os
 from typing import Any, Union
 
 import numpy as np
@@ -21,6 +21,8 @@ import numpy as np
 from rooftop import speedups
 
 from ._jsonstream import DECODER
+from ._kineto_exact import ExactBatch
+from ._kineto_values import GPU_KINDS, NULL, RUNTIME_CATS, WANTED, Columns, Interner, _ints, _shapes, exact_ns
 
 # msgspec is imported, and the typed path's types made, on the first batch that needs them
 # (`_typed`): time that a read by the compiled decoder never spends before its workers start.
@@ -32,192 +34,6 @@ except ImportError:  # not built (no C compiler at install): msgspec's typed pat
     _kineto_fast = None
 if not speedups.on("COMPILED"):  # off by choice (to compare, or to rule it out: rooftop/speedups.py)
     _kineto_fast = None
-
-NULL = -(1 << 62)  # "unknown" in the integer columns, turned into null when the frame is built
-
-GPU_KINDS = {"kernel": 0, "gpu_memcpy": 1, "gpu_memset": 2, "Kernel": 0}
-KIND_NAMES = ("kernel", "memcpy", "memset")
-RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "Runtime"}
-WANTED = {"cpu_op", "user_annotation", "gpu_user_annotation", "python_function"} | RUNTIME_CATS | set(GPU_KINDS)
-SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
-
-
-_LIMIT = 2**62  # times and ids beyond this are corrupt, not data (they would overflow int64 columns)
-
-
-def ns_of(v: Any) -> int:
-    """µs as JSON text (from `parse_float=str`) or int -> int ns, exactly; NULL when absurd."""
-    out = _ns_of(v)
-    return out if out == NULL or -_LIMIT < out < _LIMIT else NULL
-
-
-def _ns_of(v: Any) -> int:
-    if type(v) is int:
-        return v * 1000
-    if type(v) is str:
-        neg = v.startswith("-")
-        s = v[1:] if neg else v
-        whole, _, frac = s.partition(".")
-        if len(frac) <= 3 and whole.isdigit() and (not frac or frac.isdigit()):
-            if len(whole.lstrip("0")) > 18:  # beyond the limit (and no digit string is read whole)
-                return NULL
-            out = int(whole) * 1000 + (int((frac + "00")[:3]) if frac else 0)
-        else:  # exponents or sub-ns digits: rare, exact via Decimal
-            try:
-                d = Decimal(s)
-                # `1e999999999`: a finite Decimal whose product overflows the context (and whose
-                # integer would have a billion digits): beyond the limit, judged by its exponent
-                if not d.is_finite() or d.adjusted() > 18:
-                    return NULL
-                out = int((d * 1000).to_integral_value())
-            except (ArithmeticError, ValueError):  # "NaN", "Infinity", junk
-                return NULL
-        return -out if neg else out
-    if isinstance(v, float):
-        return round(v * 1000) if abs(v) < 1e18 else NULL
-    return NULL
-
-
-def int_of(v: Any) -> int:
-    if type(v) is int:
-        return v if -_LIMIT < v < _LIMIT else NULL
-    if type(v) is float:  # (a launch size msgspec decoded: read as the exact path reads its text)
-        return int(v) if abs(v) < _LIMIT else NULL
-    if type(v) is str:
-        try:
-            f = float(v)
-        except ValueError:
-            return NULL
-        return int(f) if abs(f) < _LIMIT else NULL
-    return NULL
-
-
-def key_of(v: Any) -> Any:
-    """A process or thread id as a dict key: ids are ints or strings; anything else by its text."""
-    return v if v is None or type(v) in (int, str, float, bool) else repr(v)
-
-
-def text_of(v: Any) -> str:
-    """A name is text; anything else (a number, an object) is not a name."""
-    return v if type(v) is str else ""
-
-
-def exact_ns(us: np.ndarray) -> np.ndarray | None:
-    """Doubles decoded from µs text with at most 3 decimals -> int ns, or None where that is not
-    provably exact. Below 2**43 µs (~100 days: Kineto's times relative to baseTimeNanoseconds) a
-    double is within 0.49 ns of the text, so rounding the exact fraction recovers it; integers
-    (old epoch µs) are exact below 2**53. Fractional epoch µs are not: the caller re-reads them."""
-    whole = np.floor(us)
-    frac = us - whole  # exact (Sterbenz)
-    known = ~np.isnan(us)
-    ok = (np.abs(us) < 2.0 ** 43) | ((frac == 0) & (np.abs(us) < 2.0 ** 53))
-    if not ok[known].all():
-        return None
-    out = np.full(len(us), NULL, dtype=np.int64)
-    out[known] = whole[known].astype(np.int64) * 1000 + np.rint(frac[known] * 1000).astype(np.int64)
-    return out
-
-
-def first_index(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    """Index of the first row of `keys` equal to each query, -1 where none (or query unknown)."""
-    out = np.full(len(queries), -1, dtype=np.int64)
-    if not len(keys) or not len(queries):
-        return out
-    lo, hi = int(keys.min()), int(keys.max())
-    if hi - lo <= 4 * len(keys) + 1024:  # ids of one run (correlation, External id) lie close together:
-        n = len(keys)                    # a table over their range, not a sort of every key
-        first = np.full(hi - lo + 1, n, dtype=np.int64)
-        np.minimum.at(first, keys - lo, np.arange(n, dtype=np.int64))
-        inside = np.flatnonzero((queries >= lo) & (queries <= hi) & (queries != NULL))
-        at = first[queries[inside] - lo]
-        hit = at < n
-        out[inside[hit]] = at[hit]
-        return out
-    uniq, first = np.unique(keys, return_index=True)
-    pos = np.searchsorted(uniq, queries).clip(0, len(uniq) - 1)
-    hit = (uniq[pos] == queries) & (queries != NULL)
-    out[hit] = first[pos[hit]]
-    return out
-
-
-class Interner(dict):
-    def __missing__(self, key):
-        self[key] = n = len(self)
-        return n
-
-    def values_list(self) -> list:
-        out = [None] * len(self)
-        for k, i in self.items():
-            out[i] = k
-        return out
-
-
-class Columns:
-    """Append-only int64 columns in arrays grown geometrically (no chunk lists to concatenate: the
-    peak stays near the data, and big arrays go back to the OS when replaced)."""
-
-    def __init__(self, *fields: str):
-        self.fields = fields
-        self.data = {f: np.empty(0, np.int64) for f in fields}
-        self.n = 0
-
-    def __len__(self) -> int:
-        return self.n
-
-    def extend(self, cols: dict) -> None:
-        arrays = [np.asarray(cols[f], dtype=np.int64) for f in self.fields]
-        m = len(arrays[0])
-        if any(len(a) != m for a in arrays):
-            raise AssertionError("ragged columns")
-        end = self.n + m
-        for f, a in zip(self.fields, arrays):
-            buf = self.data[f]
-            if end > len(buf):
-                grown = np.empty(max(end, len(buf) * 3 // 2 + 4096), np.int64)
-                grown[:self.n] = buf[:self.n]
-                self.data[f] = buf = grown
-            buf[self.n:end] = a
-        self.n = end
-
-    def adopt(self, cols: dict) -> None:
-        """Take whole columns as they are (a worker's, just unpickled): no copy, where `extend`
-        would copy them into new arrays (the next `extend` grows them, as it grows its own)."""
-        if self.n:
-            raise AssertionError("adopt into filled columns")
-        arrays = {f: np.ascontiguousarray(cols[f], dtype=np.int64) for f in self.fields}
-        m = len(arrays[self.fields[0]])
-        if any(len(a) != m for a in arrays.values()):
-            raise AssertionError("ragged columns")
-        self.data, self.n = arrays, m
-
-    def np(self, f: str) -> np.ndarray:
-        return self.data[f][:self.n]
-
-    def release(self) -> None:
-        """Drop the data once joined (a large share of a 1M-kernel import's memory)."""
-        self.data = {f: np.empty(0, np.int64) for f in self.fields}
-        self.n = 0
-
-
-def _ints(vals: list) -> np.ndarray:
-    """Integers (or the odd string, None) -> int64 with NULL for unknown."""
-    try:  # (fromiter: what np.array gives here, the same errors too, ~40% faster)
-        return np.fromiter(vals, dtype=np.int64, count=len(vals))
-    except (TypeError, ValueError, OverflowError):
-        return np.array([int_of(v) if not isinstance(v, int) or -(1 << 63) <= v < 1 << 63 else NULL
-                         for v in vals], dtype=np.int64)
-
-
-_NONE3 = (NULL, NULL, NULL)
-
-
-def _shapes(vals: list) -> np.ndarray:
-    """Launch shapes ([x, y, z] lists, else unknown) -> (n, 3) int64."""
-    rows = [v if type(v) is list and len(v) == 3 else _NONE3 for v in vals]
-    try:  # flattened: what np.array(rows, int64) gives (the same errors too), 2x faster
-        return np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=3 * len(rows)).reshape(-1, 3)
-    except (TypeError, ValueError, OverflowError):
-        return np.array([[int_of(x) for x in r] for r in rows], dtype=np.int64).reshape(-1, 3)
 
 
 class _Inexact(Exception):
@@ -360,7 +176,7 @@ class Collector:
         self.add_objects(DECODER.decode(text))
 
     def add_objects(self, events: list) -> None:
-        _ExactBatch(self).add(events)
+        ExactBatch(self).add(events)
 
     # --- fast path ---
 
@@ -645,99 +461,3 @@ class _Batch:
         for k in _first_seen(local, len(values), self.rows is None):
             ids[k] = table[values[k] if key is None else key(values[k])]
         return ids[local]
-
-
-class _ExactBatch:
-    """The exact path: events as stdlib dicts with numbers as text, one at a time."""
-
-    def __init__(self, sink: Collector):
-        self.sink = sink
-        self.cols = {k: {f: [] for f in c.fields} for k, c in
-                     (("gpu", sink.gpu), ("rt", sink.rt), ("ops", sink.ops), ("ann", sink.ann), ("gann", sink.gann),
-                      ("py", sink.py))}
-
-    def add(self, events: list) -> None:
-        sink = self.sink
-        names, threads = sink.names, sink.threads
-        gpu, rt, ops, ann, gann, py = (self.cols[k] for k in ("gpu", "rt", "ops", "ann", "gann", "py"))
-        origin, kept = sink.origin, 0
-        for e in events:
-            if type(e) is not dict or e.get("ph") != "X":
-                continue
-            cat = e.get("cat")
-            if type(cat) is not str or cat not in WANTED:
-                continue
-            ts, dur = ns_of(e.get("ts")), ns_of(e.get("dur", 0))
-            if ts == NULL:
-                sink.untimed += 1
-                continue
-            args = e.get("args")
-            args = args if type(args) is dict else {}
-            if cat == "cpu_op":
-                ops["ext"].append(int_of(args.get("External id")))
-                ops["thread"].append(threads[(key_of(e.get("pid")), key_of(e.get("tid")))])
-                ops["name"].append(names[text_of(e.get("name"))])
-                dims = args.get("Input Dims")
-                if dims is None:
-                    ops["shape"].append(NULL)
-                else:
-                    inputs = tuple(args.get(k) for k in SHAPE_KEYS)
-                    key = ("exact", repr(inputs))  # apart from the typed path's raw-text keys
-                    sid = sink.shapes.get(key)
-                    if sid is None:
-                        sid = sink.shapes[key] = len(sink.shapes)
-                        sink.shape_inputs.append(inputs)
-                    ops["shape"].append(sid)
-                cols = ops
-            elif cat in RUNTIME_CATS:
-                corr = int_of(args.get("correlation"))
-                if corr == NULL:  # a runtime call without correlation cannot be joined
-                    continue
-                rt["corr"].append(corr)
-                rt["ext"].append(int_of(args.get("External id")))
-                rt["thread"].append(threads[(key_of(e.get("pid")), key_of(e.get("tid")))])
-                rt["name"].append(names[text_of(e.get("name"))])
-                cols = rt
-            elif cat in GPU_KINDS:
-                gpu["kind"].append(GPU_KINDS[cat])
-                gpu["name"].append(names[text_of(e.get("name"))])
-                gpu["device"].append(int_of(args.get("device", e.get("pid"))))
-                gpu["stream"].append(int_of(args.get("stream", e.get("tid"))))
-                gpu["corr"].append(int_of(args.get("correlation")))
-                gpu["ext"].append(int_of(args.get("External id")))
-                for prefix, v in (("g", args.get("grid")), ("b", args.get("block"))):
-                    ok = type(v) is list and len(v) == 3
-                    for i, axis in enumerate("xyz"):
-                        gpu[prefix + axis].append(int_of(v[i]) if ok else NULL)
-                gpu["regs"].append(int_of(args.get("registers per thread")))
-                gpu["smem"].append(int_of(args.get("shared memory")))
-                gpu["nbytes"].append(int_of(args.get("bytes")))
-                cols = gpu
-            elif cat == "user_annotation":
-                ann["thread"].append(threads[(key_of(e.get("pid")), key_of(e.get("tid")))])
-                ann["name"].append(names[text_of(e.get("name"))])
-                ann["ext"].append(int_of(args.get("External id")))
-                cols = ann
-            elif cat == "python_function":
-                if not sink.wanted_frame(e.get("name")):
-                    continue
-                py["thread"].append(threads[(key_of(e.get("pid")), key_of(e.get("tid")))])
-                py["name"].append(names[e.get("name")])
-                cols = py
-            else:
-                gann["device"].append(int_of(e.get("pid")))
-                gann["stream"].append(int_of(e.get("tid")))
-                gann["name"].append(names[text_of(e.get("name"))])
-                gann["ext"].append(int_of(args.get("External id")))
-                cols = gann
-            cols["ts"].append(ts)
-            cols["dur"].append(dur)
-            kept += 1
-            if origin is None or ts < origin:
-                origin = ts
-        for k, c in (("gpu", sink.gpu), ("rt", sink.rt), ("ops", sink.ops), ("ann", sink.ann), ("gann", sink.gann),
-                     ("py", sink.py)):
-            if self.cols[k]["ts"]:
-                c.extend({f: _ints(v) for f, v in self.cols[k].items()})
-        sink.origin = origin
-        sink.events += kept

@@ -10,7 +10,7 @@ Vectorised with numpy; the only Python loops run over interval nestings, once pe
 """
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,235 +19,15 @@ import pandas as pd
 import pyarrow as pa
 
 from rooftop import steps as st
-from rooftop import limits
 from rooftop.codes import categorical, first_rows
 from rooftop.paired import built
 from rooftop.redact import redact_names
 
-from ._kineto_events import KIND_NAMES, NULL, Collector
+from ._kineto_events import Collector
 from ._kineto_runtime import runtime_rows
-from ._kineto_events import first_index as _lookup
+from ._kineto_values import KIND_NAMES, NULL, first_index as _lookup
 from .kineto_ranges import OP_DTYPES, device_meta, op_dtype_codes
-
-
-# A path is built by appending a label to its parent's: bounded so that hostile nesting (100k
-# ranges inside each other, or a megabyte label above many children) stays linear in the number
-# of ranges. Past either bound a range shares its parent's path with a "/…" mark, built once.
-MAX_PATH_CHARS = 1024
-MAX_PATH_DEPTH = 64
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def clean_text(v) -> str:
-    """A name as storable text: None -> "", lone surrogates -> U+FFFD, cut at the text budget."""
-    if v is None:
-        return ""
-    cap = limits.max_text()
-    if len(v) > cap:  # cut first: a 512 MiB name is scanned for its first 64 Ki characters only
-        v = v[: cap - 1] + "…"
-    if _SURROGATE.search(v):
-        v = _SURROGATE.sub("\ufffd", v)
-    return v
-
-
-def _child_path(parent: int, up: str | None, depth: int, label: str | None,
-                shared: dict) -> tuple[str | None, int, bool]:
-    """The path and depth of an interval whose parent (-1: none) has path `up` at `depth`, and
-    whether the bounds cut it: past `MAX_PATH_DEPTH` levels or `MAX_PATH_CHARS` characters a child
-    shares its parent's `…/` path, built once (kept in `shared` under the parent)."""
-    if parent < 0 or label is None:
-        return (label if label is None or len(label) <= MAX_PATH_CHARS else label[:MAX_PATH_CHARS - 1] + "…"), 1, False
-    if depth >= MAX_PATH_DEPTH or len(up) + 1 + len(label) > MAX_PATH_CHARS:
-        path = shared.get(parent)
-        if path is None:
-            path = shared[parent] = up if up.endswith("/…") else f"{up}/…"
-        return path, depth + 1, True  # shared: no per-child copy of a long parent path
-    return f"{up}/{label}", depth + 1, False
-
-
-def nest_intervals(ithr, ist, ien, ilabel, qthr, qt, stats: dict | None = None, query_paths: bool = True,
-                   parents: list | None = None):
-    """Nesting of intervals per thread, half-open [start, end).
-
-    Returns (innermost interval index for each query or -1, path of each query, path of each
-    interval), a path being the labels of the enclosing intervals, outermost first, joined by "/";
-    the queries' paths only when `query_paths` (else None: a list per query, 1M at 1M kernels).
-    Paths deeper than MAX_PATH_DEPTH or longer than MAX_PATH_CHARS end in "…" (counted in
-    `stats["cut"]` when a dict is given). `parents`: a list that receives each interval's parent
-    (index, -1: none), for a caller that builds the paths itself (nsys: once per distinct path).
-
-    Each interval's parent is found for all at once (`_pass_parents`), and a Python pass over the
-    intervals builds their paths (none without labels); a query (a launch: usually many more than
-    ranges) takes the last interval that starts at or before it on its thread (a binary search) and
-    climbs its parents to the first one still open, all queries at once. Same answers as one pass
-    over both (`_nest_by_loop`), which is used when the climb is deep (hostile nesting)."""
-    ni, nq = len(ist), len(qt)
-    ithr, ist, ien = (np.asarray(a, dtype=np.int64) for a in (ithr, ist, ien))
-    qthr, qt = np.asarray(qthr, dtype=np.int64), np.asarray(qt, dtype=np.int64)
-    order = np.lexsort((-(ien - ist), ist, ithr))  # per thread, by start, the longer first
-    # each interval's parent, as a stack pass in this order finds it (`_pass_parents`)
-    at = _pass_parents(ithr[order], ist[order], ien[order])
-    parent = np.full(ni, -1, dtype=np.int64)
-    parent[order] = np.where(at >= 0, order[at.clip(0)], -1)
-    if parents is not None:
-        parents.append(parent)
-    # paths in pass order, each from its parent's (`_child_path`, its common case inline); without
-    # labels every path is None
-    ipath: list = [None] * ni
-    cut = 0
-    by_level = _paths_by_level(parent, ilabel) if ilabel is not None else None
-    if by_level is not None:
-        ipath = by_level
-    elif ilabel is not None:
-        depth_l = [0] * ni
-        shared: dict = {}
-        for k, p in zip(order.tolist(), parent[order].tolist()):
-            label = ilabel[k]
-            if p >= 0 and label is not None:
-                up, d = ipath[p], depth_l[p]
-                if d < MAX_PATH_DEPTH and len(up) + 1 + len(label) <= MAX_PATH_CHARS:
-                    ipath[k], depth_l[k] = f"{up}/{label}", d + 1
-                    continue
-            ipath[k], depth_l[k], was_cut = _child_path(p, ipath[p] if p >= 0 else None, depth_l[p] if p >= 0 else 0,
-                                                        label, shared)
-            cut += was_cut
-    inner = np.full(nq, -1, dtype=np.int64)
-    if ni and nq:
-        # the last interval (in pass order) starting at or before each query on the query's thread
-        s_thr, s_st = ithr[order], ist[order]
-        qo = np.argsort(qthr, kind="stable")
-        qs = qthr[qo]
-        firsts = np.flatnonzero(np.r_[True, qs[1:] != qs[:-1]])
-        pos = np.full(nq, -1, dtype=np.int64)
-        for qa, qb in zip(firsts.tolist(), np.r_[firsts[1:], nq].tolist()):  # per distinct thread
-            h = qs[qa]
-            a, b = np.searchsorted(s_thr, h, side="left"), np.searchsorted(s_thr, h, side="right")
-            if a == b:
-                continue
-            sel = qo[qa:qb]
-            p = np.searchsorted(s_st[a:b], qt[sel], side="right") - 1
-            pos[sel] = np.where(p >= 0, a + p, -1)
-        cand = np.where(pos >= 0, order[pos.clip(0)], -1)
-        for _ in range(MAX_CLIMB):  # climb to the innermost interval still open at the query
-            live = np.flatnonzero(cand >= 0)
-            done = ien[cand[live]] > qt[live]
-            if done.all():
-                break
-            up = live[~done]
-            cand[up] = parent[cand[up]]
-        else:
-            return _nest_by_loop(ithr, ist, ien, ilabel, qthr, qt, stats)
-        inner = cand
-    if stats is not None:
-        stats["cut"] = stats.get("cut", 0) + cut
-    if not query_paths:
-        return inner, None, ipath
-    paths = np.array(ipath + [None], dtype=object)
-    return inner, paths[inner].tolist(), ipath
-
-
-MAX_CLIMB = 256  # vectorised steps up the parents before the one-pass fallback (hostile nesting)
-
-
-def _paths_by_level(parent: np.ndarray, labels: list) -> list | None:
-    """Each interval's path (its parent's, "/", its label), built a nesting level at a time, NumPy
-    joining the texts of a whole level at once: what `nest_intervals`' pass builds one interval at
-    a time (343k ranges in a 1M-kernel trace). None where any label is
-    no text or the bounds would cut a path (deeper than MAX_PATH_DEPTH, longer than
-    MAX_PATH_CHARS): the pass then handles the cuts."""
-    n = len(parent)
-    if not all(type(x) is str for x in labels):
-        return None
-    length = np.fromiter(map(len, labels), dtype=np.int64, count=n)
-    level = np.where(parent < 0, 0, -1)
-    todo = np.flatnonzero(level < 0)
-    for depth in range(1, MAX_PATH_DEPTH):  # (a path of MAX_PATH_DEPTH levels would be cut)
-        if not len(todo):
-            break
-        up = parent[todo]
-        ready = level[up] >= 0
-        level[todo[ready]] = depth
-        length[todo[ready]] += length[up[ready]] + 1  # (parents are done: they are one level up)
-        todo = todo[~ready]
-    if len(todo) or (n and int(length.max()) > MAX_PATH_CHARS):
-        return None
-    paths = np.array(labels + [None], dtype=object)[:-1]  # (the None keeps it one-dimensional)
-    by_level = np.argsort(level, kind="stable")
-    bounds = np.searchsorted(level[by_level], np.arange(int(level.max(initial=0)) + 2))
-    for lv in range(1, len(bounds) - 1):
-        ks = by_level[bounds[lv]:bounds[lv + 1]]
-        paths[ks] = paths[parent[ks]] + "/" + paths[ks]
-    return paths.tolist()
-
-
-def _pass_parents(thr: np.ndarray, st: np.ndarray, en: np.ndarray) -> np.ndarray:
-    """For intervals in pass order (per thread, by start, the longer first): the position of each
-    one's parent as a stack pass finds it (-1: none), without the pass. The pass pops the top of
-    its stack while it ends at or before the new start; the stack is always the previous
-    interval's chain of parents, and an interval leaves it only once something starting later
-    finds it ended, so every earlier interval still open at a start is on the stack, and the pass
-    stops at the latest of them. The parent is therefore the last earlier interval of the same
-    thread that ends after the start, nested properly or not: found for all at once by halving
-    jumps over a table of running maxima of the ends (~20 vectorised steps for 344k ranges,
-    instead of a stack push and pop per range)."""
-    n = len(st)
-    if n < 2:
-        return np.full(n, -1, dtype=np.int64)
-    lo = np.searchsorted(thr, thr, side="left")  # where each one's thread starts
-    pos = np.arange(n, dtype=np.int64) - 1
-    # table[L][i]: the latest end among positions i .. i + 2^L - 1
-    table = [en]
-    while (1 << len(table)) <= n:
-        prev, half = table[-1], 1 << (len(table) - 1)
-        table.append(np.maximum(prev[:-half], prev[half:]))
-    for level in range(len(table) - 1, -1, -1):
-        width = 1 << level
-        first = pos - width + 1
-        ok = first >= lo
-        block = table[level][np.where(ok, first, 0).clip(0, len(table[level]) - 1)]
-        pos = np.where(ok & (block <= st), pos - width, pos)
-    found = (pos >= lo) & (en[pos.clip(0)] > st)
-    return np.where(found, pos, -1)
-
-
-def _nest_by_loop(ithr, ist, ien, ilabel, qthr, qt, stats: dict | None = None):
-    """`nest_intervals` as one pass over intervals and queries sorted together (ties: intervals
-    first, longer first): what the vectorised query lookup must agree with, and its fallback."""
-    ni, nq = len(ist), len(qt)
-    thr = np.concatenate([ithr, qthr])
-    t = np.concatenate([ist, qt])
-    flag = np.concatenate([np.zeros(ni, np.int8), np.ones(nq, np.int8)])
-    neg = np.concatenate([-(ien - ist), np.zeros(nq, np.int64)])
-    order = np.lexsort((neg, flag, t, thr))
-    inner = np.full(nq, -1, dtype=np.int64)
-    qpath: list = [None] * nq
-    ipath: list = [None] * ni
-    stack: list = []  # [end, index, path, depth]
-    shared: dict = {}
-    cur = None
-    cut = 0
-    thr_l, t_l, ien_l = thr.tolist(), t.tolist(), ien.tolist()
-    for k in order.tolist():
-        if thr_l[k] != cur:
-            cur, stack = thr_l[k], []
-        now = t_l[k]
-        while stack and stack[-1][0] <= now:
-            stack.pop()
-        if k < ni:
-            top = stack[-1] if stack else (0, -1, None, 0)
-            path, depth, was_cut = _child_path(top[1], top[2], top[3], ilabel[k] if ilabel is not None else None, shared)
-            cut += was_cut
-            ipath[k] = path
-            stack.append([ien_l[k], k, path, depth])
-        elif stack:
-            q = k - ni
-            inner[q] = stack[-1][1]
-            qpath[q] = stack[-1][2]
-    if stats is not None:
-        stats["cut"] = stats.get("cut", 0) + cut
-    return inner, qpath, ipath
+from .nesting import MAX_PATH_CHARS, MAX_PATH_DEPTH, clean_text, nest_intervals
 
 
 def _masked(a: np.ndarray, dtype: str = "Int64"):
@@ -331,15 +111,48 @@ def _shape_column(shapes: tuple[np.ndarray, np.ndarray], n_none: int, order: np.
 
 
 def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dict]:
-    # each distinct name once: lone surrogates (a JSON `\\udcff`) are no text, absurd lengths are cut
-    # before any pattern sees them; secrets out (paths and ops are built from these)
-    names = redact_names([clean_text(n) for n in sink.names.values_list()])
+    """The decoded columns (`sink`) and the document's other keys (`head`) -> rooftop rows and
+    metadata, in named steps (module docstring): names cleaned, launches joined to their calls and
+    ops, range paths, steps and phases, the ops' modeled costs, then the rows, column by column."""
+    names = _clean_names(sink)
     name_of = np.array(names + [None], dtype=object)  # index -1 (never written) stays None
-    g, rt, ops, ann, gann = sink.gpu, sink.rt, sink.ops, sink.ann, sink.gann
-    origin = sink.origin or 0
-    gts, gdur, gcorr = g.np("ts"), g.np("dur"), g.np("corr")
-    # kernel -> runtime call (kernels rarely carry External id) -> cpu_op
-    ri = _lookup(rt.np("corr"), gcorr)
+    launches = _join_launches(sink)
+    paths = _range_paths(sink, name_of, launches)
+    timing = _step_windows(sink, names, name_of, paths, launches)
+    # CPU-only run: one `op` row per outermost cpu_op (ops never overlap then, so no time counts twice)
+    oprows = _cpu_op_rows(sink.ops, sink.ann, paths.alabel, name_of, sink.shape_inputs, timing.steps) \
+        if not len(sink.gpu) else None
+    model = _op_model(sink, name_of, launches, timing.replay)
+    runtime = runtime_rows(sink)  # the host side, for the timeline
+    sink.ops.release()  # the joins are done: free the CPU side before the rows are built
+    sink.rt.release()
+    _copy_bytes(sink.gpu, name_of, model.bytes)
+    rows = _rows(sink, names, paths, timing, model, oprows or {}, runtime)
+    return rows, _assembled_meta(head, path, sink, timing, paths.stats)
+
+
+def _clean_names(sink: Collector) -> list:
+    """Each distinct name once: lone surrogates (a JSON `\\udcff`) are no text, absurd lengths are
+    cut before any pattern sees them; secrets out (paths and ops are built from these)."""
+    return redact_names([clean_text(n) for n in sink.names.values_list()])
+
+
+@dataclass
+class _Launches:
+    """Each GPU row's launch: its runtime call (`ri`, -1: none; `has_rt`), its cpu_op (`oi`, -1:
+    none), and the call's thread and start (`thread`, `t`: NULL without a call)."""
+    ri: np.ndarray
+    has_rt: np.ndarray
+    oi: np.ndarray
+    thread: np.ndarray
+    t: np.ndarray
+
+
+def _join_launches(sink: Collector) -> _Launches:
+    """kernel -> runtime call by correlation (kernels rarely carry External id) -> cpu_op by
+    External id, else the innermost cpu_op around the launch on its thread."""
+    g, rt, ops = sink.gpu, sink.rt, sink.ops
+    ri = _lookup(rt.np("corr"), g.np("corr"))
     has_rt = ri >= 0
     ext = g.np("ext").copy()
     rt_ext = rt.np("ext")
@@ -356,14 +169,34 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
         inner, _, _ = nest_intervals(oth[keep], ost, ost + ops.np("dur")[keep], None, launch_thr[miss], launch_t[miss],
                                      query_paths=False)
         oi[miss] = np.where(inner >= 0, keep[inner.clip(0)], -1)
-    # path: user_annotation ranges around the launch on its thread, outermost first
+    return _Launches(ri, has_rt, oi, launch_thr, launch_t)
+
+
+@dataclass
+class _Paths:
+    """The ranges' paths: each GPU row's innermost range (`gpath`: an index into `apath + fpaths`,
+    -1: none), the user_annotation ranges' labels, starts, ends and paths, the gpu_user_annotation
+    spans' paths (`fpaths`), and how many paths the bounds cut (`stats`)."""
+    gpath: np.ndarray
+    alabel: list
+    ast: np.ndarray
+    aen: np.ndarray
+    apath: list
+    fpaths: list
+    stats: dict
+
+
+def _range_paths(sink: Collector, name_of: np.ndarray, launches: _Launches) -> _Paths:
+    """A launch's path: the user_annotation ranges around it on its thread, outermost first; else
+    the gpu_user_annotation spans on the kernel's (device, stream)."""
+    g, ann, gann = sink.gpu, sink.ann, sink.gann
     ast, aen = ann.np("ts"), ann.np("ts") + ann.np("dur")
     alabel = name_of[ann.np("name")].tolist()
-    q = np.flatnonzero(has_rt)
+    q = np.flatnonzero(launches.has_rt)
     nest_stats: dict = {}
     # a launch's path is its innermost range's: kept as that range's index (-1: none), never as a
     # row of text (the categorical column is built from the indices, `_categorical`)
-    inner, _, apath = nest_intervals(ann.np("thread"), ast, aen, alabel, launch_thr[q], launch_t[q], nest_stats,
+    inner, _, apath = nest_intervals(ann.np("thread"), ast, aen, alabel, launches.thread[q], launches.t[q], nest_stats,
                                     query_paths=False)
     gpath = np.full(len(g), -1, dtype=np.int64)
     gpath[q] = inner
@@ -375,40 +208,75 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
         gst = gann.np("ts")
         finner, _, fpaths = nest_intervals(key(gann.np("device"), gann.np("stream")), gst, gst + gann.np("dur"),
                                            name_of[gann.np("name")].tolist(), key(g.np("device")[left], g.np("stream")[left]),
-                                           gts[left], nest_stats, query_paths=False)
+                                           g.np("ts")[left], nest_stats, query_paths=False)
         gpath[left] = np.where(finner >= 0, finner + len(apath), -1)
-    # steps: markers among the annotations (else Python frames); GPU work by the window it runs in
-    steps = _find_steps(sink, alabel, apath, name_of, ast, aen, (launch_thr[q], launch_t[q]))
-    gend = gts + gdur
+    return _Paths(gpath, alabel, ast, aen, apath, fpaths, nest_stats)
+
+
+@dataclass
+class _Timing:
+    """The steps and the windows each GPU row is judged in (`lo`, `hi`, `how`), whether a row was
+    replayed from a CUDA graph, and the step and phase codes of the GPU rows and the ranges."""
+    steps: "st.Steps"
+    lo: np.ndarray
+    hi: np.ndarray
+    how: Any
+    replay: np.ndarray
+    gpu: tuple  # (step, phase, phases): codes into a list of phases
+    cpu: tuple  # the same, of the ranges
+
+
+def _step_windows(sink: Collector, names: list, name_of: np.ndarray, paths: _Paths, launches: _Launches) -> _Timing:
+    """Steps: markers among the annotations (else Python frames); GPU work by the window it runs in;
+    then the phases."""
+    g, ann, gann, rt = sink.gpu, sink.ann, sink.gann, sink.rt
+    q = np.flatnonzero(launches.has_rt)
+    steps = _find_steps(sink, paths.alabel, paths.apath, name_of, paths.ast, paths.aen,
+                        (launches.thread[q], launches.t[q]))
+    gts = g.np("ts")
+    gend = gts + g.np("dur")
     spans = None
     if len(steps) and len(gann):
         marker_ext = np.where(steps.row >= 0, ann.np("ext")[steps.row.clip(0)] if len(ann) else NULL, NULL)
         gst = gann.np("ts")
         spans = (_lookup(marker_ext, gann.np("ext")), gst, gst + gann.np("dur"))
-    lo, hi, how = st.gpu_windows(steps, gts, gend, launch_thr, launch_t, spans)
+    lo, hi, how = st.gpu_windows(steps, gts, gend, launches.thread, launches.t, spans)
     # the kernels a CUDA-graph replay launched (they carry the cudaGraphLaunch's correlation)
     graph_ids = [i for i, n in enumerate(names) if n.startswith(("cudaGraphLaunch", "cuGraphLaunch"))]
     replay = np.zeros(len(g), bool)
     if graph_ids and len(rt):
-        replay = has_rt & np.isin(rt.np("name")[ri.clip(0)], graph_ids)
+        replay = launches.has_rt & np.isin(rt.np("name")[launches.ri.clip(0)], graph_ids)
     st.infer_phases(steps, lo, hi, gts, g.np("name"), name_of, g.np("gx"), replay, g.np("kind") == 0)
-    gstep, gphase, gphases = st.assign_codes(lo, hi, steps.index, steps.phase, gts)  # (phases: codes into a list)
-    astep, aphase, aphases = st.assign_cpu_codes(steps, ann.np("thread"), ast)
-    # CPU-only run: one `op` row per outermost cpu_op (ops never overlap then, so no time counts twice)
-    oprows = _cpu_op_rows(ops, ann, alabel, name_of, sink.shape_inputs, steps) if not len(g) else None
-    # analytic cost of each launching op instance, split across its kernels by duration
+    gpu = st.assign_codes(lo, hi, steps.index, steps.phase, gts)  # (phases: codes into a list)
+    cpu = st.assign_cpu_codes(steps, ann.np("thread"), paths.ast)
+    return _Timing(steps, lo, hi, how, replay, gpu, cpu)
+
+
+@dataclass
+class _OpModel:
+    """Per GPU row: the launching op's name id (-1: none), its modeled FLOPs and bytes (NaN:
+    unknown), and its input dtype (codes into OP_DTYPES, -1: none)."""
+    name: np.ndarray
+    flops: np.ndarray
+    bytes: np.ndarray
+    dtype: np.ndarray
+
+
+def _op_model(sink: Collector, name_of: np.ndarray, launches: _Launches, replay: np.ndarray) -> _OpModel:
+    """The analytic cost of each launching op instance, split across its kernels by duration."""
+    g, ops, rt = sink.gpu, sink.ops, sink.rt
+    oi = launches.oi
     op_name = np.full(len(g), -1, dtype=np.int64)  # name ids (-1: no op)
     mflops, mbytes = np.full(len(g), np.nan), np.full(len(g), np.nan)
     op_dtype = np.full(len(g), -1, dtype=np.int64)  # the launching op's input dtype (codes into OP_DTYPES)
     with_op = np.flatnonzero(oi >= 0)
-    gkind = g.np("kind")
     if len(with_op):
         inst, local = np.unique(oi[with_op], return_inverse=True)
         onames = ops.np("name")[inst]
         oshape = ops.np("shape")[inst]
         fl, by = _op_costs(onames, oshape, name_of, sink.shape_inputs)
         # the op's cost goes to the compute kernels it launched, never to its memsets/memcpys
-        kern = gkind[with_op] == 0
+        kern = g.np("kind")[with_op] == 0
         krows, klocal = with_op[kern], local[kern]
         mflops[krows], mbytes[krows] = fl[klocal], by[klocal]
         op_dtype[krows] = op_dtype_codes(oshape, sink.shape_inputs)[klocal]
@@ -418,6 +286,7 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
         if len(multi):
             from rooftop.opmodel import split_by_duration
 
+            gdur = g.np("dur")
             rows_of = pd.Series(krows[multi]).groupby(klocal[multi]).agg(list)
             for o, members in rows_of.items():
                 d = gdur[members].tolist()
@@ -427,24 +296,35 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
         op_name[with_op] = onames[local]
     # a CUDA-graph replay outside any op: its kernels were launched by the cudaGraphLaunch itself
     if replay.any():
-        op_name[replay & (oi < 0)] = rt.np("name")[ri[replay & (oi < 0)]]
-    runtime = runtime_rows(sink)  # the host side, for the timeline
-    ops.release()  # the joins are done: free the CPU side before the rows are built
-    rt.release()
+        op_name[replay & (oi < 0)] = rt.np("name")[launches.ri[replay & (oi < 0)]]
+    return _OpModel(op_name, mflops, mbytes, op_dtype)
+
+
+def _copy_bytes(g, name_of: np.ndarray, mbytes: np.ndarray) -> None:
+    """memcpy/memset rows: the HBM bytes of what CUPTI recorded (a DtoD copy moves 2N), into `mbytes`."""
     nb = g.np("nbytes")
-    copy = np.flatnonzero((gkind > 0) & (nb != NULL))
-    if len(copy):  # memcpy/memset: the HBM bytes of what CUPTI recorded (a DtoD copy moves 2N)
+    copy = np.flatnonzero((g.np("kind") > 0) & (nb != NULL))
+    if len(copy):
         from rooftop.opmodel import copy_hbm_bytes
 
         ids, inv = np.unique(g.np("name")[copy], return_inverse=True)
         factor = np.array([copy_hbm_bytes(name_of[i], 1.0) or np.nan for i in ids.tolist()])
         mbytes[copy] = nb[copy] * factor[inv.ravel()]
-    # rows by kind, each kind in time order: the GPU work, the ranges, a CPU-only run's ops, the
-    # runtime calls. A load splits them so (`rooftop.trace.read.split_runtime`): stored so, its
-    # parts are slices of the table as read, not a copy of every column. Built column by column
-    # once (no concat, sort or Python lists per row).
+
+
+def _rows(sink: Collector, names: list, paths: _Paths, timing: _Timing, model: _OpModel, op_part: dict,
+          runtime: dict) -> pd.DataFrame:
+    """The rows by kind, each kind in time order: the GPU work, the ranges, a CPU-only run's ops,
+    the runtime calls. A load splits them so (`rooftop.trace.read.split_runtime`): stored so, its
+    parts are slices of the table as read, not a copy of every column (~0.5 s and ~300 MB at 1M
+    kernels). Built column by column once (no concat, sort or Python lists per row)."""
+    g, ann = sink.gpu, sink.ann
+    origin = sink.origin or 0
+    gts, gdur, gkind = g.np("ts"), g.np("dur"), g.np("kind")
+    ast = paths.ast
+    gstep, gphase, gphases = timing.gpu
+    astep, aphase, aphases = timing.cpu
     nk, na = len(g), len(ann)
-    op_part = oprows or {}
     no = len(op_part.get("ts", ()))
     nr = len(runtime.get("ts", ()))
     by_time = lambda ts: np.argsort(ts, kind="stable")
@@ -473,7 +353,7 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
     # column into one 2-D block, only for `to_table` to split it again)
     rows = pd.DataFrame(built({
         "id": lambda: np.arange(nk + na + no + nr, dtype=np.int64),
-        "kind": lambda: _categorical([(g.np("kind"), kinds), (np.full(na, 3), None), (np.full(no, 4), None),
+        "kind": lambda: _categorical([(gkind, kinds), (np.full(na, 3), None), (np.full(no, 4), None),
                                       (np.full(nr, 5), None)], order),
         "name": lambda: _categorical([(g.np("name"), names), (name_ids, None), (op_part.get("name_id", none(no)), None),
                                       (runtime.get("name", none(nr)), None)], order),
@@ -481,37 +361,43 @@ def assemble(sink: Collector, head: dict, path: Path) -> tuple[pd.DataFrame, dic
         "dur_ns": lambda: ints(gdur, ann.np("dur"), op_part.get("dur"), runtime.get("dur")),
         "device": lambda: _masked(ints(g.np("device"), np.full(na, NULL, np.int64)), "Int32"),
         "stream": lambda: _masked(ints(g.np("stream"), np.full(na, NULL, np.int64)), "Int32"),
-        "correlation": lambda: _masked(ints(gcorr, np.full(na, NULL, np.int64), None, runtime.get("corr"))),
-        "path": lambda: _categorical([(gpath, apath + fpaths), (np.arange(na), None),
+        "correlation": lambda: _masked(ints(g.np("corr"), np.full(na, NULL, np.int64), None, runtime.get("corr"))),
+        "path": lambda: _categorical([(paths.gpath, paths.apath + paths.fpaths), (np.arange(na), None),
                                       *op_part.get("path", [(none(no), [])]), (none(nr), None)], order),
         "phase": lambda: _categorical([(gphase, gphases), (aphase, aphases), op_part.get("phase", (none(no), [])),
                                        (none(nr), [])], order),
         "step": lambda: pd.array(col(steps_of(gstep), steps_of(astep), steps_of(op_part["step"]) if no else np.zeros(0),
                                      np.full(nr, np.nan)), dtype="Int32"),
-        "op": lambda: _categorical([(op_name, names), (none(na), None), (op_part.get("name_id", none(no)), None),
+        "op": lambda: _categorical([(model.name, names), (none(na), None), (op_part.get("name_id", none(no)), None),
                                     (runtime.get("op", none(nr)), None)], order),
         # launch shapes: ranges, ops and calls have none
         "grid": lambda: _shape_column(_shape3(g, "g"), na + no + nr, order),
         "block": lambda: _shape_column(_shape3(g, "b"), na + no + nr, order),
         "registers": lambda: _masked(ints(g.np("regs"), np.full(na, NULL, np.int64)), "Int32"),
         "shared_mem": lambda: _masked(ints(g.np("smem"), np.full(na, NULL, np.int64)), "Int32"),
-        "model_flops": lambda: floats(mflops, np.full(na, np.nan), op_part.get("flops")),
-        "model_bytes": lambda: floats(mbytes, np.full(na, np.nan), op_part.get("bytes")),
-        "dtype": lambda: _categorical([(op_dtype, list(OP_DTYPES)), (none(na), None), (none(no), None),
+        "model_flops": lambda: floats(model.flops, np.full(na, np.nan), op_part.get("flops")),
+        "model_bytes": lambda: floats(model.bytes, np.full(na, np.nan), op_part.get("bytes")),
+        "dtype": lambda: _categorical([(model.dtype, list(OP_DTYPES)), (none(na), None), (none(no), None),
                                        (none(nr), None)], order),
     }), copy=False)
     if nr:  # the OS thread of a runtime call (no column at all when there are none)
         rows["thread"] = _masked(ints(np.full(nk, NULL, np.int64), np.full(na, NULL, np.int64), None, runtime["thread"]))
+    return rows
+
+
+def _assembled_meta(head: dict, path: Path, sink: Collector, timing: _Timing, nest_stats: dict) -> dict:
+    """The metadata document: the file's own (`_meta`), the steps' windows and rule, and what was cut."""
+    g = sink.gpu
     kernel_dev = g.np("device")[g.np("kind") == 0]
     meta = _meta(head, path, sink, kernel_dev[kernel_dev != NULL])
-    meta["workload"] = {"cuda_graphs": bool(replay.any())}
-    meta["steps"] = st.attach_windows(steps, lo, hi, how, origin)
-    meta["warnings"].extend(steps.warnings)
-    meta["step_rule"] = steps.rule
+    meta["workload"] = {"cuda_graphs": bool(timing.replay.any())}
+    meta["steps"] = st.attach_windows(timing.steps, timing.lo, timing.hi, timing.how, sink.origin or 0)
+    meta["warnings"].extend(timing.steps.warnings)
+    meta["step_rule"] = timing.steps.rule
     if nest_stats.get("cut"):
         meta["warnings"].append(f"{nest_stats['cut']} range path(s) deeper than {MAX_PATH_DEPTH} levels or longer "
                                 f"than {MAX_PATH_CHARS} characters cut (\"…\")")
-    return rows, meta
+    return meta
 
 
 def _gpu_by_time(ts: np.ndarray, kind: np.ndarray) -> np.ndarray:

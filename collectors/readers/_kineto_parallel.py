@@ -401,6 +401,11 @@ def inflated(s: _jsonstream.Stream, size: int | None = None):
     return tmp
 
 
+def inflated_name(tmp) -> str:
+    """The name a process forked after `tmp` was made opens it by."""
+    return f"/proc/self/fd/{tmp.fileno()}"
+
+
 class RangeSplit:
     """The event array of a plain file decoded in pieces by every process (module docstring).
 
@@ -409,8 +414,9 @@ class RangeSplit:
     the keys after the array; `finish` then takes the pieces no worker has begun, from the back,
     and merges every piece's collector in file order."""
 
-    def __init__(self, path, workers: int, chunk: int):
+    def __init__(self, path, workers: int, chunk: int, early=None):
         self.path, self.workers, self.chunk = path, workers, chunk
+        self.early = early  # workers forked before the read, to take over (`_kineto_early.EarlyStart`)
         self.pool: ProcessPoolExecutor | None = None
         self.futures: list[Future] = []
         self.first: int | None = None
@@ -426,9 +432,9 @@ class RangeSplit:
             return  # this process reads it all
         # the file as the pieces are cut from it (an early start's, from before its workers forked):
         # `finish` compares it with the file once every piece is read
-        self.read_id = self.file_id or _file_id(self.path)
-        early = _adopt(self, first)
-        self.first = first  # (the early workers' too: `_adopt` checks)
+        self.read_id = self.file_id or file_id(self.path)
+        early = self.early.adopt(self, first) if self.early is not None else None
+        self.first = first  # (the early workers' too: `EarlyStart.adopt` checks)
         if early is not None:
             self.__dict__.update({k: getattr(early, k) for k in ("pool", "futures", "cuts", "ends", "spills")})
             self.read_id = early.file_id or self.read_id
@@ -483,7 +489,7 @@ class RangeSplit:
                 runs.update(_unspill(f.result(), spill))
             if sum(n for n, _ in runs.values()) != len(pieces):  # (a lock given up on: never a gap)
                 raise Recut()
-            if _file_id(self.path) != self.read_id:
+            if file_id(self.path) != self.read_id:
                 # changed, shrunk or replaced while the pieces were read (size, mtime, inode): the
                 # pieces may not be one file's; one process reads it again, and says what it finds
                 raise Recut()
@@ -525,152 +531,10 @@ class RangeSplit:
         self.spills = [None] * len(self.spills)
 
 
-# --- forking the workers before the analysis libraries load -------------------------------------
-
-class _AtArray(Exception):
-    """The event array is found: the early start has what it needs from the document."""
-
-
-class _NoSink:
-    def add_text(self, text: str) -> None:
-        pass
-
-    def add_objects(self, objs: list) -> None:
-        pass
-
-
-_early: RangeSplit | None = None
-
-
-def _file_id(path) -> tuple | None:
+def file_id(path) -> tuple | None:
+    """(device, inode, size, mtime): what tells a file from its changed or replaced self."""
     try:
         st = os.stat(path)
     except OSError:
         return None
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def start_early(path, chunk: int, progress: _jsonstream.Progress | None = None) -> None:
-    """For `rooftop import` of a large Kineto file: find the event array and fork the range
-    workers now, before this process imports pandas and pyarrow, which it then does while
-    they decode (the pieces it would have decoded meanwhile are theirs); a gzip file is inflated into
-    its temporary file first (`inflated`, `progress` drawn), which the read then takes over
-    (`adopt_inflated`). `RangeSplit.start` adopts the workers when the read finds the array at the
-    same offset of the same file; `discard_early` stops them when nothing did. Anything unexpected
-    here only means no early start."""
-    global _early
-    discard_early()
-    name = os.fspath(path)
-    if name.lower().endswith(".json.gz"):
-        name = _inflate_early(name, chunk, progress)
-        if name is None:
-            return
-    elif not name.lower().endswith(".json"):
-        return
-    fid = _file_id(name)
-    n = workers_for(fid[2], False) if fid is not None else 1
-    if n < 2:
-        return
-    split = None
-    try:
-        s = _jsonstream.Stream(name, None, chunk)
-        try:
-            if s.gz:
-                return
-            split = RangeSplit(name, n, chunk)
-
-            def at_array(st: _jsonstream.Stream) -> None:
-                first = st.cursor_byte()
-                if first is not None:
-                    split._fork(first, st.end)
-                raise _AtArray
-            _jsonstream.document(s, "traceEvents", _NoSink(), at_array)
-        finally:
-            s.close()
-    except _AtArray:
-        pass
-    except BaseException as exc:  # workers forked already are stopped, whatever happened
-        if split is not None:
-            split.abort()
-        if isinstance(exc, Exception):  # not a Kineto document after all, damaged: the import says what
-            return
-        raise  # Ctrl-C, SIGTERM
-    if split is not None and split.pool is not None:
-        split.file_id = fid
-        _early = split
-
-
-_early_inflated: tuple | None = None  # (the gzip file's id, its inflated temporary file)
-
-
-def _inflate_early(name: str, chunk: int, progress: _jsonstream.Progress | None) -> str | None:
-    """A large gzip file inflated into its temporary file, kept for the read (`adopt_inflated`):
-    the name the workers and the read open it by; None when it is small, or cannot be inflated."""
-    global _early_inflated
-    fid = _file_id(name)
-    size = inflated_size(name)
-    if fid is None or workers_for(fid[2], True, size) < 2:
-        return None
-    try:
-        s = _jsonstream.Stream(name, progress, chunk)
-    except OSError:
-        return None
-    try:
-        tmp = inflated(s, size) if s.gz else None
-    except Exception:  # a gzip bomb, a damaged file: the read says what
-        return None
-    finally:
-        s.close()
-    if tmp is None:
-        return None
-    _early_inflated = (fid, tmp)
-    return inflated_name(tmp)
-
-
-def inflated_name(tmp) -> str:
-    """The name a process forked after `tmp` was made opens it by."""
-    return f"/proc/self/fd/{tmp.fileno()}"
-
-
-def adopt_inflated(path):
-    """The gzip file `path` inflated by the early start, if it is that very file (the read takes it
-    over and closes it); None otherwise (any other is closed)."""
-    global _early_inflated
-    early, _early_inflated = _early_inflated, None
-    if early is None:
-        return None
-    if early[0] == _file_id(os.fspath(path)):
-        return early[1]
-    early[1].close()
-    return None
-
-
-def _adopt(split: RangeSplit, first: int) -> RangeSplit | None:
-    """The early workers, if they decode this very read's pieces (same file, same array offset,
-    as many processes); any others are stopped."""
-    global _early
-    early, _early = _early, None
-    if early is None:
-        return None
-    same = early.first == first and early.workers == split.workers and early.file_id == _file_id(split.path)
-    if same:
-        return early
-    early.abort()
-    return None
-
-
-def early_workers() -> bool:
-    """Whether workers started by `start_early` wait for a read to adopt them."""
-    return _early is not None
-
-
-def discard_early() -> None:
-    """Stop early workers no read adopted (an error before the read, another format), and drop an
-    inflated file no read took over."""
-    global _early, _early_inflated
-    early, _early = _early, None
-    if early is not None:
-        early.abort()
-    inflated_early, _early_inflated = _early_inflated, None
-    if inflated_early is not None:
-        inflated_early[1].close()

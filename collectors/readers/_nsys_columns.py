@@ -22,6 +22,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rooftop import limits, speedups
+from rooftop.errors import TraceError
+
+
+class NsysError(TraceError):
+    """An Nsight Systems export could not be read."""
 
 
 @dataclass
@@ -189,7 +194,6 @@ def _fetch_sqlite3(db, table: str, cols: list[str], where: str) -> dict:
     except sqlite3.Error as exc:
         if "too big" in str(exc):
             raise
-        from .nsys import NsysError
         raise NsysError(db.path, f"cannot read table {table}: {exc}") from None
     out = {}
     for c, values in zip(cols, zip(*rows) if rows else [()] * len(cols)):
@@ -244,7 +248,7 @@ def nest_ranges(thr: np.ndarray, start: np.ndarray, end: np.ndarray, label: Text
     (a few hundred in a decode loop) are spelled out. Where a label is missing or a path would be
     cut (deeper than MAX_PATH_DEPTH, longer than MAX_PATH_CHARS), `nest_intervals` builds the
     paths itself, with its cut rules."""
-    from ._kineto_join import MAX_PATH_CHARS, MAX_PATH_DEPTH, nest_intervals
+    from .nesting import MAX_PATH_CHARS, MAX_PATH_DEPTH, nest_intervals
 
     n = len(start)
     if n and (label.codes < 0).any():
@@ -286,7 +290,7 @@ def nest_ranges(thr: np.ndarray, start: np.ndarray, end: np.ndarray, label: Text
 
 def _nest_with_labels(thr, start, end, label: Text, qthr, qt, stats: dict, inner=None) -> tuple[np.ndarray, Text]:
     """The paths as `nest_intervals` builds them, one range at a time (its cut rules, missing labels)."""
-    from ._kineto_join import nest_intervals
+    from .nesting import nest_intervals
 
     inner2, _, paths = nest_intervals(thr, start, end, label.objects().tolist(), qthr, qt, stats, query_paths=False)
     return inner2, from_objects(np.array(paths + [None], dtype=object)[:-1], lambda v: v)

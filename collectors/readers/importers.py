@@ -1,21 +1,21 @@
 """Open any trace a user has: detect the format from the content, convert, or load.
 
 `rooftop import SRC [-o OUT]` writes the converted trace; `convert` converts in memory (what
-`collectors.open` opens `rooftop FILE`, `report` and the TUI's traces with). Formats are recognised
-by their bytes, not their extension, since traces get renamed (`trace.json` that is gzipped,
-`profile.sqlite` that is a Parquet file...).
+`collectors.open` opens `rooftop FILE`, `report` and the TUI's traces with). Formats are recognised by their bytes, not their extension, since
+traces get renamed (`trace.json` that is gzipped, `profile.sqlite` that is a Parquet file...): each
+is a reader in the registry (`formats.READERS`), which says what a file is and reads it; this
+module only turns what a reader read into a conformed table, and writes it.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import re
 import stat
 import sys
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -26,25 +26,19 @@ from rooftop.codes import by_identity
 from rooftop.summary import write_summarized_handed_over
 from rooftop.text import printable
 from rooftop.trace.frame import give_back_memory
-from rooftop.trace import (TraceError, check_input, check_run_directory, check_writable, json_safe, load_trace, parquet_files,
+from rooftop.trace import (TraceError, check_run_directory, check_writable, json_safe,
                            scrub_all, to_table, write_trace)
 
-from .import_command import DERIVING, SUMMARIZING, WRITING, stage
+from .formats import BY_NAME, READERS, ImportFailed, detect, kineto_dir
+from .progress import DERIVING, SUMMARIZING, WRITING, Progress, ProgressLine as _ProgressLine, stage
+from .progress import file_size as _size
 
-# progress(done, total[, unit]): bytes read of the file, or (nsys, which reads SQLite tables) "stages";
-# a display with a `stage` method also hears the stages after the read (`import_command.stage`)
-Progress = Callable[..., None]
-NCU_REP_MAGIC = b"NVR\x00"  # first bytes of every .ncu-rep seen (Nsight Compute 2021-2025)
-SQLITE_MAGIC = b"SQLite format 3\x00"
-_PEEK = 1 << 20  # Kineto puts deviceProperties (one block per GPU) before traceEvents
+if TYPE_CHECKING:
+    from ._kineto_early import EarlyStart
 
 
 class UnknownFormatError(TraceError):
     """A file rooftop does not know how to read."""
-
-
-class ImportFailed(TraceError):
-    """A reader met content it did not expect (a damaged or unusual file): one line, naming the file."""
 
 
 # What a parser of untrusted bytes raises when the content is not what it expected. Anything else
@@ -164,108 +158,9 @@ def _drop_impossible(rows: pd.DataFrame | pa.Table, meta: dict) -> tuple[pd.Data
     return rows[~bad].reset_index(drop=True), meta
 
 
-def _peek_text(path: Path, head: bytes) -> str:
-    """The first ~1 MB of the file as text (inflated if gzipped; a truncated gzip gives what it has)."""
-    try:
-        with open(path, "rb") as fh:
-            if head[:2] != b"\x1f\x8b":
-                data = fh.read(_PEEK)
-            else:
-                z, parts, size = zlib.decompressobj(16 + zlib.MAX_WBITS), [], 0
-                while size < _PEEK and not z.eof:
-                    raw = fh.read(1 << 16)
-                    if not raw:
-                        break
-                    out = z.decompress(raw, _PEEK - size)  # bounded: a bomb inflates no further
-                    parts.append(out)
-                    size += len(out)
-                data = b"".join(parts)
-    except (OSError, EOFError, zlib.error):
-        return ""
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 (PowerShell's `>`), e.g. an ncu CSV
-        return data.decode("utf-16", errors="replace").lstrip("\ufeff \t\r\n")
-    return data.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
-
-
-# `"distributedInfo": {..., "rank": 3, ...}` near the top of a Kineto file (PyTorch writes it before
-# the events). Bounded: no nesting inside the object, a 9-digit rank at most.
-_HEADER_RANK = re.compile(r'"distributedInfo"\s*:\s*\{[^{}]{0,4096}?"rank"\s*:\s*(\d{1,9})\b')
-
-
-def header_rank(path: Path) -> int | None:
-    """The rank a Kineto file's header names (its `distributedInfo`), from its first ~1 MB; None
-    when it names none or is not a Kineto file (the caller falls back to the file's name)."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(64)
-    except OSError:
-        return None
-    text = _peek_text(path, head)
-    if not _is_kineto_text(text):
-        return None
-    m = _HEADER_RANK.search(text)
-    return int(m.group(1)) if m else None
-
-
 def check_directory(path: str | os.PathLike) -> None:
     """`rooftop.trace.check_run_directory` with the readers' eyes: a Kineto file's own rank counts."""
-    check_run_directory(path, header_rank)
-
-
-def _is_kineto_text(text: str) -> bool:
-    return text.startswith("{") and any(k in text for k in ('"traceEvents"', '"deviceProperties"',
-                                                            '"schemaVersion"'))
-
-
-def _is_ncu_csv(text: str) -> bool:
-    lines = [ln.strip() for ln in text.splitlines()[:50] if ln.strip()]
-    return any(ln.startswith("==PROF==") for ln in lines) or \
-        any(ln.startswith('"ID","Process ID"') for ln in lines)
-
-
-def detect(path: str | os.PathLike) -> str:
-    """The format of a file or directory, from its content (the extension only breaks ties)."""
-    path = Path(path)
-    st = check_input(path)  # a FIFO, a device, /proc, permission denied: one line, before any open
-    if stat.S_ISDIR(st.st_mode):
-        if files := parquet_files(path):
-            for f in files:  # an unreadable rank is named now, not after the screen has switched
-                check_input(f, allow_dir=False)
-            return "rooftop-dir"
-        if _kineto_files(path):
-            return "kineto-dir"
-        return "unknown"
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(64)
-    except PermissionError:
-        raise TraceError(path, "permission denied") from None
-    except OSError as exc:
-        raise TraceError(path, f"cannot read: {exc.strerror or exc}") from None
-    if head[:4] == b"PAR1":
-        return "rooftop"
-    if head[:16] == SQLITE_MAGIC:
-        return "nsys-sqlite"
-    if head[:4] == NCU_REP_MAGIC:
-        return "ncu-rep"
-    text = _peek_text(path, head) if head else ""
-    if _is_kineto_text(text):
-        return "kineto"
-    if _is_ncu_csv(text):
-        return "ncu-csv"
-    name = path.name.lower()
-    if name.endswith((".nsys-rep", ".qdrep")):
-        return "nsys-rep"
-    return "unknown"
-
-
-def _kineto_files(path: Path) -> list[Path]:
-    """The Kineto traces directly in a directory (regular files only: never a FIFO, never a walk)."""
-    from .kineto import rank_files
-
-    # A trace-named file that cannot be read (permission denied) is an error naming it, never a
-    # rank silently left out of the run.
-    return [p for p in rank_files(path) if detect(p) == "kineto"]
+    check_run_directory(path, kineto_dir.header_rank)
 
 
 def check_format(path: str | os.PathLike) -> str:
@@ -279,9 +174,8 @@ def check_format(path: str | os.PathLike) -> str:
 def _reject(path: Path, fmt: str) -> None:
     if fmt == "unknown" and path.is_file() and path.stat().st_size == 0:
         raise UnknownFormatError(path, "empty file", "the program that wrote it may have been killed before writing")
-    if fmt == "nsys-rep":
-        from .nsys_rep import check_readable
-        check_readable(path)  # an export cached, or an nsys to make one; else the export command
+    if fmt in BY_NAME:
+        BY_NAME[fmt].check(path)
     if fmt == "unknown" and path.is_dir():
         raise UnknownFormatError(path, "is a directory that holds no trace files (.parquet, Kineto .json/.json.gz)",
                                  "give a trace file, or a directory of per-rank traces")
@@ -290,16 +184,18 @@ def _reject(path: Path, fmt: str) -> None:
                                  "rooftop reads rooftop Parquet, Kineto JSON, nsys SQLite, .ncu-rep and ncu CSV")
 
 
-def import_any(src: str | os.PathLike, progress: Progress | None = None,
-               fmt: str | None = None) -> tuple[pd.DataFrame | pa.Table, dict]:
-    """Rows and metadata of any supported trace (rooftop files are loaded, not converted). `fmt`:
-    the format `check_format` gave already (collectors/open.py sniffs once per open)."""
+def import_any(src: str | os.PathLike, progress: Progress | None = None, fmt: str | None = None,
+               early: EarlyStart | None = None) -> tuple[pd.DataFrame | pa.Table, dict]:
+    """Rows and metadata of any supported trace (rooftop files are loaded, not converted), read
+    by the format's reader (`formats.READERS`). `fmt`: the format `check_format` gave already
+    (collectors/open.py sniffs once per open); `early`: what `rooftop import` started before the
+    libraries loaded, for the reader to take over."""
     src = Path(src)
     if fmt is None:
         fmt = detect(src)
         _reject(src, fmt)
     with _reading(src, fmt):
-        rows, meta = _read(src, fmt, progress)
+        rows, meta = BY_NAME[fmt].read(src, progress, early)
     return _drop_impossible(rows, meta)
 
 
@@ -336,15 +232,16 @@ def _as_category(values: np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
 
 
-def convert(src: str | os.PathLike, progress: Progress | None = None, fmt: str | None = None) -> tuple[pa.Table, dict]:
+def convert(src: str | os.PathLike, progress: Progress | None = None, fmt: str | None = None,
+            early: EarlyStart | None = None) -> tuple[pa.Table, dict]:
     """Any supported trace as one conformed table and its metadata, scrubbed of secrets (the path
     every import and every in-memory conversion takes); the metadata's `warnings` say what was
-    dropped or cut. `fmt`: as for `import_any`."""
+    dropped or cut. `fmt`, `early`: as for `import_any`."""
     src = Path(src)
     if fmt is None:
         fmt = detect(src)
         _reject(src, fmt)
-    rows, meta = import_any(src, progress, fmt)
+    rows, meta = import_any(src, progress, fmt, early)
     with _reading(src, fmt):
         if isinstance(rows, pa.Table):
             table = rows
@@ -363,68 +260,11 @@ def convert(src: str | os.PathLike, progress: Progress | None = None, fmt: str |
     return table, meta
 
 
-def _read(src: Path, fmt: str, progress: Progress | None) -> tuple[pd.DataFrame | pa.Table, dict]:
-    if fmt in ("rooftop", "rooftop-dir"):
-        t = load_trace(src)
-        return t.events, t.meta
-    if fmt == "kineto":
-        from .kineto import read_kineto
-        return read_kineto(src, progress)
-    if fmt == "kineto-dir":
-        from .kineto import read_kineto
-        frames, metas, files = [], [], _kineto_files(src)
-        for f in files:
-            rows, meta = read_kineto(f, progress)
-            frames.append(rows)
-            metas.append(meta)
-        ranks = _ranks(src, files, metas)
-        for rows, r in zip(frames, ranks):
-            rows["rank"] = r
-        meta = dict(metas[0])
-        meta["ranks"] = [{"rank": r, "file": f.name, "device": m.get("device")}
-                         for r, m, f in zip(ranks, metas, files)]
-        meta["warnings"] = [w for m in metas for w in m.get("warnings", [])]
-        return pd.concat(frames, ignore_index=True), meta
-    if fmt == "nsys-sqlite":
-        from .nsys import read_nsys
-        return read_nsys(src, progress)
-    if fmt == "nsys-rep":
-        from .nsys import read_nsys
-        from .nsys_rep import sqlite_for
-        return read_nsys(sqlite_for(src, progress), progress)
-    if fmt == "ncu-rep":
-        from .ncu import read_ncu_rep
-        return read_ncu_rep(src)
-    from .ncu import read_ncu_csv
-    return read_ncu_csv(src)
-
-
-def _ranks(src: Path, files: list[Path], metas: list[dict]) -> list[int]:
-    """The rank of each per-rank file: its own `distributedInfo`, else its name; neither is an error.
-    Two files claiming one rank is an error (two runs mixed in one directory)."""
-    from .kineto import rank_of
-
-    out = []
-    for f, m in zip(files, metas):
-        r = m.get("rank")
-        if not (type(r) is int and 0 <= r < 2 ** 31):
-            r = rank_of(f)
-        if not (type(r) is int and 0 <= r < 2 ** 31):
-            raise ImportFailed(src, f"{f.name} names no rank (no distributedInfo rank in it, no rank in its name): "
-                               "the files are not one multi-rank run", "import one of them")
-        out.append(r)
-    seen: dict[int, Path] = {}
-    for r, f in zip(out, files):
-        if r in seen:
-            raise ImportFailed(src, f"rank {r} appears twice ({seen[r].name} and {f.name})",
-                               "keep one trace per rank in the directory")
-        seen[r] = f
-    return out
-
 
 # --- `rooftop import` ----------------------------------------------------------------------------
 
-_STEMS = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json", ".sqlite", ".ncu-rep", ".csv", ".parquet", ".nsys-rep", ".qdrep")
+# (no reader's stem is the end of another reader's, so the order between readers does not matter)
+_STEMS = tuple(stem for reader in READERS for stem in reader.stems)
 
 
 def default_output(src: Path, fmt: str) -> Path:
@@ -437,10 +277,6 @@ def default_output(src: Path, fmt: str) -> Path:
             name = name[: -len(suffix)]
             break
     return src.parent / f"{name}.rooftop.parquet"
-
-
-from .import_command import add_arguments  # noqa: E402,F401  (`rooftop import`'s, where it always was)
-from .import_command import ProgressLine as _ProgressLine, file_size as _size  # noqa: E402
 
 
 def check_output(src: Path, out: Path, directory: bool) -> None:
@@ -496,7 +332,7 @@ def write_ranks(src: Path, out: Path, progress: Progress | None) -> tuple[list[P
 
     from .kineto import read_kineto
 
-    files = _kineto_files(src)
+    files = kineto_dir.kineto_files(src)
     if not files:
         raise ImportFailed(src, "directory holds no Kineto .json/.json.gz files")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -515,7 +351,7 @@ def write_ranks(src: Path, out: Path, progress: Progress | None) -> tuple[list[P
             stage(progress, WRITING)
             write_trace(tmp / f"rank={len(tables)}" / "trace.parquet", table, meta, conform=False)
             tables.append(f)
-        ranks = _ranks(src, files, metas)
+        ranks = kineto_dir.ranks_of(src, files, metas)
         for i, r in enumerate(ranks):  # the names the ranks turned out to have
             if r != i:
                 os.rename(tmp / f"rank={i}", tmp / f".rank={r}")
@@ -545,7 +381,9 @@ def warn(message: str, stream=None) -> None:
     stream.write(f"rooftop: warning: {printable(' '.join(str(message).split()))}\n")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, early: EarlyStart | None = None) -> int:
+    """`rooftop import` once its arguments are parsed (`import_command.run`, which may have started
+    a large Kineto file's workers: `early`)."""
     src = Path(args.src)
     fmt = detect(src)
     _reject(src, fmt)
@@ -558,7 +396,7 @@ def run(args: argparse.Namespace) -> int:
         if fmt == "kineto-dir":
             written, warnings = write_ranks(src, out, bar)
         else:
-            table, meta = convert(src, bar)
+            table, meta = convert(src, bar, early=early)
             warnings = list(meta.get("warnings") or [])
             # with the summary of the report in its footer: `report` and the Overview answer at once;
             # the table handed over, so that it is freed before the analysis peaks

@@ -1,10 +1,10 @@
 """Nsight Compute: read `.ncu-rep` and ncu CSV, join counters onto a timeline, run `ncu`.
 
-This module is the façade and holds what the readers share: `NcuError`, the mapping from ncu
-metric names (in base units) to trace columns, and `join_counters`. The readers live in
-`ncu_rep.py` and `ncu_csv.py` and are re-exported here lazily, so importing
-`collectors.readers.ncu` costs nothing (no `ncu_report`, no torch). The runner that puts a model
-under `ncu` is collection, not reading: `collectors.capture.ncu_run`.
+This module holds what the readers share: `NcuError`, the mapping from ncu metric names (in base
+units) to trace columns, and `join_counters`. The readers live in `ncu_rep.py` (`read_ncu_rep`)
+and `ncu_csv.py` (`read_ncu_csv`), which import this module (never the other way round), so
+importing `collectors.readers.ncu` costs nothing (no `ncu_report`, no torch). The runner that puts
+a model under `ncu` is collection, not reading: `collectors.capture.ncu_run`.
 
 Metric names and formulas (docs/formats.md), checked against NVIDIA's section
 files. Everything is normalised to base units: bytes, ns, Hz, %; a metric the report lacks is
@@ -23,22 +23,7 @@ from rooftop.trace import STALL_COLUMNS, STALL_REASONS, TraceError
 
 __all__ = [
     "NcuError", "COUNTER_COLUMNS", "row_from_metrics", "flops_from_metrics", "join_counters",
-    "read_ncu_rep", "read_ncu_csv",
 ]
-
-_LAZY = {
-    "read_ncu_rep": "collectors.readers.ncu_rep",
-    "read_ncu_csv": "collectors.readers.ncu_csv",
-}
-
-
-def __getattr__(name: str) -> Any:
-    # Lazy re-export: the submodules import this one, so a top-level import would be circular.
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class NcuError(TraceError):

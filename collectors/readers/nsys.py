@@ -25,11 +25,10 @@ import pyarrow as pa
 from rooftop import steps as st
 from rooftop import limits
 from rooftop.redact import redact
-from rooftop.trace import TraceError
 
 from . import nsys_device
-from ._kineto_join import MAX_PATH_CHARS, MAX_PATH_DEPTH, clean_text
-from ._nsys_columns import Text, concat_text, fetch, from_objects, nest_ranges, open_fast, redacted
+from .nesting import MAX_PATH_CHARS, MAX_PATH_DEPTH, clean_text
+from ._nsys_columns import NsysError, Text, concat_text, fetch, from_objects, nest_ranges, open_fast, redacted
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 PUSH_POP, START_END = 59, 60  # NVTX eventType (NvtxPushPopRange, NvtxStartEndRange)
@@ -37,10 +36,6 @@ PUSH_POP, START_END = 59, 60  # NVTX eventType (NvtxPushPopRange, NvtxStartEndRa
 HOST_MEMORY_KINDS = (1, 2)  # CUpti_ActivityMemoryKind PAGEABLE, PINNED
 COPY_KINDS = {0: "unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
               8: "DtoD", 9: "HtoH", 10: "PtoP"}
-
-
-class NsysError(TraceError):
-    """An Nsight Systems export could not be read."""
 
 
 def _text(v) -> str | None:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from rooftop.errors import TraceError
 
-from .import_command import stage
+from .progress import stage
 
 SUFFIXES = (".nsys-rep", ".qdrep")
 NSYS_ENV = "NSYS"

@@ -27,6 +27,7 @@ from ..steps import OUTSIDE_STEPS
 from .aggregate import SUM_COLUMNS, coverages, idle_columns, source_labels, _stat_arrays, _stat_columns, where_positive
 from .rates import _RATE_INPUTS, _STATUS, _bound, _bound_values, _frame, rate_arrays
 from .step_entries import step_meta, _with_phase_sources
+from .device_rows import multi_device
 from .work import prepare
 
 
@@ -35,8 +36,6 @@ def step_table(timed: pd.DataFrame, meta: dict, peak_flops=None, peak_bw=None, r
     rows = _stat_columns(prepare(timed))
     rows = rows[rows["step"].notna()]
     keys = (["rank"] if "rank" in rows.columns and rows["rank"].notna().any() else []) + ["phase", "step"]
-    from .per_device import multi_device
-
     if multi_device(rows):  # one GPU at a time: a step's figures per device (per_device.py)
         keys.insert(len(keys) - 2, "device")
     if rows.empty:

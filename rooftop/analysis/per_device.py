@@ -21,28 +21,10 @@ import numpy as np
 import pandas as pd
 
 from . import aggregate, rates, work
+from .device_rows import devices, multi_device
 
 DEVICE_KEYS = ("rank", "device", "kernels", "span_ns", "busy_ns", "idle_ns", "idle_frac", "bytes", "bytes_coverage",
                "tbps", "mbu", "mbu_status", "steps")
-
-
-def devices(timed: pd.DataFrame) -> list[int]:
-    """The distinct devices of the timed rows (GPU rows carry one; a CPU run's ops none)."""
-    if "device" not in timed.columns or not len(timed):
-        return []
-    d = pd.to_numeric(timed["device"], errors="coerce").dropna().unique()
-    return sorted(int(x) for x in d)
-
-
-def multi_device(timed: pd.DataFrame) -> bool:
-    """Whether one rank's rows run on several GPUs (a multi-rank run has one device per rank as a rule;
-    there the rank already separates them)."""
-    if "device" not in timed.columns or not len(timed):
-        return False
-    rows = timed
-    if "rank" in rows.columns and rows["rank"].notna().any():
-        rows = rows[rows["rank"] == rows["rank"].min()]
-    return len(devices(rows)) > 1
 
 
 def headline(frame: pd.DataFrame) -> pd.DataFrame:
