@@ -24,7 +24,7 @@ import json, sys, time
 t0 = time.perf_counter()
 from collectors.open import open_trace
 from rooftop.analysis import analyze
-from rooftop.report import report_text
+from rooftop.present.report import report_text
 t1 = time.perf_counter(); tr = open_trace(sys.argv[1])
 t2 = time.perf_counter(); a = analyze(tr); a.steps; a.phases; a.groups(); a.findings; a.gap; a.rank_steps
 t3 = time.perf_counter(); report_text(a)
@@ -39,7 +39,7 @@ WRITE = """
 import json, sys, time
 sys.path.insert(0, "bench")
 import synth_trace
-from rooftop.summary import write_summarized
+from rooftop.present.summary import write_summarized
 from rooftop.trace import write_trace
 steps = max(1, round(int(sys.argv[1]) / (32 * len(synth_trace.KERNELS))))
 frame, meta = synth_trace.decode_frame(steps), synth_trace.meta(steps)

@@ -1,4 +1,4 @@
-"""What the summary's seal (rooftop/seal.py, issue 38) costs `rooftop report` on its fast path: the
+"""What the summary's seal (rooftop/trace/seal.py, issue 38) costs `rooftop report` on its fast path: the
 report from a stored summary with the seal checked (an HMAC over the whole file) against the same
 report with the check skipped, in one process, best of N; then the seal's share.
 
@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     p.add_argument("--runs", type=int, default=7)
     p.add_argument("--trace", type=Path, help="an existing trace with a sealed summary (else a synthetic one)")
     args = p.parse_args(argv)
-    from rooftop import seal
+    from rooftop.trace import seal
     from rooftop_cli import main as rooftop
 
     with tempfile.TemporaryDirectory() as tmp:

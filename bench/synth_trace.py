@@ -76,7 +76,7 @@ def meta(steps: int, first_step: int = 0) -> dict:
 
 def write(out: Path, kernels: int, layers: int = 32, summary: bool = False) -> Path:
     """The trace, with the stored summary in its footer (as `rooftop import` writes) or without it."""
-    from rooftop.summary import write_summarized
+    from rooftop.present.summary import write_summarized
     from rooftop.trace import write_trace
 
     steps = max(1, round(kernels / (layers * len(KERNELS))))

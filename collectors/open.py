@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 if TYPE_CHECKING:
     from rooftop.analysis import Analysis
-    from rooftop.summary import Stored
+    from rooftop.present.summary import Stored
     from rooftop.trace import Trace
 
 
@@ -33,7 +33,7 @@ class OptionError(Exception):
 def sniff(path: str | os.PathLike) -> str:
     """The format of a file or directory, from its content (`importers.detect`), or the one-line
     error for an empty, unknown or unsupported file. The one place a format is sniffed to open."""
-    from .readers.importers import check_format
+    from collectors.readers.importers import check_format
 
     return check_format(path)
 
@@ -43,7 +43,7 @@ def refuse_steps(paths: Iterable[str | os.PathLike]) -> None:
     has the ranges it would read (launch records, GPU spans): an error naming it."""
     from rooftop.trace import TraceError
 
-    from .readers.importers import detect
+    from collectors.readers.importers import detect
 
     for p in paths:
         if Path(p).exists() and detect(p) == "rooftop":
@@ -61,8 +61,8 @@ def open_trace(path: str | os.PathLike, progress: Any = None, *, fmt: str | None
     asks for them (`Trace.runtime_rows`)."""
     from rooftop.trace import load_trace, trace_from_table
 
-    from .readers.progress import LOADING, stage
-    from .readers.importers import check_directory, convert
+    from collectors.readers.progress import LOADING, stage
+    from collectors.readers.importers import check_directory, convert
 
     p = Path(path)
     if p.is_dir():  # any other directory than one run: NotOneRun (the TUI offers its files)
@@ -82,7 +82,7 @@ def analysis_of(trace: "Trace", override: Any = None, **options: Any) -> "Analys
     """The `Analysis` of a trace, judged against the user's `override` (`--gpu`, explicit peaks)
     when there is one. `options` go to `rooftop.analysis.analyze` (`model`, `workload`)."""
     from rooftop.analysis import analyze
-    from rooftop.devices import peaks as device_peaks
+    from rooftop.hardware.gpus import peaks as device_peaks
 
     given = None
     if override is not None:
@@ -104,12 +104,12 @@ def open_analysis(path: str | os.PathLike, progress: Any = None, *, fmt: str | N
     `rooftop report` compares)."""
     trace = open_trace(path, progress, fmt=fmt, lazy_host=lazy_host)
     if note_unsealed:
-        from rooftop.summary import NOT_USED, unsealed
+        from rooftop.present.summary import NOT_USED, unsealed
 
         if unsealed(path):
             trace.warnings.append(NOT_USED)
     if getattr(progress, "shown", False):  # (an import's line: the tables are computed as the report asks)
-        from .readers.progress import ANALYSING, stage
+        from collectors.readers.progress import ANALYSING, stage
 
         stage(progress, ANALYSING)
     a = analysis_of(trace, override, **options)
@@ -125,7 +125,7 @@ def open_analysis(path: str | os.PathLike, progress: Any = None, *, fmt: str | N
 
 def summary_answers(*, peaks: Any = "auto", top: Any = None, **options: Any) -> bool:
     """The one rule for when a trace's stored summary may answer instead of its rows (the file's
-    side, current, sealed, holding `top` groups, is `rooftop.summary.load_stored`'s): the analysis
+    side, current, sealed, holding `top` groups, is `rooftop.present.summary.load_stored`'s): the analysis
     is asked with the defaults. The ceilings are "auto", `top` (None: the default) is a count of at
     least one, and every other option (`override`, `model`, `workload`, a flag's raw value) is
     unset: None, or a workload none of whose fields is set."""
@@ -145,9 +145,9 @@ def stored_summary(path: str | os.PathLike, *, top: int | None = None, footer: A
     """The trace's current stored summary with its `top` groups, when it may answer
     (`summary_answers`), else None: the caller analyses the rows. Reads the footer only (no pandas,
     no pyarrow); `footer`: one the caller read already. A current summary that lacks this user's
-    seal goes to `unsealed` (see `rooftop.summary.load_stored`)."""
+    seal goes to `unsealed` (see `rooftop.present.summary.load_stored`)."""
     if not summary_answers(top=top, **options):
         return None
-    from rooftop.summary import DEFAULT_TOP, load_stored
+    from rooftop.present.summary import DEFAULT_TOP, load_stored
 
     return load_stored(path, DEFAULT_TOP if top is None else top, footer=footer, unsealed=unsealed)

@@ -1,8 +1,8 @@
 """The analytic model: the ideal per-kernel trace of a Llama-style model on a GPU.
 
 Each kernel a real implementation launches (norms, GEMMs, RoPE, KV append, attention, residual
-adds, the LM head, sampling) gets its analytic FLOPs and minimum bytes from `rooftop.opmodel` and
-lasts its roofline time (`rooftop.ideal.kernel_ideal_ns`); kernels run back to back on one stream.
+adds, the LM head, sampling) gets its analytic FLOPs and minimum bytes from `rooftop.llm.op_cost` and
+lasts its roofline time (`rooftop.analysis.ideal_time.kernel_ideal_ns`); kernels run back to back on one stream.
 The result is a what-if ("Llama-3-8B on an H200 at batch 64") and the reference line a measured
 run is compared against. Traces it writes carry `modeled: true`; the measurement columns (`flops`,
 `dram_read`, `dram_write`) stay null, the model values live in `model_flops`/`model_bytes`.
@@ -19,10 +19,10 @@ import numpy as np
 import pandas as pd
 
 from rooftop import __version__
-from rooftop.devices import GPUSpec, by_key, keys, normalize_dtype
-from rooftop.ideal import LAUNCH_FLOOR_NS, kernel_ideal_ns
-from rooftop.models import PRESETS, ModelConfig, dtype_bytes, preset
-from rooftop.opmodel import gemm_cost, sdpa_cost
+from rooftop.hardware.gpus import GPUSpec, by_key, keys, normalize_dtype
+from rooftop.analysis.ideal_time import LAUNCH_FLOOR_NS, kernel_ideal_ns
+from rooftop.llm.shapes import PRESETS, ModelConfig, dtype_bytes, preset
+from rooftop.llm.op_cost import gemm_cost, sdpa_cost
 
 ATTN_CHOICES = ("fused", "materialized")
 # The softmax of materialized attention computes in fp32; its scores and probabilities go through
@@ -249,7 +249,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rooftop.summary import write_summarized
+    from rooftop.present.summary import write_summarized
     from rooftop.trace import check_writable
 
     gpu = by_key(args.gpu)

@@ -17,7 +17,7 @@ Light on purpose (no pandas, no pyarrow): the import command sets it before load
 where glibc is not (macOS, musl), nor with `ROOFTOP_HEAP_TUNING=0` (rooftop/speedups.py)."""
 from __future__ import annotations
 
-from . import speedups
+from rooftop import speedups
 
 VIEW_MAP_FROM = 1 << 20
 IMPORT_MAP_FROM = 32 << 20  # (glibc's own ceiling for its dynamic threshold)

@@ -101,7 +101,7 @@ def _peaks_arg(text: str):
     """`--peaks`: a ceiling source (auto, datasheet, measured) or explicit BW_TBps,TFLOPs."""
     if text in _PEAK_SOURCES:
         return text
-    from rooftop.devices import Override
+    from rooftop.hardware.gpus import Override
     try:
         return Override.parse_peaks(text)
     except ValueError as exc:
@@ -119,7 +119,7 @@ def _device_args(p: argparse.ArgumentParser, with_source: bool) -> None:
 
 def _override(args):
     """The user's --gpu/--peaks as a devices.Override (None when neither was given)."""
-    from rooftop.devices import Override
+    from rooftop.hardware.gpus import Override
     gpu = getattr(args, "gpu", None)
     peaks = getattr(args, "peaks", "auto")
     bw, flops = peaks if isinstance(peaks, tuple) else (None, None)
@@ -146,8 +146,8 @@ def _model_options(args) -> dict:
     """`analyze` keyword arguments from the model flags: `model` (a ModelSpec or None) and `workload`.
 
     Raises ConfigError (one line naming the file and the field) for a config that cannot be used."""
-    from rooftop.analysis.model_cost import Workload
-    from rooftop.model_config import ConfigError, load_spec
+    from rooftop.analysis.step_cost import Workload
+    from rooftop.llm.config import ConfigError, load_spec
 
     for name in ("batch", "context", "new_tokens", "tp", "ep"):
         v = getattr(args, name, None)
@@ -176,7 +176,7 @@ def _use_steps(pattern: str | None, paths: list[str]) -> None:
     a profiler file is imported (launch records, GPU spans); a rooftop Parquet no longer has those."""
     if pattern is None:
         return
-    from rooftop.steps import set_user_pattern
+    from rooftop.trace.steps import set_user_pattern
     try:
         set_user_pattern(pattern)
     except ValueError as exc:
@@ -255,7 +255,7 @@ def _stored_report(args, unsealed: list | None = None) -> str | None:
     stored = stored_summary(args.trace, top=args.top, unsealed=unsealed, peaks=args.peaks, **flags)
     if stored is None:
         return None
-    from rooftop.render import render_report
+    from rooftop.present.render import render_report
     try:
         return stored.json_text() if args.json else render_report(stored.report)
     except ValueError:  # damaged per-step lists: analyse instead
@@ -270,8 +270,8 @@ def cmd_report(args) -> int:
     unsealed: list = []  # a current stored summary without this user's seal: not used, compared
     text = _stored_report(args, unsealed)
     if text is None:
-        from rooftop.render import render_report
-        from rooftop.report import TEXT_KEYS, report_dict
+        from rooftop.present.render import render_report
+        from rooftop.present.report import TEXT_KEYS, report_dict
         a = _analysis(args.trace, args.peaks, _override(args), _model_options(args))
         doc = report_dict(a, args.top) if args.json else report_dict(a, args.top, TEXT_KEYS)
         if unsealed:
@@ -281,27 +281,27 @@ def cmd_report(args) -> int:
         else:
             text = render_report(doc)  # only what the text shows
     if not args.json:  # (JSON is ASCII-escaped by its encoder)
-        from rooftop.text import printable_lines
+        from rooftop.present.text import printable_lines
         text = printable_lines(text)  # the one last step before the terminal, whatever a cell did
     print(text)
     return 0
 
 
 def _say_unsealed(path: str, stored, doc: dict) -> None:
-    """The stored summary was not used (rooftop/seal.py): say so under the report's warnings, and on
+    """The stored summary was not used (rooftop/trace/seal.py): say so under the report's warnings, and on
     stderr when its numbers are not those of the rows."""
-    from rooftop.summary import disagreement, unsealed_note
+    from rooftop.present.summary import disagreement, unsealed_note
     note = unsealed_note(path, stored, doc)
     doc["warnings"] = [*(doc.get("warnings") or []), note]
     if disagreement(stored, doc) is not None:
-        from rooftop.text import printable
+        from rooftop.present.text import printable
         print(f"rooftop: warning: {printable(path)}: {note}", file=sys.stderr)
 
 
 def cmd_summarize(args) -> int:
     """Rewrite each trace with a current summary in its footer; its rows and metadata are kept."""
-    from rooftop.summary import refresh
-    from rooftop.text import printable
+    from rooftop.present.summary import refresh
+    from rooftop.present.text import printable
     from rooftop.trace import TraceError, check_input, is_parquet
     for p in args.traces:
         check_input(p, allow_dir=False)
@@ -313,20 +313,20 @@ def cmd_summarize(args) -> int:
 
 def cmd_diff(args) -> int:
     from rooftop.analysis import compare
-    from rooftop.report import diff_text
+    from rooftop.present.report import diff_text
     if isinstance(args.peaks, str) and args.peaks != "auto":
         raise UsageError("diff --peaks takes BW_TBps,TFLOPs")
     options = _model_options(args)
-    from rooftop import diff_report
+    from rooftop.present import diff_report
     from rooftop.analysis import verdict
-    from rooftop.text import printable_lines
+    from rooftop.present.text import printable_lines
     a = _analysis(args.a, override=_override(args), options=options)
     b = _analysis(args.b, override=_override(args), options=options)
     fmt = "json" if args.json else (args.format or "text")
     v = verdict.verdicts(a, b)
     status, reason = (0, None) if args.fail_above is None else verdict.gate(v, args.fail_above, args.metric)
     if fmt == "json":
-        from rooftop.report import _clean
+        from rooftop.present.report import _clean
         doc = compare(a, b).to_dict()
         doc["verdict"] = diff_report.verdict_json(v)
         if reason is not None:
@@ -348,8 +348,8 @@ def cmd_diff(args) -> int:
 
 def cmd_export(args) -> int:
     """`rooftop export TRACE --perfetto OUT`: the trace and rooftop's findings as a Perfetto timeline."""
-    from rooftop.perfetto import write_perfetto
-    from rooftop.text import printable
+    from rooftop.present.perfetto import write_perfetto
+    from rooftop.present.text import printable
     from rooftop.trace import check_writable
     if isinstance(args.peaks, str) and args.peaks != "auto":
         raise UsageError("export --peaks takes BW_TBps,TFLOPs")
@@ -381,14 +381,14 @@ def _check_gpu(gpu: str | None) -> None:
     """`--gpu KEY` names a row of the spec table (a key or a name `rooftop gpus` lists)."""
     if not gpu:
         return
-    from rooftop.devices import by_key, match
+    from rooftop.hardware.gpus import by_key, match
     if by_key(gpu) is None and match(gpu) is None:
         raise UsageError(f"--gpu {gpu!r}: no such GPU in the spec table (see `rooftop gpus`)")
 
 
 def cmd_gpus(args) -> int:
-    from rooftop.devices import all_gpus
-    from rooftop.format import fmt_rate
+    from rooftop.hardware.gpus import all_gpus
+    from rooftop.present.format import fmt_rate
     for g in all_gpus():
         ridge = g.ridge() or g.ridge("fp32")
         print(f"{g.key:15s} {g.name:42s} bf16 {fmt_rate(g.peak_bf16, 'FLOP/s'):>14s}  "
@@ -402,9 +402,9 @@ def _dispatch(argv: list[str]) -> int:
     try:
         return _run(argv)
     finally:
-        # `--steps` lasts one command (main() may be called again in-process); if rooftop.steps was
+        # `--steps` lasts one command (main() may be called again in-process); if rooftop.trace.steps was
         # never imported, no pattern was set (and importing it, with pandas, is not free)
-        steps = sys.modules.get("rooftop.steps")
+        steps = sys.modules.get("rooftop.trace.steps")
         if steps is not None:
             steps.set_user_pattern(None)
         nsys_rep = sys.modules.get("collectors.readers.nsys_rep")
@@ -621,10 +621,10 @@ def _columns() -> int:
 
 
 def _error(message: str) -> None:
-    from rooftop.text import printable
+    from rooftop.present.text import printable
     text = printable(" ".join(str(message).split()))
     if len(text) > ERROR_MAX:  # a name of megabytes: its middle goes, the hint at the end stays
-        from rooftop.names import fit
+        from rooftop.trace.names import fit
         text = fit(text, ERROR_MAX)
     # One line, never cut at the terminal's width: the terminal wraps it, and the command or the
     # path at its end is there whole to copy.

@@ -89,7 +89,7 @@ if [ "$(left)" -gt 60 ]; then
   log "collector overhead: profiled vs unprofiled decode step (batch 1, flash)"
   timeout 60 $PY - <<'PY' || echo "overhead measurement failed"
 import time, torch
-from rooftop.models import preset
+from rooftop.llm.shapes import preset
 from collectors.capture.workloads.llama import Llama
 m = Llama(preset("llama3-8b"), batch=1, max_len=2048 + 64, dtype="bf16", device="cuda", attn="flash", seed=0)
 tok = torch.randint(0, 1000, (1, 2048), device="cuda")

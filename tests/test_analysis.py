@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from rooftop.analysis import analyze, compare
-from rooftop.models import preset
+from rooftop.llm.shapes import preset
 from rooftop.trace import load_trace, write_trace
 
 H100_FLOPS = 989.4e12

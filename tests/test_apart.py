@@ -1,9 +1,9 @@
-"""Issue 40: names cut to a table's width keep what tells them apart (rooftop.apart)."""
+"""Issue 40: names cut to a table's width keep what tells them apart (rooftop.present.apart)."""
 from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from rooftop.apart import MAX_NAMES, fit_apart
+from rooftop.present.apart import MAX_NAMES, fit_apart
 from tui.widgets.table_values import fit_unique
 
 # cuBLAS kernels that differ in the tile size only; Blackwell FMHA kernels that differ in one word

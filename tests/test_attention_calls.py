@@ -25,7 +25,7 @@ import pytest
 from rooftop.analysis import analyze
 from rooftop.analysis import attention as at
 from rooftop.analysis import attention_structure as st
-from rooftop.models import preset
+from rooftop.llm.shapes import preset
 from rooftop.trace import load_trace, write_trace
 
 
@@ -242,7 +242,7 @@ def test_ncu_csv_of_gpt2_unfused_attention_gets_a_verdict(tmp_path):
 
 
 def test_report_json_keeps_keys_and_adds_calls_and_evidence(tmp_path):
-    from rooftop.report import report_dict
+    from rooftop.present.report import report_dict
 
     t = build(tmp_path, _decode(2, 1))
     doc = json.loads(json.dumps(report_dict(analyze(t), keys=("attention",))))

@@ -9,7 +9,7 @@ import pytest
 
 from rooftop.analysis import analyze, ceilings
 from rooftop.analysis.ceilings import group_peak, kernel_dtypes, name_dtype, op_dtype, row_peak_flops
-from rooftop.devices import peaks
+from rooftop.hardware.gpus import peaks
 from rooftop.trace import load_trace, write_trace
 
 H100 = {"device": {"name": "NVIDIA H100 80GB HBM3"}, "workload": {"dtype": "bf16"}}

@@ -1,11 +1,11 @@
-"""Numbering codes by first appearance (rooftop.codes), and the dictionary columns built on it."""
+"""Numbering codes by first appearance (rooftop.trace.codes), and the dictionary columns built on it."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from rooftop.codes import by_first_seen, by_identity, categorical, first_appearance, first_rows, in_first_order
+from rooftop.trace.codes import by_first_seen, by_identity, categorical, first_appearance, first_rows, in_first_order
 from rooftop.trace.runtime import _first_seen
 
 

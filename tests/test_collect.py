@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch")
 
 from collectors.capture import collect  # noqa: E402
 from collectors.capture.workloads.llama import Llama, attention_backend  # noqa: E402
-from rooftop.models import preset  # noqa: E402
+from rooftop.llm.shapes import preset  # noqa: E402
 from rooftop.trace import TraceError, load_trace  # noqa: E402
 
 B, S, N = 2, 16, 3

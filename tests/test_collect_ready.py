@@ -33,7 +33,7 @@ from collectors.capture.ncu_run import (DEFAULT_BUDGET_S, EXIT_NO_COUNTERS, chec
 from collectors.capture.workloads import llama as llama_mod  # noqa: E402
 from collectors.capture.workloads.llama import Llama  # noqa: E402
 from collectors.readers.ncu import NcuError  # noqa: E402
-from rooftop.models import preset  # noqa: E402
+from rooftop.llm.shapes import preset  # noqa: E402
 from rooftop.trace import load_trace, write_trace  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -354,7 +354,7 @@ def test_parent_model_is_gone_when_the_ncu_child_starts(tmp_path, monkeypatch):
 def test_commands_run_without_pycxxfilt():
     code = ("import sys; sys.modules['pycxxfilt'] = None\n"  # `import pycxxfilt` now raises ImportError
             "from rooftop_cli import main\n"
-            "from rooftop.names import demangle\n"
+            "from rooftop.trace.names import demangle\n"
             "assert demangle('_ZN7cutlass6KernelEv') == '_ZN7cutlass6KernelEv'\n"
             "sys.exit(main(['report', 'sample_traces/tiny-cpu.parquet']))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,

@@ -1,4 +1,4 @@
-"""The column registry (rooftop/columns.py) is the one declaration of each analysis table's
+"""The column registry (rooftop/present/columns.py) is the one declaration of each analysis table's
 columns: `report --json` keys, the TUI's headers and docs/definitions.md all follow it. Also the one
 `is_unknown` and the one ridge."""
 import math
@@ -8,12 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rooftop import columns, devices
+from rooftop.present import columns
+from rooftop.hardware import gpus as devices
 from rooftop.analysis import analyze
-from rooftop.columns import GAP, GAP_STEPS, GROUPS, PHASES, RANK_STEPS, STEPS, Column
-from rooftop.format import fmt_value, is_unknown
+from rooftop.present.columns import GAP, GAP_STEPS, GROUPS, PHASES, RANK_STEPS, STEPS, Column
+from rooftop.present.format import fmt_value, is_unknown
 from rooftop.trace import load_trace
-from rooftop.report import GAP_KEYS, GROUP_KEYS, PHASE_KEYS, STEP_KEYS, report_dict
+from rooftop.present.report import GAP_KEYS, GROUP_KEYS, PHASE_KEYS, STEP_KEYS, report_dict
 from test_model_cost import graph_trace, llama  # noqa: F401  (llama is a fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +76,7 @@ def test_registry_declares_only_columns_the_analysis_computes(tmp_path, llama): 
 
 def test_every_column_is_documented():
     text = (ROOT / "docs" / "definitions.md").read_text(encoding="utf-8")
-    assert columns.markdown() in text, "docs/definitions.md: paste rooftop.columns.markdown() under Columns"
+    assert columns.markdown() in text, "docs/definitions.md: paste rooftop.present.columns.markdown() under Columns"
     for table in columns.TABLES:
         for c in table:
             assert c.meaning and c.label, (table.name, c.key)

@@ -10,8 +10,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from rooftop import names as nm
-from rooftop.names import categories, cxx
+from rooftop.trace import names as nm
+from rooftop.trace.names import categories
+from rooftop.trace.names import cxx
 
 TOKENS = ["step=12", "ProfilerStep#3", "cudaLaunchKernel", "flash", "FLASH", "Attn", "gemm", "GEMV", "nccl",
           "mm_", "_MM_", "fp8", "CVT_", "rms", "Norm", "copy", "Copy_", "topk", "sort", " ", "  ", "::", ":", "_",
@@ -76,7 +77,7 @@ def test_derived_text_columns_are_categoricals_of_the_same_values():
 
 
 def test_parse_paths_phase_is_a_categorical_and_fills_like_objects():
-    from rooftop.steps import parse_path, parse_paths
+    from rooftop.trace.steps import parse_path, parse_paths
     from rooftop.trace.build import _fill_text
 
     paths = pd.Series(["decode/step=3/a", None, "prefill/step=1", "x/y", "decode/step=3/a", "sglang forward_extend"],
@@ -152,7 +153,7 @@ def test_text_kept_as_dictionaries_writes_and_reads_as_plain_text(tmp_path):
     off, each part keeping its own names) as the plain table gives."""
     import pyarrow.parquet as pq
 
-    from rooftop.summary import write_summarized_handed_over
+    from rooftop.present.summary import write_summarized_handed_over
     from rooftop.trace import to_table, write_trace
     from rooftop.trace.read import trace_from_table
     from rooftop.trace.scrubbing import scrub_all

@@ -13,7 +13,7 @@ import pytest
 
 from collectors.readers.kineto import read_kineto
 from rooftop.analysis import analyze
-from rooftop.report import report_dict, report_text
+from rooftop.present.report import report_dict, report_text
 from rooftop.trace import load_trace, write_trace
 
 H100_FLOPS = 989.4e12
@@ -408,7 +408,7 @@ def test_unknown_mbu_of_work_outside_steps_is_not_a_finding():
     import pandas as pd
 
     from rooftop.analysis.findings import phase_findings
-    from rooftop.steps import BETWEEN_STEPS
+    from rooftop.trace.steps import BETWEEN_STEPS
 
     row = dict(mbu=float("nan"), mfu=float("nan"), idle_frac=0.01, bound=None, bytes_coverage=0.001,
                flops_coverage=0.0, bytes_source="model", kernels=10, bytes=1e3, span_ns=10_000, flops=None,

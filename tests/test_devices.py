@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rooftop.devices import (DTYPES, GPUSpec, Override, Peaks, all_gpus, by_key, identify, match, normalize_dtype,
+from rooftop.hardware.gpus import (DTYPES, GPUSpec, Override, Peaks, all_gpus, by_key, identify, match, normalize_dtype,
                              peaks)
 
 TABLE = Path(__file__).resolve().parents[1] / "rooftop" / "data" / "gpus.json"

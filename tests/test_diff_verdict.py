@@ -352,7 +352,7 @@ def test_family_statistics_equal_the_rows_own():
 
 def test_names_from_traces_are_printed_as_text(tmp_path, capsys):
     """A kernel name with a terminal escape, a bell and markup, slowed in B so it is the first cause:
-    every format shows it escaped (rooftop.text.printable), never as a control sequence."""
+    every format shows it escaped (rooftop.present.text.printable), never as a control sequence."""
     weird = "evil\x1b[31mred\x07[bold]k[/bold]|x"
     rows = [dict(kind="kernel", name=weird if i % 2 else "plain", start_ns=i * 10_000, dur_ns=5_000,
                  path=f"decode/step={i // 2}", device=0, stream=7) for i in range(8)]

@@ -7,7 +7,7 @@ import json
 import pyarrow as pa
 
 from rooftop_cli import main
-from rooftop.render import is_integrity
+from rooftop.present.render import is_integrity
 from rooftop.trace.conform import _drop_untimed
 
 
@@ -56,8 +56,8 @@ def test_integrity_is_told_from_other_warnings():
 
 
 def test_an_empty_cost_column_says_what_would_fill_it_for_this_kind_of_file():
-    from rooftop.hints import costs_hint
-    from rooftop.render import coverage_notes
+    from rooftop.present.hints import costs_hint
+    from rooftop.present.render import coverage_notes
     assert "record_shapes=True" in costs_hint({"tool": "kineto", "record_shapes": 0})
     assert "record_shapes" not in costs_hint({"tool": "kineto", "record_shapes": 1})
     assert "ncu --set full" in costs_hint({"tool": "nsys"})

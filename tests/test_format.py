@@ -1,5 +1,5 @@
 """Numbers as people read them: SI prefixes both ways, never `0` for a non-zero value, never an exponent."""
-from rooftop.format import fmt_bytes, fmt_count, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate
+from rooftop.present.format import fmt_bytes, fmt_count, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate
 
 
 def test_tiny_values_get_sub_unit_prefixes():
@@ -32,7 +32,7 @@ def test_fmt_count_agrees_in_number():
 
 def test_tera_rates_below_the_tera_range_carry_their_own_unit():
     """A CPU run's 0.000529 TFLOP/s is `529 MFLOP/s`, never `529 µ TFLOP/s` (issue 40)."""
-    from rooftop.format import fmt_tera
+    from rooftop.present.format import fmt_tera
     assert fmt_tera(0.000529, "TFLOP/s") == "529 MFLOP/s"
     assert fmt_tera(8.37e-05, "TB/s") == "83.7 MB/s"
     assert fmt_tera(1.234, "TFLOP/s") == "1.23" and fmt_tera(0.05, "TB/s") == "0.05"

@@ -10,7 +10,7 @@ import pytest
 from rooftop.analysis.groups import LATENCY_NS, LATENCY_ROOF_FRAC, rate_columns
 from rooftop.analysis.aggregate import coverages
 from rooftop.analysis.rates import VERDICT_COVERAGE
-from rooftop.devices import ridge_point
+from rooftop.hardware.gpus import ridge_point
 
 
 def reference(out: pd.DataFrame, peak_flops, peak_bw) -> pd.DataFrame:

@@ -1,5 +1,5 @@
 """What the GPU waited for: idle by cause (rooftop.analysis.idle), exposed communication
-(rooftop.analysis.comm), host copies against their link (rooftop.analysis.copies, rooftop.links),
+(rooftop.analysis.comm), host copies against their link (rooftop.analysis.copies, rooftop.hardware.links),
 on hand-built traces whose answers are worked out below, then on real captures."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rooftop import links
+from rooftop.hardware import links
 from rooftop.analysis import comm, copies, findings, gap, idle
 from rooftop.analysis import work as _work
 
@@ -209,7 +209,7 @@ def test_hta_rank_trace_exposed_comm_by_hand(fixtures_dir):
 
 def test_two_gpu_nsys_capture_is_copy_bound_not_slow_kernels(fixtures_dir):
     from rooftop.analysis import Analysis
-    from rooftop.devices import Override, peaks
+    from rooftop.hardware.gpus import Override, peaks
     tr = _load(fixtures_dir / "traces" / "GindaChen__nsys-ai__tests__fixtures__h100_2gpu_1s.sqlite")
     a = Analysis(tr, peaks(tr.meta, override=Override(gpu="h100-sxm")))
     f = {x.id: x for x in a.findings}

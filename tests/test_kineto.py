@@ -18,7 +18,7 @@ from collectors.readers._kineto_exact import ExactBatch
 from collectors.readers import kineto
 from collectors.readers.importers import write_ranks
 from collectors.readers.kineto import KinetoError, read_kineto
-from rooftop.redact import REDACTED
+from rooftop.trace.redact import REDACTED
 from rooftop.trace import load_trace, to_table
 
 PREFIX = "facebookresearch__HolisticTraceAnalysis__tests__data__"

@@ -118,7 +118,7 @@ def test_to_table_per_distinct_value_is_the_per_row_conversion():
 
 
 def test_parse_paths_full_only_where_asked():
-    from rooftop.steps import parse_path, parse_paths
+    from rooftop.trace.steps import parse_path, parse_paths
 
     paths = pd.Series(["decode/step=3/layer=7/attn", None, "prefill/step=1", "decode/step=3/layer=7/attn",
                        "layers.12/mlp", ""], dtype=object)
@@ -168,7 +168,7 @@ def test_write_handed_over_writes_what_write_trace_writes(tmp_path, monkeypatch,
 def test_parse_layers_matches_parse_layer():
     """Arrow's regex over plain ASCII paths, `parse_layer` for the rest: the same layers, hand-checked
     edge cases (int32 bound, 10 digits, newline, non-ASCII digits) and random paths of the tokens."""
-    from rooftop.steps import parse_layer, parse_layers
+    from rooftop.trace.steps import parse_layer, parse_layers
 
     cases = ["a/layer=3/b", "layers.12", "layer_2147483647", "layer_2147483648", "layer_0000000001",
              "layer_00000000001", "a/layerx3", "layer3\n", "layer\u0663", "\u00e9/layer=4", None, "",
@@ -186,8 +186,8 @@ def test_parse_layers_matches_parse_layer():
 def test_phases_and_steps_match_parse_path():
     """Arrow's regex for plain ASCII paths that name their phase, `parse_path` for the rest (engine
     markers, other text): the same phase and step for hand-checked edge cases and random paths."""
-    from rooftop.steps import parse_path
-    from rooftop.steps.paths import _phases_and_steps
+    from rooftop.trace.steps import parse_path
+    from rooftop.trace.steps.paths import _phases_and_steps
 
     cases = ["decode/step=12/layer=3/attn", "a/PREFILL/step_4", "prefill=3", "decode_batch", "xdecode/step=1",
              "decode", "/decode/", "decoder/step=2", "ProfilerStep#7/x", "step#12", "step 5/", "step=99999999999",

@@ -131,7 +131,7 @@ def test_report_imports_neither_torch_nor_textual(tmp_path):
 
 
 def test_rooftop_package_alone_is_light():
-    mods = _modules_after("import rooftop.analysis, rooftop.report, rooftop.trace, rooftop.devices")
+    mods = _modules_after("import rooftop.analysis, rooftop.present.report, rooftop.trace, rooftop.hardware.gpus")
     assert not {"torch", "textual", "collectors", "tui", "rooftop_cli"} & mods
 
 

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from rooftop.analysis import analyze
-from rooftop.analysis.model_cost import (Workload, attended_pairs, expected_experts, experts_touched, kv_read_bytes,
+from rooftop.analysis.step_cost import (Workload, attended_pairs, expected_experts, experts_touched, kv_read_bytes,
                                          kv_write_bytes, step_flops, weight_bytes)
 from rooftop_cli import main
-from rooftop.model_config import load_spec
+from rooftop.llm.config import load_spec
 from rooftop.trace import load_trace, write_trace
 from test_models import LLAMA3_8B, MIXTRAL, QWEN3_30B_A3B, write
 
@@ -276,7 +276,7 @@ def test_vllm_capture_gets_model_bytes_per_decode_step(fixtures_dir, tmp_path):
     """The real vLLM capture (GB10, steps `execute_context_0(0)_generation_4(4)`): with a dense
     config and `--context 1024`, every decode step has its model bytes, by hand: Qwen2.5-7B weights
     2 x 7,070,619,136 + KV 57,344 B/token x (4 x 1024 read + 4 written)."""
-    pytest.importorskip("rooftop.steps", reason="vLLM step names are parsed by rooftop.steps")
+    pytest.importorskip("rooftop.trace.steps", reason="vLLM step names are parsed by rooftop.trace.steps")
     from collectors.open import open_trace
 
     a = analyze(open_trace(str(fixtures_dir / VLLM_GB10)), model=load_spec(write(tmp_path, QWEN25_7B)),
@@ -357,7 +357,7 @@ def test_missing_inputs_named_together_and_a_weights_only_lower_bound(tmp_path, 
 
 
 def test_inferred_prefill_tokens_give_exact_bytes(tmp_path, llama):
-    """A prefill step whose tokens came from its kernel grids (rooftop.steps.infer_phases) and whose
+    """A prefill step whose tokens came from its kernel grids (rooftop.trace.steps.infer_phases) and whose
     requests are unknown: a fresh prefill's KV read is its own tokens whatever the batch, so the bytes
     are exact; the attention FLOPs (which depend on the split into sequences) are not claimed."""
     steps = [{"phase": "prefill", "index": 0, "new_tokens": 1049, "phase_source": "inferred",

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from rooftop.model_config import ConfigError, load_spec
-from rooftop.models import FORMATS, PRESETS
-from rooftop.analysis.model_cost import model_summary, weight_bytes
+from rooftop.llm.config import ConfigError, load_spec
+from rooftop.llm.shapes import FORMATS, PRESETS
+from rooftop.analysis.step_cost import model_summary, weight_bytes
 
 LLAMA3_8B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
              "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from rooftop.analysis import analyze
-from rooftop.names import (CATEGORIES, category_of, categorize, demangle, demangle_all, fit, gpu_work_counts,
+from rooftop.trace.names import (CATEGORIES, category_of, categorize, demangle, demangle_all, fit, gpu_work_counts,
                            short_name, short_names, unique_short_names, whole_names, with_whole_names)
-from rooftop.report import report_dict
+from rooftop.present.report import report_dict
 from rooftop.trace import load_trace, to_table, write_trace
 
 # `c++filt` agrees on both (checked when the test was written).

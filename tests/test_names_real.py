@@ -11,7 +11,7 @@ import pytest
 
 from collectors.open import open_trace
 from rooftop.analysis import analyze
-from rooftop.report import report_dict
+from rooftop.present.report import report_dict
 
 VLLM_GB10 = ("traces/Navi-AI-Lab__nvllm__benchmarks__nvllm__traces__cute_paged_attn__2026-04-13-nsys__"
              "rank0.1776116491109655086.pt.trace.json.gz")

@@ -92,7 +92,7 @@ def test_nest_ranges_cut_and_missing_labels_take_the_interval_code():
 
 
 def test_redaction_runs_once_per_distinct_name(tmp_path, monkeypatch):
-    import rooftop.redact as redact
+    import rooftop.trace.redact as redact
 
     path = tmp_path / "secret.sqlite"
     con = sqlite3.connect(path)

@@ -1,4 +1,4 @@
-"""rooftop.opmodel: analytic op costs, checked against hand-computed numbers."""
+"""rooftop.llm.op_cost: analytic op costs, checked against hand-computed numbers."""
 import subprocess
 import sys
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rooftop.opmodel import (copy_hbm_bytes, dtype_size, gemm_cost, is_integer_gemm, is_link_copy, op_cost, sdpa_cost,
+from rooftop.llm.op_cost import (copy_hbm_bytes, dtype_size, gemm_cost, is_integer_gemm, is_link_copy, op_cost, sdpa_cost,
                              split_by_duration)
 
 
@@ -142,7 +142,7 @@ def test_split_sums_to_total(total, durs):
 
 
 def test_opmodel_does_not_import_torch():
-    code = "import sys, rooftop.opmodel; sys.exit('torch' in sys.modules)"
+    code = "import sys, rooftop.llm.op_cost; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 

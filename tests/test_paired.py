@@ -1,4 +1,4 @@
-"""`rooftop.paired.built`: the builds' results in the builders' order, on two threads, errors raised."""
+"""`rooftop.trace.paired.built`: the builds' results in the builders' order, on two threads, errors raised."""
 from __future__ import annotations
 
 import threading
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from rooftop.paired import built
+from rooftop.trace.paired import built
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,7 @@ import pytest
 from rooftop.analysis import analyze
 from rooftop.analysis.per_device import device_table, headline, multi_device
 from rooftop_cli import main
-from rooftop.report import report_dict
+from rooftop.present.report import report_dict
 from rooftop.trace import load_trace, write_trace
 
 TWO_GPU = "GindaChen__nsys-ai__tests__fixtures__h100_2gpu_1s.sqlite"

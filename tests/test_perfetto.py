@@ -14,7 +14,7 @@ import pytest
 
 from rooftop.analysis import analyze
 from rooftop_cli import main
-from rooftop.perfetto import PHASES_TRACK, RANGES_TRACK, STEPS_TRACK, write_perfetto
+from rooftop.present.perfetto import PHASES_TRACK, RANGES_TRACK, STEPS_TRACK, write_perfetto
 from rooftop.trace import load_trace, write_trace
 
 KINETO = "facebookresearch__HolisticTraceAnalysis__tests__data__trace_filter__sampled_rank-{}.json.gz"
@@ -197,7 +197,7 @@ def test_bad_output_is_one_line_and_leaves_nothing(small, tmp_path, capsys):
 
 
 def test_busy_fractions_by_hand():
-    from rooftop.perfetto import busy_fractions, busy_window_ns
+    from rooftop.present.perfetto import busy_fractions, busy_window_ns
     import numpy as np
     # [0,100) and [50,150) overlap (union 150), [300,400) alone; touching [400,450) joins it
     start = np.array([300, 0, 50, 400])

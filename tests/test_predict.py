@@ -1,4 +1,4 @@
-"""The analytic model: roofline times (rooftop.ideal) and the predicted trace (collectors.predict).
+"""The analytic model: roofline times (rooftop.analysis.ideal_time) and the predicted trace (collectors.predict).
 
 Expected numbers are worked out by hand from the shapes (docs/definitions.md).
 """
@@ -14,17 +14,17 @@ import pandas as pd
 import pytest
 
 from collectors import predict as P
-from rooftop.devices import by_key, peaks
-from rooftop.ideal import (LAUNCH_FLOOR_NS, attention_materialized_bytes, attention_min_bytes, kernel_bound,
+from rooftop.hardware.gpus import by_key, peaks
+from rooftop.analysis.ideal_time import (LAUNCH_FLOOR_NS, attention_materialized_bytes, attention_min_bytes, kernel_bound,
                            kernel_ideal_ns)
-from rooftop.models import preset
+from rooftop.llm.shapes import preset
 from rooftop.trace import load_trace, write_trace
 
 L8B = preset("llama3-8b")  # h 4096, 32 layers, 32 heads, 8 kv heads, d 128, ffn 14336, vocab 128256
 H100 = by_key("h100-sxm")
 
 
-# --- rooftop.ideal ------------------------------------------------------------------------------
+# --- rooftop.analysis.ideal_time ------------------------------------------------------------------------------
 
 def test_ideal_is_the_larger_roof():
     # 3.35 GB at 3.35 TB/s = 1 ms; 1 TFLOP at 989.4 TF/s = 1.0107 ms
@@ -277,6 +277,6 @@ def test_cli_unknown_gpu(tmp_path, capsys):
 
 
 def test_no_torch_import():
-    code = ("import sys, collectors.predict, rooftop.devices, rooftop.ideal; "
+    code = ("import sys, collectors.predict, rooftop.hardware.gpus, rooftop.analysis.ideal_time; "
             "assert 'torch' not in sys.modules and 'textual' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -12,7 +12,7 @@ from collectors.capture import record as record_mod  # noqa: E402
 from collectors.capture.record import Recorder  # noqa: E402
 from collectors.capture.torch_profiler import merge_steps  # noqa: E402
 from collectors.readers.importers import import_any  # noqa: E402
-from rooftop.models import preset  # noqa: E402
+from rooftop.llm.shapes import preset  # noqa: E402
 from rooftop.trace import TraceError, load_trace, write_trace  # noqa: E402
 
 

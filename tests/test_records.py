@@ -1,4 +1,4 @@
-"""rooftop/records.py: long lists of flat step entries are checked and copied through their JSON text;
+"""rooftop/trace/records.py: long lists of flat step entries are checked and copied through their JSON text;
 every result must equal the per-value walk's, and whatever the text cannot vouch for goes that way."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from rooftop import redact as rd
-from rooftop.records import MIN_RECORDS, flat_text
+from rooftop.trace import redact as rd
+from rooftop.trace.records import MIN_RECORDS, flat_text
 from rooftop.trace.meta import json_safe
 
 

@@ -1,4 +1,4 @@
-from rooftop.redact import REDACTED, redact, redact_names, redact_text, secret_key
+from rooftop.trace.redact import REDACTED, redact, redact_names, redact_text, secret_key
 
 HF = "hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ012345"
 GH = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"

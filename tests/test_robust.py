@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rooftop.redact import REDACTED, redact, redact_text
-from rooftop.text import has_unsafe, printable, spreadsheet_cell, write_csv
+from rooftop.trace.redact import REDACTED, redact, redact_text
+from rooftop.present.text import has_unsafe, printable, spreadsheet_cell, write_csv
 from rooftop.trace import TraceError, load_trace, write_trace
 
 from bad_inputs.corpus import (BIDI, CONTEXT_SECRETS, FORMULA, SECRET_VALUES, SECRETS, _kernel_ev, _kineto_doc, _meta,
@@ -386,7 +386,7 @@ def _big_kineto(path: Path, n: int = 400_000) -> Path:
 def test_signals_leave_no_temporary_files_and_one_line(sig, rc, word, tmp_path):
     src = _big_kineto(tmp_path / "big.json")
     out = tmp_path / "out" / "t.parquet"
-    # the signal while the output's temporary file is there (`rooftop.atomic`), not after a fixed
+    # the signal while the output's temporary file is there (`rooftop.trace.atomic`), not after a fixed
     # sleep: the whole import takes ~2 s here, and a fixed 2 s often came after it; a run that ends
     # before its temporary file is seen is run again
     for _ in range(3):

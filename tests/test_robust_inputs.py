@@ -177,7 +177,7 @@ def test_a_model_config_over_the_size_budget_is_refused_before_it_is_read(tmp_pa
 
 
 def test_re_patterns_keep_their_meaning_on_the_linear_engine(tmp_path):
-    from rooftop.model_config import load_spec
+    from rooftop.llm.config import load_spec
 
     for pattern, kept in (("re:.*lm_head", True), ("re:^model\\.layers\\.\\d+\\.self_attn", False)):
         cfg = tmp_path / "c.json"

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from rooftop.redact import REDACTED, redact_text
+from rooftop.trace.redact import REDACTED, redact_text
 
 # RFC 7519 section 3.1's example header and payload (compact form), and an unsigned (alg none) one
 JWT = ("eyJ0eXAiOiJKV1QiLA0KICJhbGciOiJIUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFt"
@@ -56,7 +56,7 @@ def test_a_jwt_inside_a_kernel_name_reaches_no_output(tmp_path):
 
     from bad_inputs.corpus import r38_cases
     from bad_inputs.harness import run_in_process
-    from rooftop.text import write_csv
+    from rooftop.present.text import write_csv
     from rooftop.trace import load_trace
 
     case = next(c for c in r38_cases() if c.name == "r38-jwt-name")

@@ -10,7 +10,7 @@ import json
 import pandas as pd
 import pytest
 
-from rooftop.text import has_unsafe
+from rooftop.present.text import has_unsafe
 
 from bad_inputs.corpus import robust_cases
 from bad_inputs.corpus import SECRET_VALUES, _row, secret_strings

@@ -1,5 +1,5 @@
 """Issue 38, item 2: a stored summary is a cache, never an authority. It is used only with this
-user's seal over these exact bytes (rooftop/seal.py); a forged or transplanted summary is not
+user's seal over these exact bytes (rooftop/trace/seal.py); a forged or transplanted summary is not
 printed: the rows are analysed, the report says so, and a summary whose numbers differ from the
 rows' is named as discarded."""
 from __future__ import annotations
@@ -13,9 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import rooftop.analysis
-from rooftop import seal, summary
+from rooftop.trace import seal
+from rooftop.present import summary
 from rooftop_cli import main
-from rooftop.footer import read_footer
+from rooftop.trace.footer import read_footer
 from rooftop.trace.write import write_parquet
 
 from bad_inputs.corpus import _meta, _row

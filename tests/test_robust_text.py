@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rooftop.render import model_lines, render_report
-from rooftop.text import clipboard_text, has_unsafe, printable, printable_lines
+from rooftop.present.render import model_lines, render_report
+from rooftop.present.text import clipboard_text, has_unsafe, printable, printable_lines
 
 from bad_inputs.corpus import _meta, _row
 from bad_inputs.harness import control_chars, run_in_process
@@ -70,7 +70,7 @@ def test_tui_copy_puts_one_clean_line_on_the_clipboard():
 
 def _document(tmp_path_factory) -> dict:
     from rooftop.analysis import analyze
-    from rooftop.report import report_dict
+    from rooftop.present.report import report_dict
     from rooftop.trace import encode_meta, load_trace, to_table
 
     rows = [_row(i, path=f"{'decode' if i % 2 else 'prefill'}/step={i}/layer=0/attn") for i in range(12)]
@@ -136,7 +136,7 @@ def test_every_document_string_is_rendered_printable(document, bad):
 # --- the commands: rows and summaries of a rooftop Parquet -------------------------------------
 
 def _hostile_parquet(tmp_path, bad: str, summarized: bool):
-    from rooftop.summary import write_summarized
+    from rooftop.present.summary import write_summarized
     from rooftop.trace import encode_meta, to_table
 
     rows = [_row(i, name=f"k{bad}{i % 3}", path=f"decode/step={i}/layer=0", phase=f"decode{bad}",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import csv
 
-from rooftop.text import has_unsafe
+from rooftop.present.text import has_unsafe
 
 from bad_inputs.corpus import MARKUP, robust_cases
 from bad_inputs.harness import control_chars

@@ -15,8 +15,8 @@ from collectors.readers.kineto_ranges import device_meta, range_rows
 from collectors.readers.ncu import peaks_from_metrics, pipe_dtype, row_from_metrics
 from rooftop.analysis import analyze
 from rooftop.analysis.bounds import mix_text
-from rooftop.devices import by_key, identify, peaks, physical_limits
-from rooftop.format import fmt_bounded
+from rooftop.hardware.gpus import by_key, identify, peaks, physical_limits
+from rooftop.present.format import fmt_bounded
 from rooftop.trace import load_trace, write_trace
 
 H100_SXM = "NVIDIA H100 80GB HBM3"
@@ -207,8 +207,8 @@ def test_one_formatter_for_unknown_and_lower_bounds():
 
 
 def test_report_and_tui_format_the_same_rows(tmp_path):
-    from rooftop.report import report_dict
-    from rooftop.render import render_report
+    from rooftop.present.report import report_dict
+    from rooftop.present.render import render_report
     from tui.screens.overview import PhaseTable
 
     # bytes known for one step in three: MBU is a lower bound; FLOPs known for none: MFU unknown

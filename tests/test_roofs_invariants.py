@@ -20,10 +20,10 @@ import pytest
 from rooftop.analysis import analyze
 from rooftop.analysis.bounds import BOUNDS
 from rooftop.analysis.physics import violations
-from rooftop.devices import PHYSICS_SLACK
-from rooftop.format import FULL_COVERAGE, fmt_bounded, fmt_tera
-from rooftop.render import render_report
-from rooftop.report import report_dict
+from rooftop.hardware.gpus import PHYSICS_SLACK
+from rooftop.present.format import FULL_COVERAGE, fmt_bounded, fmt_tera
+from rooftop.present.render import render_report
+from rooftop.present.report import report_dict
 from rooftop.trace import load_trace, write_trace
 
 ROOT = Path(__file__).resolve().parents[1]

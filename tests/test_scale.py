@@ -18,7 +18,7 @@ import pytest
 
 from bench import make_kineto, synth_trace
 from rooftop.analysis import analyze
-from rooftop.steps import parse_paths
+from rooftop.trace.steps import parse_paths
 from rooftop.trace import load_trace, write_trace
 
 STEPS, LAYERS = 170, 32  # 170 x 32 x 9 = 48,960 kernels

@@ -13,7 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from rooftop import heap, paired, speedups
+from rooftop import heap, speedups
+from rooftop.trace import paired
 
 ROOT = Path(__file__).resolve().parents[1]
 ALL = [f"ROOFTOP_{name}" for name in speedups.SWITCHES] + ["ROOFTOP_WORKERS", speedups.UMBRELLA]
@@ -101,7 +102,7 @@ def test_heap_tuning_switch(clean_env):
 
 
 def test_threads_switch(clean_env):
-    from rooftop import summary
+    from rooftop.present import summary
 
     def where():
         return threading.current_thread() is threading.main_thread()
@@ -117,7 +118,7 @@ def test_threads_switch(clean_env):
 
 
 def test_summary_switch(clean_env, tmp_path):
-    from rooftop import summary
+    from rooftop.present import summary
     from rooftop_cli import main
 
     sys.path.insert(0, str(ROOT / "bench"))

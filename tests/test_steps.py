@@ -1,4 +1,4 @@
-"""rooftop.steps: step markers of every serving stack, and GPU work -> the step window it runs in.
+"""rooftop.trace.steps: step markers of every serving stack, and GPU work -> the step window it runs in.
 
 Hand-made cases for the rules, then the real captures checked by independent readers (plain
 json+gzip for Kineto): the vLLM v1 GB10 trace (repeated annotation names, CUDA graphs) and the HTA
@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from collectors.readers.kineto import read_kineto
-from rooftop import steps as st
+from rooftop.trace import steps as st
 from rooftop.trace import to_table
 
 VLLM = ("Navi-AI-Lab__nvllm__benchmarks__nvllm__traces__cute_paged_attn__2026-04-13-nsys__"
@@ -267,7 +267,7 @@ def test_vllm_gb10_decode_steps_match_plain_reader(fixtures_dir):
 def test_vllm_gb10_report_has_ten_decode_steps(fixtures_dir):
     from collectors.open import open_trace
     from rooftop.analysis import analyze
-    from rooftop.report import report_dict
+    from rooftop.present.report import report_dict
 
     doc = report_dict(analyze(open_trace(fixtures_dir / "traces" / VLLM)), 5)
     phases = {p["phase"]: p for p in doc["phases"]}

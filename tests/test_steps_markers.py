@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from collectors.readers.kineto import read_kineto
-from rooftop import steps as st
+from rooftop.trace import steps as st
 from rooftop.trace import to_table
 
 

@@ -1,4 +1,4 @@
-"""The stored summary (rooftop/summary.py, docs/summary.md): `report` and the Overview answer from a
+"""The stored summary (rooftop/present/summary.py, docs/summary.md): `report` and the Overview answer from a
 trace's footer when the summary is current, and analyse the rows otherwise, without a word.
 
 A "forged" summary is a real one with one finding's title changed: where that title shows, the
@@ -17,11 +17,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import rooftop.analysis
-from rooftop import summary
+from rooftop.present import summary
 from rooftop.analysis import analyze
 from rooftop_cli import main
-from rooftop.footer import read_footer
-from rooftop.report import report_dict, report_text
+from rooftop.trace.footer import read_footer
+from rooftop.present.report import report_dict, report_text
 from rooftop.trace import load_trace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,9 +79,9 @@ def no_analysis(monkeypatch):
 
 def rewrite(path: Path, entries: dict[bytes, bytes], table=None) -> None:
     """The file with some summary entries of its footer replaced; its rows and metadata kept, or `table`;
-    sealed again with this user's key (rooftop/seal.py), as if rooftop had written it: what these tests
+    sealed again with this user's key (rooftop/trace/seal.py), as if rooftop had written it: what these tests
     check is the summary's own checks. tests/test_robust_summary.py forges without the key."""
-    from rooftop.seal import PLACEHOLDER, SEAL_KEY, seal
+    from rooftop.trace.seal import PLACEHOLDER, SEAL_KEY, seal
     from rooftop.trace.write import write_parquet
 
     table = table if table is not None else pq.read_table(path)
@@ -365,7 +365,7 @@ def test_the_overview_paints_the_summary_before_the_rows_are_analysed(tmp_path, 
 
 def test_the_overview_ignores_the_summary_under_options(tmp_path, monkeypatch):
     import tui.loader as loader
-    from rooftop.model_config import load_spec
+    from rooftop.llm.config import load_spec
 
     from tui_helpers import small_trace
 
@@ -385,7 +385,7 @@ def test_the_overview_ignores_the_summary_under_options(tmp_path, monkeypatch):
 def test_the_two_thread_summary_is_the_one_thread_document(tmp_path, monkeypatch):
     """A large trace's summary computes some sections on a second thread: the document must be the
     one `report_dict` makes on one thread, key order included, on every kind of trace at hand."""
-    import rooftop.report as report
+    import rooftop.present.report as report
 
     monkeypatch.setattr(summary, "PAIRED_MIN_ROWS", 0)  # every trace takes the two-thread path here
     original, seen = report.report_dict, []
@@ -403,7 +403,7 @@ def test_the_two_thread_summary_is_the_one_thread_document(tmp_path, monkeypatch
 
 
 def test_an_error_on_the_summary_thread_reaches_the_caller(tmp_path, monkeypatch):
-    import rooftop.report as report
+    import rooftop.present.report as report
 
     monkeypatch.setattr(summary, "PAIRED_MIN_ROWS", 0)
 

@@ -14,8 +14,8 @@ from rooftop.analysis.ceilings import group_peak
 from rooftop.analysis.aggregate import grouped, known_sums
 from rooftop.analysis.step_entries import step_meta
 from rooftop.analysis.work import COMPUTE, LINK_COPY
-from rooftop.report import _clean, records
-from rooftop.summary import _json_text, _records_text
+from rooftop.present.report import _clean, records
+from rooftop.present.summary import _json_text, _records_text
 
 
 def _frame(n=400, seed=0):

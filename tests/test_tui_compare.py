@@ -217,7 +217,7 @@ def _sign_ok(view) -> int:
 def test_slower_is_never_better_on_a_real_pair_in_both_orders(fixtures_dir):
     from collectors.open import open_analysis
     from rooftop.analysis.verdict import verdicts
-    from rooftop.diff_report import verdict_line
+    from rooftop.present.diff_report import verdict_line
 
     r0, r1 = (open_analysis(str(fixtures_dir / "traces" / HTA.format(i))) for i in (0, 1))
 

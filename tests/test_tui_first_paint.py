@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import tui.loader as loader
-from rooftop import summary
+from rooftop.present import summary
 from tui.app import RooftopApp
 from tui.screens.overview import OverviewScreen
 
@@ -198,5 +198,5 @@ def test_a_report_from_a_summary_imports_no_pandas(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     mods = set(out.stdout.split())
-    assert "rooftop.summary" in mods and "rooftop.render" in mods  # served from the summary
+    assert "rooftop.present.summary" in mods and "rooftop.present.render" in mods  # served from the summary
     assert not {"pandas", "pyarrow", "torch", "textual"} & mods

@@ -49,7 +49,7 @@ def test_grouped_row_lists_every_full_name_and_detail_has_it(tmp_path):
         assert isinstance(s, NameScreen)
         return s.names
 
-    # The two instantiations get short names of their own (rooftop.names makes them unique), so the
+    # The two instantiations get short names of their own (rooftop.trace.names makes them unique), so the
     # biggest group (12 µs of A) is A alone and its popup lists A's whole name.
     assert drive([path], size=(80, 24), keys=["3", "i"], check=popup) == [_A]
 

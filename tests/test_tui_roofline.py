@@ -81,7 +81,7 @@ def test_plottable_drops_what_a_log_axis_cannot_hold_and_sorts_by_time():
                        "achieved_flops": [1e12, 1e12, 1e12, 3e12], "time_ns": [5, 9, 9, 7]})
     assert list(plottable(df)["key"]) == ["d", "a"]
     assert marker_for(100, 100) == BIG and marker_for(10, 100) == MID and marker_for(1, 100) == SMALL
-    assert printable("esc\x1b[31mred\x07") == "esc\\x1b[31mred\\x07"  # escaped, as everywhere (rooftop.text)
+    assert printable("esc\x1b[31mred\x07") == "esc\\x1b[31mred\\x07"  # escaped, as everywhere (rooftop.present.text)
 
 
 # --- the screen ------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rooftop.models import preset
+from rooftop.llm.shapes import preset
 from rooftop.trace import STALL_COLUMNS, write_trace
 
 # The app's one stylesheet: test apps that mount a screen or widget alone load it too, as the app does.

@@ -26,12 +26,12 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from rooftop import speedups
-from rooftop.format import fmt_bytes
-from rooftop.text import write_csv
+from rooftop.present.format import fmt_bytes
+from rooftop.present.text import write_csv
 
-from .widgets.breadcrumb import RooftopScreen
+from tui.widgets.breadcrumb import RooftopScreen
 
-from .widgets.text import safe_text, sanitize
+from tui.widgets.text import safe_text, sanitize
 
 SCREENS = [  # (mode, number key, title)
     ("overview", "1", "Overview"), ("steps", "2", "Steps"), ("kernels", "3", "Kernels"),
@@ -243,7 +243,7 @@ class RooftopApp(App[int]):
         self.paths = [str(p) for p in paths]
         # path -> format, for a path the front door sniffed already (collectors.open.sniff)
         self.formats = {str(p): f for p, f in (formats or {}).items()}
-        self.peaks_override = peaks_override  # the user's --gpu/--peaks (rooftop.devices.Override)
+        self.peaks_override = peaks_override  # the user's --gpu/--peaks (rooftop.hardware.gpus.Override)
         self.analysis_options = analysis_options  # `--model` and the workload flags, for `analyze`
         self.analyses: list[Any] = []
         self.errors: list[str] = []
@@ -269,8 +269,8 @@ class RooftopApp(App[int]):
             early.summary_seen.set()
 
         try:
-            from .loader import preview
-            from .screens import overview  # noqa: F401  (imported here, while Textual starts)
+            from tui.loader import preview
+            from tui.screens import overview  # noqa: F401  (imported here, while Textual starts)
 
             p = preview(path, self._default_options(), summary_seen)
             if not early.got:
@@ -290,7 +290,7 @@ class RooftopApp(App[int]):
         return p if getattr(p, "stored", None) is not None else None
 
     def on_mount(self) -> None:
-        from .keymap import load_keymap
+        from tui.keymap import load_keymap
 
         keymap, problems = load_keymap()
         if keymap:
@@ -306,7 +306,7 @@ class RooftopApp(App[int]):
 
     @work(thread=True, exit_on_error=False, group="load", description="loading trace")
     def _load(self, index: int, path: str) -> None:
-        from .loader import ImportCancelled, open_analysis, preview
+        from tui.loader import ImportCancelled, open_analysis, preview
 
         # One trace: paint its identity from the footer at once (and, from a current stored summary,
         # the Overview's numbers), then read the events. (Two go to Compare, which needs both
@@ -372,7 +372,7 @@ class RooftopApp(App[int]):
 
     @on(ChooseTrace)
     def _choose(self, message: ChooseTrace) -> None:
-        from .screens.chooser import ChooserScreen
+        from tui.screens.chooser import ChooserScreen
 
         directory = self.paths[message.index]
 
@@ -410,7 +410,7 @@ class RooftopApp(App[int]):
         self._show_preview(message.preview)
 
     def _show_preview(self, preview: Any) -> None:
-        from .screens.overview import OverviewScreen
+        from tui.screens.overview import OverviewScreen
 
         screen = self._overview = OverviewScreen(preview)
         self.add_mode("overview", lambda: screen)
@@ -432,9 +432,9 @@ class RooftopApp(App[int]):
             self.exit(2)
             return
         a = self.analyses[0]
-        from .screens.kernels import KernelsScreen
-        from .screens.overview import OverviewScreen
-        from .screens.steps import StepsScreen
+        from tui.screens.kernels import KernelsScreen
+        from tui.screens.overview import OverviewScreen
+        from tui.screens.steps import StepsScreen
 
         if self._overview is not None:
             self._overview.attach(a)
@@ -468,13 +468,13 @@ class RooftopApp(App[int]):
             self.switch_mode(mode)
 
     def action_timeline_here(self) -> None:
-        from .screens.timeline import open_for_screen
+        from tui.screens.timeline import open_for_screen
 
         if not self.analyses or not open_for_screen(self, self.screen):
             self.notify("t opens a step's timeline: pick a step in Steps (2); 7 shows the whole run.", timeout=4)
 
     def action_warnings(self) -> None:
-        from .screens.warnings import WarningsScreen
+        from tui.screens.warnings import WarningsScreen
 
         if not self.analyses:
             self.notify("Still loading…", timeout=3)
@@ -482,7 +482,7 @@ class RooftopApp(App[int]):
             self.push_screen(WarningsScreen(self.analyses[0], self.screen.crumbs[:1] if hasattr(self.screen, "crumbs") else None))
 
     def action_help(self) -> None:
-        from .screens.help import HelpScreen
+        from tui.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
@@ -510,7 +510,7 @@ class RooftopApp(App[int]):
 
 def _whole_names(frame, screen):
     """A CSV carries whole kernel names, never the display names (cut with `…`) the table shows."""
-    from rooftop.names import whole_names, with_whole_names
+    from rooftop.trace.names import whole_names, with_whole_names
 
     mapping: dict[str, str] = {}
     for analysis in (getattr(screen, "a", None), getattr(screen, "b", None), getattr(screen, "analysis", None)):

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 if TYPE_CHECKING:
     import pandas as pd
 
-    from rooftop.summary import Stored
+    from rooftop.present.summary import Stored
     from rooftop.trace import Trace
 
 # Timed rows below which everything the Overview shows is computed before the first paint.
@@ -61,7 +61,7 @@ class StoredGpu:
 @dataclass(frozen=True)
 class StoredPeaks:
     """The device peaks the summary was computed with (its `device` section), under the names
-    `rooftop.devices.Peaks` gives them: what the Overview's sources line and ceilings read."""
+    `rooftop.hardware.gpus.Peaks` gives them: what the Overview's sources line and ceilings read."""
 
     source: str | None
     reason: str | None
@@ -92,7 +92,7 @@ class StoredFinding(NamedTuple):
 
 
 class StoredOverview:
-    """What the Overview shows, from the trace's stored summary (rooftop/summary.py), under the names
+    """What the Overview shows, from the trace's stored summary (rooftop/present/summary.py), under the names
     an Analysis gives them: phases, steps, findings, gap, warnings, peaks, identity. Only a current
     summary of a single file gets here, so there are no ranks and no `--model`. The tables are
     the summary's records (lists of dicts, as `report --json` prints them), not DataFrames: the
@@ -150,7 +150,7 @@ def _preview_of_meta(path: str, meta: dict, rows: int) -> Preview:
     import pandas as pd
 
     from rooftop.analysis import trace_identity
-    from rooftop.redact import redact
+    from rooftop.trace.redact import redact
     from rooftop.trace import Trace, conform_meta
 
     # The same metadata the full load gives (secrets out, sections conformed), less the steps
@@ -187,7 +187,7 @@ def preview(path: str, use_summary: bool = True,
     neither pandas nor pyarrow is imported. `summary_seen(found)` is called once the stored
     summary was looked at (a few ms), before the slower preview of a trace without one: with the
     Preview it gave, or None."""
-    from rooftop.footer import read_footer
+    from rooftop.trace.footer import read_footer
 
     seen = summary_seen or (lambda found: None)
     p = Path(path)
@@ -212,7 +212,7 @@ def _preview_of_rows(path: str, footer: Any) -> Preview | None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from rooftop.footer import read_footer
+    from rooftop.trace.footer import read_footer
     from rooftop.trace import TraceError, is_parquet, parquet_files, read_meta
 
     p = Path(path)

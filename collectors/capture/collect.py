@@ -12,7 +12,7 @@ import argparse
 import sys
 import time
 
-from rooftop.models import PRESETS, preset
+from rooftop.llm.shapes import PRESETS, preset
 from rooftop.trace import TraceError
 
 
@@ -86,7 +86,7 @@ def _resolve(args, torch) -> tuple[str, str]:
                          "torch sees none" if not torch.cuda.is_available() else
                          "rooftop: error: --counters needs --device cuda")
     if counters or getattr(args, "counters_child", False):
-        from .record import nvtx_available
+        from collectors.capture.record import nvtx_available
         if not nvtx_available():
             raise SystemExit("rooftop: error: --counters needs the `nvtx` package (pip install nvtx): without it "
                              "the ranges ncu filters on are never emitted and it would profile 0 kernels")
@@ -97,7 +97,7 @@ def _check_memory(cfg, args, device: str, dtype: str, torch) -> str | None:
     """One line when the run would not fit in the GPU's free memory (before anything is built)."""
     if device != "cuda":
         return None
-    from . import memory
+    from collectors.capture import memory
 
     free, _total = torch.cuda.mem_get_info()
     return memory.check(cfg, args.batch, args.prompt_len, args.gen_len, dtype, args.attn, float(free),
@@ -107,8 +107,8 @@ def _check_memory(cfg, args, device: str, dtype: str, torch) -> str | None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from .calibrate import load_cached
-    from .record import device_meta
+    from collectors.capture.calibrate import load_cached
+    from collectors.capture.record import device_meta
 
     try:
         cfg = preset(args.preset)
@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         _record(args, cfg, device, dtype, workload, meta, child)
     except torch.cuda.OutOfMemoryError:
         # the estimate (collectors/capture/memory.py) let it start; say so in one line, not a traceback
-        from . import memory
+        from collectors.capture import memory
         need = memory.plan(cfg, B, S, N, dtype, args.attn).total
         print(f"rooftop: error: out of GPU memory during the run (estimated {need / 1e9:.1f} GB for batch {B} x "
               f"prompt {S} with --attn {args.attn}): try a smaller --batch or --prompt-len", file=sys.stderr)
@@ -165,8 +165,8 @@ def _record(args, cfg, device: str, dtype: str, workload: dict, meta: dict, chil
     Everything it allocates on the GPU is local to this call."""
     import torch
 
-    from .record import Recorder
-    from .workloads.llama import Llama, GraphedDecode, attention_backend
+    from collectors.capture.record import Recorder
+    from collectors.capture.workloads.llama import Llama, GraphedDecode, attention_backend
 
     B, S, N = args.batch, args.prompt_len, args.gen_len
     progress = Progress(args.warmup + 1 + N + 1)
@@ -226,6 +226,6 @@ def _generate(model, prompt, n: int, rec, graphed, progress: Progress | None = N
 
 def _counters(args) -> int:
     """Hand over to the ncu runner (collectors/capture/ncu_run.py); the timeline trace is kept either way."""
-    from .ncu_run import run_counters
+    from collectors.capture.ncu_run import run_counters
 
     return int(run_counters(args, args.output) or 0)

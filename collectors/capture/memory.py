@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rooftop.models import ModelConfig
+from rooftop.llm.shapes import ModelConfig
 
 ELEM = {"bf16": 2, "fp16": 2, "fp32": 4}
 MARGIN = 1.10

@@ -299,7 +299,7 @@ def run_counters(args: Any, trace_path: str | os.PathLike, *, ncu: str | None = 
     Returns EXIT_OK (0) when counters were joined, EXIT_NO_COUNTERS (3) when they could not be
     collected; in that case the trace is untouched and `out` (stderr) says what to do.
     """
-    from rooftop.summary import write_summarized
+    from rooftop.present.summary import write_summarized
     from rooftop.trace import load_trace
 
     out = out or sys.stderr

@@ -23,8 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-from rooftop.models import ModelConfig
-from rooftop.summary import write_summarized
+from rooftop.llm.shapes import ModelConfig
+from rooftop.present.summary import write_summarized
 from rooftop.trace import TraceError, check_writable
 
 try:  # NVTX is optional: without it only the profiler sees the ranges (and ncu none: see nvtx_available).
@@ -84,7 +84,7 @@ class Recorder:
         self.written: Path | None = None
         self._stack: list[str] = []
         self._prof = None
-        from .quiet import NativeLog
+        from collectors.capture.quiet import NativeLog
         self._native = NativeLog()  # what libkineto prints around the profiler, to a log file
         self._cuda = False
         self.profile = profile
@@ -151,7 +151,7 @@ class Recorder:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        from .torch_profiler import import_session
+        from collectors.capture.torch_profiler import import_session
 
         if self._prof is None:
             return False
@@ -170,9 +170,9 @@ class Recorder:
                 print(note, file=sys.stderr)
             rows, found = import_session(self._prof, self.kineto)
             if "attn" in self.workload:  # the built-in workload: say which SDPA backend really ran
-                from .backends import attention_backends
+                from collectors.capture.backends import attention_backends
                 self.workload["attn_ran"] = attention_backends(rows)
-            # with the report's summary in the footer (rooftop/summary.py): `report` answers at once
+            # with the report's summary in the footer (rooftop/present/summary.py): `report` answers at once
             self.written = write_summarized(self.path, rows, self.build_meta(incomplete, found))
         except (TraceError, OSError, RuntimeError) as err:
             if not incomplete:
@@ -191,7 +191,7 @@ class Recorder:
         workload, each step's batch/context/new tokens, the device as torch names it)."""
         import torch
 
-        from .torch_profiler import merge_steps
+        from collectors.capture.torch_profiler import merge_steps
 
         found = dict(found or {})
         meta = dict(self.meta)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 
-from . import _jsonstream
-from ._kineto_parallel import RangeSplit, file_id, inflated, inflated_name, inflated_size, workers_for
+from collectors.readers import _jsonstream
+from collectors.readers._kineto_parallel import RangeSplit, file_id, inflated, inflated_name, inflated_size, workers_for
 
 
 class _AtArray(Exception):

@@ -20,16 +20,16 @@ import numpy as np
 
 from rooftop import speedups
 
-from ._jsonstream import DECODER
-from ._kineto_exact import ExactBatch
-from ._kineto_values import GPU_KINDS, NULL, RUNTIME_CATS, WANTED, Columns, Interner, _ints, _shapes, exact_ns
+from collectors.readers._jsonstream import DECODER
+from collectors.readers._kineto_exact import ExactBatch
+from collectors.readers._kineto_values import GPU_KINDS, NULL, RUNTIME_CATS, WANTED, Columns, Interner, _ints, _shapes, exact_ns
 
 # msgspec is imported, and the typed path's types made, on the first batch that needs them
 # (`_typed`): time that a read by the compiled decoder never spends before its workers start.
 msgspec: Any = ...  # (...: not imported yet; None: turned off (ROOFTOP_MSGSPEC=0, tests), the exact path alone reads every file)
 
 try:
-    from . import _kineto_fast
+    from collectors.readers import _kineto_fast
 except ImportError:  # not built (no C compiler at install): msgspec's typed path reads every batch
     _kineto_fast = None
 if not speedups.on("COMPILED"):  # off by choice (to compare, or to rule it out: rooftop/speedups.py)
@@ -120,7 +120,7 @@ class Collector:
         self.ops = Columns("ext", "thread", "ts", "dur", "name", "shape")
         self.ann = Columns("thread", "ts", "dur", "name", "ext")
         self.gann = Columns("device", "stream", "ts", "dur", "name", "ext")
-        # Python-stack frames that can mark a step (rooftop.steps), never the other ~90% of a with_stack trace
+        # Python-stack frames that can mark a step (rooftop.trace.steps), never the other ~90% of a with_stack trace
         self.py = Columns("thread", "ts", "dur", "name")
         self._py_wanted: dict = {}
         self.origin: int | None = None
@@ -356,7 +356,7 @@ class Collector:
             return False
         hit = self._py_wanted.get(name)
         if hit is None:
-            from rooftop.steps import wanted_python_frame
+            from rooftop.trace.steps import wanted_python_frame
             hit = self._py_wanted[name] = wanted_python_frame(name)
         return hit
 

@@ -4,7 +4,7 @@ their text), one at a time. Slow, and taken only by a batch the compiled and typ
 the columns they would have given."""
 from __future__ import annotations
 
-from ._kineto_values import GPU_KINDS, NULL, RUNTIME_CATS, SHAPE_KEYS, WANTED, _ints, int_of, key_of, ns_of, text_of
+from collectors.readers._kineto_values import GPU_KINDS, NULL, RUNTIME_CATS, SHAPE_KEYS, WANTED, _ints, int_of, key_of, ns_of, text_of
 
 
 class ExactBatch:

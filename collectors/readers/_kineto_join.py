@@ -3,7 +3,7 @@
 kernel -> runtime call by `correlation`; runtime call -> cpu_op by `External id` (else the innermost
 cpu_op around the launch on its thread); launch -> the `user_annotation` ranges around it on its
 thread (else the `gpu_user_annotation` spans on the kernel's stream); GPU work -> the step whose
-GPU window it starts in (rooftop.steps: markers among the annotations, else Python frames; windows
+GPU window it starts in (rooftop.trace.steps: markers among the annotations, else Python frames; windows
 from the marker's GPU spans, matched by `External id`, and its launches). A CPU-only trace (no GPU
 activity) gets one `op` row per outermost cpu_op instead, as the collector always wrote on a CPU.
 Vectorised with numpy; the only Python loops run over interval nestings, once per range or launch.
@@ -18,16 +18,16 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from rooftop import steps as st
-from rooftop.codes import categorical, first_rows
-from rooftop.paired import built
-from rooftop.redact import redact_names
+from rooftop.trace import steps as st
+from rooftop.trace.codes import categorical, first_rows
+from rooftop.trace.paired import built
+from rooftop.trace.redact import redact_names
 
-from ._kineto_events import Collector
-from ._kineto_runtime import runtime_rows
-from ._kineto_values import KIND_NAMES, NULL, first_index as _lookup
-from .kineto_ranges import OP_DTYPES, device_meta, op_dtype_codes
-from .nesting import MAX_PATH_CHARS, MAX_PATH_DEPTH, clean_text, nest_intervals
+from collectors.readers._kineto_events import Collector
+from collectors.readers._kineto_runtime import runtime_rows
+from collectors.readers._kineto_values import KIND_NAMES, NULL, first_index as _lookup
+from collectors.readers.kineto_ranges import OP_DTYPES, device_meta, op_dtype_codes
+from collectors.readers.nesting import MAX_PATH_CHARS, MAX_PATH_DEPTH, clean_text, nest_intervals
 
 
 def _masked(a: np.ndarray, dtype: str = "Int64"):
@@ -39,12 +39,12 @@ def _masked(a: np.ndarray, dtype: str = "Int64"):
 
 def _op_costs(name_ids: np.ndarray, shape_ids: np.ndarray, name_of: np.ndarray,
               shapes: list) -> tuple[np.ndarray, np.ndarray]:
-    """(flops, bytes) per op instance from rooftop.opmodel, computed once per distinct (op name,
+    """(flops, bytes) per op instance from rooftop.llm.op_cost, computed once per distinct (op name,
     input shapes); NaN where unknown."""
     n = len(name_ids)
     flops, nbytes = np.full(n, np.nan), np.full(n, np.nan)
     has = np.flatnonzero(shape_ids != NULL)
-    from rooftop.opmodel import op_cost
+    from rooftop.llm.op_cost import op_cost
 
     if not len(has):
         return flops, nbytes
@@ -284,7 +284,7 @@ def _op_model(sink: Collector, name_of: np.ndarray, launches: _Launches, replay:
         cnt = np.bincount(klocal, minlength=len(inst))
         multi = np.flatnonzero((cnt[klocal] > 1) & ~(np.isnan(fl[klocal]) & np.isnan(by[klocal])))
         if len(multi):
-            from rooftop.opmodel import split_by_duration
+            from rooftop.llm.op_cost import split_by_duration
 
             gdur = g.np("dur")
             rows_of = pd.Series(krows[multi]).groupby(klocal[multi]).agg(list)
@@ -305,7 +305,7 @@ def _copy_bytes(g, name_of: np.ndarray, mbytes: np.ndarray) -> None:
     nb = g.np("nbytes")
     copy = np.flatnonzero((g.np("kind") > 0) & (nb != NULL))
     if len(copy):
-        from rooftop.opmodel import copy_hbm_bytes
+        from rooftop.llm.op_cost import copy_hbm_bytes
 
         ids, inv = np.unique(g.np("name")[copy], return_inverse=True)
         factor = np.array([copy_hbm_bytes(name_of[i], 1.0) or np.nan for i in ids.tolist()])
@@ -347,7 +347,7 @@ def _rows(sink: Collector, names: list, paths: _Paths, timing: _Timing, model: _
     kinds = list(KIND_NAMES + ("range", "op", "runtime"))
     steps_of = lambda a: _with_null(a) if len(a) else np.zeros(0)
     name_ids = ann.np("name")
-    # each column is built by its own function, two at a time (`rooftop.paired`: most of it is
+    # each column is built by its own function, two at a time (`rooftop.trace.paired`: most of it is
     # NumPy gathers and integer hashing, which leave the GIL to the other core); the frame takes
     # the new arrays as they are (`copy=False`: not consolidated, which copied every same-typed
     # column into one 2-D block, only for `to_table` to split it again)

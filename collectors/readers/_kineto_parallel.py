@@ -43,8 +43,8 @@ from multiprocessing import get_context
 
 from rooftop import speedups
 
-from . import _jsonstream
-from ._kineto_events import Collector, before_fork
+from collectors.readers import _jsonstream
+from collectors.readers._kineto_events import Collector, before_fork
 
 # Below these sizes one process is faster than starting workers (a gzip inflates ~10x).
 MIN_BYTES = {"plain": 48 << 20, "gzip": 6 << 20}

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._kineto_events import Collector
-from ._kineto_values import NULL, first_index as _lookup_first
+from collectors.readers._kineto_events import Collector
+from collectors.readers._kineto_values import NULL, first_index as _lookup_first
 
 
 def thread_ids(sink: Collector) -> np.ndarray:

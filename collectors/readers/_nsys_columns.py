@@ -79,10 +79,10 @@ class Text:
 
 
 def redacted(text: Text) -> Text:
-    """`rooftop.redact.redact_text` on each distinct value that can hold a secret: Arrow's RE2 runs
+    """`rooftop.trace.redact.redact_text` on each distinct value that can hold a secret: Arrow's RE2 runs
     the redaction's gate over the dictionary at C speed (as the scrub does), Python's patterns
     only over the values it lets through."""
-    from rooftop.redact import GATE, redact_text
+    from rooftop.trace.redact import GATE, redact_text
 
     if not text.values:
         return text
@@ -248,7 +248,7 @@ def nest_ranges(thr: np.ndarray, start: np.ndarray, end: np.ndarray, label: Text
     (a few hundred in a decode loop) are spelled out. Where a label is missing or a path would be
     cut (deeper than MAX_PATH_DEPTH, longer than MAX_PATH_CHARS), `nest_intervals` builds the
     paths itself, with its cut rules."""
-    from .nesting import MAX_PATH_CHARS, MAX_PATH_DEPTH, nest_intervals
+    from collectors.readers.nesting import MAX_PATH_CHARS, MAX_PATH_DEPTH, nest_intervals
 
     n = len(start)
     if n and (label.codes < 0).any():
@@ -290,7 +290,7 @@ def nest_ranges(thr: np.ndarray, start: np.ndarray, end: np.ndarray, label: Text
 
 def _nest_with_labels(thr, start, end, label: Text, qthr, qt, stats: dict, inner=None) -> tuple[np.ndarray, Text]:
     """The paths as `nest_intervals` builds them, one range at a time (its cut rules, missing labels)."""
-    from .nesting import nest_intervals
+    from collectors.readers.nesting import nest_intervals
 
     inner2, _, paths = nest_intervals(thr, start, end, label.objects().tolist(), qthr, qt, stats, query_paths=False)
     return inner2, from_objects(np.array(paths + [None], dtype=object)[:-1], lambda v: v)

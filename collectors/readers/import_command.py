@@ -9,8 +9,8 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from ._jsonstream import CHUNK
-from .progress import ProgressLine
+from collectors.readers._jsonstream import CHUNK
+from collectors.readers.progress import ProgressLine
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rooftop import heap
 
-    from ._kineto_early import start_early
+    from collectors.readers._kineto_early import start_early
 
     heap.map_from(heap.IMPORT_MAP_FROM)  # (a run of its own: speed before RSS, see there; set before the fork)
 
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         inflating.done()  # (ended before an interruption's message too)
     try:
         with _no_cyclic_gc():  # ~0.05 s of collections while pandas and pyarrow load otherwise
-            from .importers import run as run_import
+            from collectors.readers.importers import run as run_import
 
             if early.waiting():
                 _summary_modules()
@@ -70,5 +70,5 @@ def _summary_modules() -> None:
     import importlib
 
     # (Arrow to pandas for the summary's load of the rows, then the analysis and its report)
-    for name in ("pyarrow.pandas_compat", "rooftop.analysis", "rooftop.report"):
+    for name in ("pyarrow.pandas_compat", "rooftop.analysis", "rooftop.present.report"):
         importlib.import_module(name)

@@ -22,19 +22,19 @@ import pandas as pd
 import pyarrow as pa
 
 from rooftop import limits
-from rooftop.codes import by_identity
-from rooftop.summary import write_summarized_handed_over
-from rooftop.text import printable
+from rooftop.trace.codes import by_identity
+from rooftop.present.summary import write_summarized_handed_over
+from rooftop.present.text import printable
 from rooftop.trace.frame import give_back_memory
 from rooftop.trace import (TraceError, check_run_directory, check_writable, json_safe,
                            scrub_all, to_table, write_trace)
 
-from .formats import BY_NAME, READERS, ImportFailed, detect, kineto_dir
-from .progress import DERIVING, SUMMARIZING, WRITING, Progress, ProgressLine as _ProgressLine, stage
-from .progress import file_size as _size
+from collectors.readers.formats import BY_NAME, READERS, ImportFailed, detect, kineto_dir
+from collectors.readers.progress import DERIVING, SUMMARIZING, WRITING, Progress, ProgressLine as _ProgressLine, stage
+from collectors.readers.progress import file_size as _size
 
 if TYPE_CHECKING:
-    from ._kineto_early import EarlyStart
+    from collectors.readers._kineto_early import EarlyStart
 
 
 class UnknownFormatError(TraceError):
@@ -330,7 +330,7 @@ def write_ranks(src: Path, out: Path, progress: Progress | None) -> tuple[list[P
     import shutil
     import tempfile
 
-    from .kineto import read_kineto
+    from collectors.readers.kineto import read_kineto
 
     files = kineto_dir.kineto_files(src)
     if not files:

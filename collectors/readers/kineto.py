@@ -16,18 +16,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from rooftop.redact import redact
+from rooftop.trace.redact import redact
 from rooftop.trace import TraceError
 from rooftop.trace.frame import give_back_memory
 
-from . import _jsonstream, kineto_ranges
-from ._jsonstream import Progress
-from ._kineto_early import EarlyStart  # (the type only: `rooftop import` makes one)
-from ._kineto_events import Collector
-from ._kineto_parallel import (FALL_BACK, ParallelSink, RangeSplit, Recut, inflated, inflated_name, inflated_size,
+from collectors.readers import _jsonstream, kineto_ranges
+from collectors.readers._jsonstream import Progress
+from collectors.readers._kineto_early import EarlyStart  # (the type only: `rooftop import` makes one)
+from collectors.readers._kineto_events import Collector
+from collectors.readers._kineto_parallel import (FALL_BACK, ParallelSink, RangeSplit, Recut, inflated, inflated_name, inflated_size,
                                workers_for)
-from ._kineto_join import assemble
-from .progress import JOINING, MERGING, stage
+from collectors.readers._kineto_join import assemble
+from collectors.readers.progress import JOINING, MERGING, stage
 
 CHUNK = _jsonstream.CHUNK  # bytes read at a time: big enough that per-batch overhead vanishes, small to bound memory
 

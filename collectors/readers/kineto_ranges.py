@@ -126,7 +126,7 @@ def _ns(v: Any) -> int | None:
 def range_rows(events: list[dict], origin_us: float | None = None) -> pd.DataFrame:
     """Kernel rows from range events: name, start/dur (placeholders, as the file has them), device
     (the event's pid), FLOPs, integer ops and compute dtype from the counter args."""
-    from .ncu import _int_tensor_ops, flops_from_metrics, pipe_dtype
+    from collectors.readers.ncu import _int_tensor_ops, flops_from_metrics, pipe_dtype
 
     rows = []
     for e in events:

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from rooftop.names import short_name
+from rooftop.trace.names import short_name
 from rooftop.trace import STALL_COLUMNS, STALL_REASONS, TraceError
 
 __all__ = [

@@ -4,7 +4,7 @@ Kernels, memcpy and memset come from the CUPTI activity tables; each is attribut
 push/pop ranges open on the thread that launched it, found through the runtime call with the same
 correlation id (what nsys's `nvtx_gpu_proj_*` reports do). For CUDA graphs the correlation goes to
 `cudaGraphLaunch`, so every node kernel of a replay inherits the ranges around the replay call.
-Ranges that mark steps (vLLM, SGLang, TensorRT-LLM, the Recorder's `step=N`, `--steps`: rooftop.steps)
+Ranges that mark steps (vLLM, SGLang, TensorRT-LLM, the Recorder's `step=N`, `--steps`: rooftop.trace.steps)
 give each kernel its step: the step whose GPU window the kernel runs in.
 The schema drifts between nsys versions: tables are created lazily (any may be absent), columns come
 and go, text may not be UTF-8. The input file is opened read-only and never modified.
@@ -22,13 +22,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from rooftop import steps as st
+from rooftop.trace import steps as st
 from rooftop import limits
-from rooftop.redact import redact
+from rooftop.trace.redact import redact
 
-from . import nsys_device
-from .nesting import MAX_PATH_CHARS, MAX_PATH_DEPTH, clean_text
-from ._nsys_columns import NsysError, Text, concat_text, fetch, from_objects, nest_ranges, open_fast, redacted
+from collectors.readers import nsys_device
+from collectors.readers.nesting import MAX_PATH_CHARS, MAX_PATH_DEPTH, clean_text
+from collectors.readers._nsys_columns import NsysError, Text, concat_text, fetch, from_objects, nest_ranges, open_fast, redacted
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 PUSH_POP, START_END = 59, 60  # NVTX eventType (NvtxPushPopRange, NvtxStartEndRange)
@@ -268,7 +268,7 @@ def _read_tables(db: _Db, fast, progress) -> tuple[pd.DataFrame, dict]:
     gcol = lambda c: _cat_ints([p[c] for p in gpu_parts], gn)  # noqa: E731
     g_start, g_end, g_corr = gcol("start"), gcol("end"), gcol("correlationId")
     ng = nk + nm + ns
-    # HBM bytes: a device-to-device copy reads and writes its N bytes (rooftop.opmodel.copy_hbm_bytes)
+    # HBM bytes: a device-to-device copy reads and writes its N bytes (rooftop.llm.op_cost.copy_hbm_bytes)
     model_bytes = np.concatenate([
         np.full(nk, np.nan),
         m["bytes"].to_numpy(dtype="float64", na_value=np.nan) * np.where(np.isin(copy_kind, [5, 6, 7, 8]), 2.0, 1.0),
@@ -327,7 +327,7 @@ def _read_tables(db: _Db, fast, progress) -> tuple[pd.DataFrame, dict]:
     g_path = Text(g_path_codes, pp_path.values)
     if len(cap_rows):
         g_path = _with_capture_paths(g_path, cap_rows, cap_inner, pp_path)
-    # steps: NVTX push/pop ranges that are step markers (rooftop.steps); GPU work by the window it runs in
+    # steps: NVTX push/pop ranges that are step markers (rooftop.trace.steps); GPU work by the window it runs in
     steps = st.find_steps(pp_name.objects(), pp_path.objects(), pp_thr, pp_start, pp_end,
                           user=st.user_pattern(), name_ids=(pp_name.codes, pp_name.values),
                           launches=(_i64(l_tid), _i64(l_start)))
@@ -479,7 +479,7 @@ def _with_capture_paths(g_path: Text, rows: np.ndarray, inner: np.ndarray, range
 
 
 def _infer_phases(steps, lo, hi, gs, kernel_names: Text, k, ng: int) -> None:
-    """rooftop.steps.infer_phases on this export: the kernels come first among the `ng` GPU rows (copies
+    """rooftop.trace.steps.infer_phases on this export: the kernels come first among the `ng` GPU rows (copies
     and memsets after them, never per-token work); a kernel with a `graphNodeId` ran inside a CUDA-graph
     replay."""
     nk = len(kernel_names.codes)

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from rooftop.errors import TraceError
 
-from .progress import stage
+from collectors.readers.progress import stage
 
 SUFFIXES = (".nsys-rep", ".qdrep")
 NSYS_ENV = "NSYS"
@@ -109,7 +109,7 @@ class NsysMissing(TraceError):
         """The message wrapped at `width` columns between words, never shortened; the command on a
         line of its own, whole (copied as shown, it runs: a terminal folds a long line, a line
         break inside it would not)."""
-        from rooftop.text import printable
+        from rooftop.present.text import printable
 
         width = max(int(width), 20)
         prose = f"{prefix}{printable(self.path)}: {self.problem}. Install Nsight Systems, or export the " \

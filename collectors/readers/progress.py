@@ -33,7 +33,7 @@ class ProgressLine:
 
     def __init__(self, label: str, stream=None, min_bytes: int | None = None, size: int = 0,
                  verb: str = "importing"):
-        from rooftop.text import printable
+        from rooftop.present.text import printable
 
         self.label, self.size, self.verb = printable(label), size, verb
         self.stream = stream if stream is not None else sys.stderr  # (the one at the time: a test's capture)

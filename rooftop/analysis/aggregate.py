@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..codes import first_appearance, first_rows
-from .work import COMPUTE, LINK_COPY, is_copy, prepare
+from rooftop.trace.codes import first_appearance, first_rows
+from rooftop.analysis.work import COMPUTE, LINK_COPY, is_copy, prepare
 
 
 def source_labels(codes: np.ndarray, gid: np.ndarray, n: int) -> np.ndarray:

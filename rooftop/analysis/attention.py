@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..models import ModelConfig
-from . import attention_structure as structure
-from .step_entries import step_meta
-from .work import elem_bytes, labelled
+from rooftop.llm.shapes import ModelConfig
+from rooftop.analysis import attention_structure as structure
+from rooftop.analysis.step_entries import step_meta
+from rooftop.analysis.work import elem_bytes, labelled
 
 # Kernel (or CPU op) names of fused attention implementations (docs/definitions.md).
 FUSED_RE = re.compile(

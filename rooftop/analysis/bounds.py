@@ -28,11 +28,11 @@ import json
 import numpy as np
 import pandas as pd
 
-from ..devices import FLOAT_DTYPES, PHYSICS_SLACK, Peaks, normalize_dtype
-from ..format import fmt_pct
-from .aggregate import grouped
-from .rates import VERDICT_COVERAGE
-from .work import LINK_COPY, distinct_codes
+from rooftop.hardware.gpus import FLOAT_DTYPES, PHYSICS_SLACK, Peaks, normalize_dtype
+from rooftop.present.format import fmt_pct
+from rooftop.analysis.aggregate import grouped
+from rooftop.analysis.rates import VERDICT_COVERAGE
+from rooftop.analysis.work import LINK_COPY, distinct_codes
 
 BOUNDS = ("memory", "compute", "latency")
 UNJUDGED = -1
@@ -53,7 +53,7 @@ def resolve_dtypes(rows: pd.DataFrame, said: str | None = None) -> tuple[pd.Seri
     4. "trace": the dtype the trace's metadata states for the model (`said`);
     else missing. Copies and memsets compute nothing: no dtype. Each distinct value is classified
     once."""
-    from .ceilings import name_dtype
+    from rooftop.analysis.ceilings import name_dtype
 
     n = len(rows)
     names = list(dict.fromkeys([*_ALL_DTYPES, *([said] if said else [])]))
@@ -151,7 +151,7 @@ def kernel_verdicts(rows: pd.DataFrame, peaks: Peaks) -> pd.DataFrame:
 def _top(gid: np.ndarray, values: pd.Series, weight: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Per group, the value with most weight among rows of positive weight, and how many distinct
     values those rows hold (the rows are taken, not rewritten: a categorical keeps its codes)."""
-    from .groups import top_by_weight
+    from rooftop.analysis.groups import top_by_weight
 
     keep = np.flatnonzero(weight > 0)
     return top_by_weight(gid[keep], values.iloc[keep], weight[keep], n, dropna=True)

@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..devices import Peaks
+from rooftop.hardware.gpus import Peaks
 
 # Checked in order: the first that matches names the dtype. Lower precisions come first because
 # a name also carries its accumulator/epilogue types (`..._e4m3_..._bf16_...` is an FP8 GEMM with

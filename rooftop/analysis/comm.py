@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import intervals as iv
-from .work import distinct_codes
+from rooftop.analysis import intervals as iv
+from rooftop.analysis.work import distinct_codes
 
 COMM_COLUMNS = ("rank", "device", "phase", "step", "comm_ns", "compute_ns", "overlapped_ns", "exposed_ns",
                 "exposed_frac", "span_ns", "exposed_share")

@@ -2,7 +2,7 @@
 
 A host<->device copy (HtoD, DtoH; pinned or pageable) crosses PCIe, or NVLink-C2C on Grace parts;
 a peer copy crosses NVLink (or PCIe). Its rate is judged against that link's bandwidth per
-direction (`rooftop.links`), never against HBM. Per (rank, device) and direction:
+direction (`rooftop.hardware.links`), never against HBM. Per (rank, device) and direction:
 
 - time_ns: the union of the copies' intervals (copies on several streams overlap: counted once);
 - share: time_ns / the device's span (first start to last end of its GPU rows);
@@ -17,9 +17,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from .. import links
-from . import intervals as iv
-from .work import LINK_COPY, copy_class
+from rooftop.hardware import links
+from rooftop.analysis import intervals as iv
+from rooftop.analysis.work import LINK_COPY, copy_class
 
 COPY_COLUMNS = ("rank", "device", "direction", "copies", "bytes", "time_ns", "span_ns", "share", "rate",
                 "link", "link_bw", "link_frac", "link_source")

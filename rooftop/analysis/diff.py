@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..format import is_unknown
-from .findings import Finding
+from rooftop.present.format import is_unknown
+from rooftop.analysis.findings import Finding
 
 PHASE_METRICS = ("span_ns", "busy_ns", "idle_frac", "tokens_per_s", "tflops", "tbps", "mfu", "mbu", "model_mbu",
                  "flops", "bytes", "kernels")

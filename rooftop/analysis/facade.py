@@ -10,17 +10,18 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..devices import Peaks, peaks as device_peaks, said_dtype
-from ..format import fmt_pct, is_unknown
-from ..trace import Trace
-from ..models import ModelSpec
-from ..names import gpu_work_counts
-from . import attention, bounds, ceilings, diff, findings, gap, groups, metrics, model_cost, per_device, physics
-from . import comm, copies, graphs, idle, rates, stalls, tree, work
-from .findings import Finding
-from .model_cost import Workload
-from .identity import trace_identity
-from .kernel_detail import kernel_detail
+from rooftop.hardware.gpus import Peaks, peaks as device_peaks, said_dtype
+from rooftop.present.format import fmt_pct, is_unknown
+from rooftop.trace import Trace
+from rooftop.llm.shapes import ModelSpec
+from rooftop.trace.names import gpu_work_counts
+from rooftop.analysis import attention, bounds, ceilings, diff, findings, gap, groups, metrics, per_device, physics
+from rooftop.analysis import step_cost as model_cost
+from rooftop.analysis import comm, copies, graphs, idle, rates, stalls, tree, work
+from rooftop.analysis.findings import Finding
+from rooftop.analysis.step_cost import Workload
+from rooftop.analysis.identity import trace_identity
+from rooftop.analysis.kernel_detail import kernel_detail
 
 
 class Analysis:

@@ -13,12 +13,12 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
-from ..format import fmt_bytes, fmt_ns, fmt_pct
-from ..ideal import LAUNCH_FLOOR_NS, kernel_bound
-from ..steps import OUTSIDE_STEPS
-from .attention import Verdict
-from .rates import MIN_COVERAGE, VERDICT_COVERAGE
-from .stalls import STALL_MEANING, top_reason
+from rooftop.present.format import fmt_bytes, fmt_ns, fmt_pct
+from rooftop.analysis.ideal_time import LAUNCH_FLOOR_NS, kernel_bound
+from rooftop.trace.steps import OUTSIDE_STEPS
+from rooftop.analysis.attention import Verdict
+from rooftop.analysis.rates import MIN_COVERAGE, VERDICT_COVERAGE
+from rooftop.analysis.stalls import STALL_MEANING, top_reason
 
 MBU_HEALTHY = 0.60   # Databricks reports 55-60% MBU at batch 1 with TensorRT-LLM
 MBU_FAR = 0.30

@@ -8,7 +8,7 @@ Each step is split on one of two bases (`basis`):
 - "kernels", where per-kernel costs cover at least half the step's kernel time (host and peer
   copies excluded: they are `copies`, judged against their link, never slow kernels):
   - ideal: each modeled kernel at its roofline time, max(model bytes / bw, model FLOPs / peak) plus
-    the launch floor (`rooftop.ideal.kernel_ideal_ns`, the same model `rooftop predict` uses);
+    the launch floor (`rooftop.analysis.ideal_time.kernel_ideal_ns`, the same model `rooftop predict` uses);
   - extra bytes: for kernels with counters, the roofline time of the measured bytes above that of
     the minimum (model) bytes;
   - slow kernels: the rest of the modeled kernels' time (running below their roof);
@@ -30,11 +30,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..ideal import kernel_ideal_ns
-from ..columns import GAP_STEPS
-from .step_entries import first_positions, taken
-from .work import LINK_COPY, labelled
-from .per_device import headline
+from rooftop.analysis.ideal_time import kernel_ideal_ns
+from rooftop.present.columns import GAP_STEPS
+from rooftop.analysis.step_entries import first_positions, taken
+from rooftop.analysis.work import LINK_COPY, labelled
+from rooftop.analysis.per_device import headline
 
 MIN_KERNEL_COVERAGE = 0.5  # below this share of kernel time with costs, per-kernel ideals say too little
 PARTS = ("ideal_ns", "slow_kernels_ns", "extra_bytes_ns", "launch_gaps_ns", "unmodeled_ns")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import intervals as iv
+from rooftop.analysis import intervals as iv
 
 MIN_PERIOD = 3     # a layer is more than a couple of kernels (norm, GEMMs, attention, activation)
 MIN_LAYERS = 2     # a sequence that does not repeat twice says nothing of layers

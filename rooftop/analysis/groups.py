@@ -16,12 +16,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..devices import ridge_point
-from .ceilings import group_peak
-from ..columns import GROUPS, ROOFLINE
-from .aggregate import coverages, grouped, known_sums, source_labels, where_positive
-from .rates import VERDICT_COVERAGE
-from .work import prepare
+from rooftop.hardware.gpus import ridge_point
+from rooftop.analysis.ceilings import group_peak
+from rooftop.present.columns import GROUPS, ROOFLINE
+from rooftop.analysis.aggregate import coverages, grouped, known_sums, source_labels, where_positive
+from rooftop.analysis.rates import VERDICT_COVERAGE
+from rooftop.analysis.work import prepare
 
 LATENCY_NS = 5_000
 LATENCY_ROOF_FRAC = 0.10

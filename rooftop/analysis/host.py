@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..trace.schema import HOST_COLUMNS
+from rooftop.trace.schema import HOST_COLUMNS
 
 
 HOST_CATEGORIES = ("launch", "sync", "copy", "call")

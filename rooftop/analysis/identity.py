@@ -2,7 +2,7 @@
 rows load."""
 from __future__ import annotations
 
-from ..trace import Trace
+from rooftop.trace import Trace
 
 
 def trace_identity(trace: Trace, counters: bool | None) -> dict:

@@ -32,9 +32,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..ideal import LAUNCH_FLOOR_NS
-from . import intervals as iv
-from .comm import _masks
+from rooftop.analysis.ideal_time import LAUNCH_FLOOR_NS
+from rooftop.analysis import intervals as iv
+from rooftop.analysis.comm import _masks
 
 CAUSES = ("comm", "copies", "edge", "launch", "sync", "host", "other")
 HOST_CAUSES = ("launch", "sync", "host", "other")

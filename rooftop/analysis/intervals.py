@@ -111,7 +111,7 @@ def windows(rows) -> tuple[np.ndarray, "object"]:
                    else np.full(n, np.nan))
         cols[k] = np.where(np.isnan(cols[k]), -1, cols[k]).astype(np.int64)
     if "phase" in rows.columns:  # (through the column's codes: a categorical's are free)
-        from .work import distinct_codes
+        from rooftop.analysis.work import distinct_codes
         pcode, puniq = distinct_codes(rows["phase"])
         puniq = list(puniq)
         if "run" not in puniq:

@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ..format import fmt_bytes, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
-from ..trace import STALL_COLUMNS
-from .identity import scope_name
+from rooftop.present.format import fmt_bytes, fmt_flops, fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
+from rooftop.trace import STALL_COLUMNS
+from rooftop.analysis.identity import scope_name
 
 if TYPE_CHECKING:
-    from .facade import Analysis
+    from rooftop.analysis.facade import Analysis
 
 
 def kernel_detail(analysis: Analysis, key: str, by: str = "short_name", phase: str | None = None,

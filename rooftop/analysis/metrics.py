@@ -22,13 +22,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..codes import first_rows
-from ..steps import OUTSIDE_STEPS
-from .aggregate import SUM_COLUMNS, coverages, idle_columns, source_labels, _stat_arrays, _stat_columns, where_positive
-from .rates import _RATE_INPUTS, _STATUS, _bound, _bound_values, _frame, rate_arrays
-from .step_entries import step_meta, _with_phase_sources
-from .device_rows import multi_device
-from .work import prepare
+from rooftop.trace.codes import first_rows
+from rooftop.trace.steps import OUTSIDE_STEPS
+from rooftop.analysis.aggregate import SUM_COLUMNS, coverages, idle_columns, source_labels, _stat_arrays, _stat_columns, where_positive
+from rooftop.analysis.rates import _RATE_INPUTS, _STATUS, _bound, _bound_values, _frame, rate_arrays
+from rooftop.analysis.step_entries import step_meta, _with_phase_sources
+from rooftop.analysis.device_rows import multi_device
+from rooftop.analysis.work import prepare
 
 
 def step_table(timed: pd.DataFrame, meta: dict, peak_flops=None, peak_bw=None, ridge=None) -> pd.DataFrame:
@@ -87,7 +87,7 @@ def phase_table(timed: pd.DataFrame, steps: pd.DataFrame, meta: dict, peak_flops
     first_ns = np.full(k, np.iinfo(np.int64).max)
     np.minimum.at(first_ns, pcode, per_step["start_ns"])
     out.update(coverages(out))
-    # Work outside every step window (before the first, between, after the last: rooftop.steps) is no
+    # Work outside every step window (before the first, between, after the last: rooftop.trace.steps) is no
     # step, and its pieces lie between steps: no step count, no span across the run, its GPU time only.
     outside = np.asarray(phases.isin(OUTSIDE_STEPS), dtype=bool)
     if outside.any():

@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import aggregate, rates, work
-from .device_rows import devices, multi_device
+from rooftop.analysis import aggregate, rates, work
+from rooftop.analysis.device_rows import devices, multi_device
 
 DEVICE_KEYS = ("rank", "device", "kernels", "span_ns", "busy_ns", "idle_ns", "idle_frac", "bytes", "bytes_coverage",
                "tbps", "mbu", "mbu_status", "steps")

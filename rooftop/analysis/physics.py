@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..devices import DTYPES, physical_limits
-from .rates import MIN_COVERAGE
+from rooftop.hardware.gpus import DTYPES, physical_limits
+from rooftop.analysis.rates import MIN_COVERAGE
 
 # a span rate is a share of the time the GPU could have worked: 1 is the ceiling (plus rounding)
 UTIL_SLACK = 1.0 + 1e-9

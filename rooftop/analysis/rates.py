@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .aggregate import where_positive
+from rooftop.analysis.aggregate import where_positive
 
 
 VERDICT_COVERAGE = 0.5  # a phase/step rate is a verdict only when it covers half the kernel time

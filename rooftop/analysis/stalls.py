@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace import STALL_COLUMNS, STALL_REASONS
+from rooftop.trace import STALL_COLUMNS, STALL_REASONS
 
 # One line each, from the ncu_report.StallReason docstrings and the Nsight Compute profiling guide.
 STALL_MEANING = {

@@ -18,7 +18,7 @@ def step_meta(meta: dict) -> pd.DataFrame:
 
 
 def _with_phase_sources(out: pd.DataFrame, meta: dict) -> pd.DataFrame:
-    """`phase_source` (marker / inferred, rooftop.steps.infer_phases) and `phase_reason` of each step row,
+    """`phase_source` (marker / inferred, rooftop.trace.steps.infer_phases) and `phase_reason` of each step row,
     from its metadata entry (text columns: `step_meta` keeps numbers only)."""
     src, why = {}, {}
     for s in meta.get("steps") or []:

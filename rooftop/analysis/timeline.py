@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..names import CATEGORIES
-from ..trace.schema import HOST_COLUMNS
+from rooftop.trace.names import CATEGORIES
+from rooftop.trace.schema import HOST_COLUMNS
 # The host side lives in .host; the screen reads it through this module (one place to ask).
-from .host import (HOST_CATEGORIES, HostActivity, HostCall, LaunchIndex, host_category,
+from rooftop.analysis.host import (HOST_CATEGORIES, HostActivity, HostCall, LaunchIndex, host_category,
                    host_during, int_column, launch_of, launch_to_start, launching_threads, runtime_rows)
 
 __all__ = ["CODES", "GPU_KINDS", "Gaps", "HostActivity", "HostCall", "Lane", "LaunchIndex", "Timeline", "build",
@@ -282,7 +282,7 @@ class Timeline:
         """(cause, what) of gaps `ks` (`idle.label`): edge, launch (under the floor), sync, host
         (`what`: the op that launched the next kernel), other. The first call classifies every
         gap of the rows (a thread worker's call for a large trace)."""
-        from . import idle
+        from rooftop.analysis import idle
         if self._causes is None:
             rows = self.gpu
             if "kind" not in rows.columns:  # (a frame of GPU rows that does not say: kernels)
@@ -299,7 +299,7 @@ class Timeline:
         """Communication kernel time of these rows, the part compute on other streams hid, and the
         exposed rest (`comm.Overlap`, summed over the rows' steps); None without communication."""
         if self._comm is None:
-            from . import comm
+            from rooftop.analysis import comm
             rows = self.gpu if "kind" in self.gpu.columns else self.gpu.assign(kind="kernel")
             t = comm.overlap_table(rows) if len(rows) and "category" in rows.columns else None
             self._comm = (() if t is None or t.empty else

@@ -29,8 +29,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..format import is_unknown
-from . import matching
+from rooftop.present.format import is_unknown
+from rooftop.analysis import matching
 
 # Below this relative change B and A are the same ("no change"): float noise, not a result.
 SAME = 1e-9
@@ -311,7 +311,7 @@ def phases_of(a, b) -> list[str]:
 
 def verdicts(a, b) -> dict:
     """Everything the verdict says: per phase, overall, and the hardware differences."""
-    from . import rank_diff
+    from rooftop.analysis import rank_diff
 
     phases = [phase_verdict(a, b, p) for p in phases_of(a, b)]
     table = rank_diff.rank_table(a, b)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..devices import trace_dtype
-from ..models import dtype_bytes
-from ..opmodel import is_integer_gemm, is_link_copy
+from rooftop.hardware.gpus import trace_dtype
+from rooftop.llm.shapes import dtype_bytes
+from rooftop.llm.op_cost import is_integer_gemm, is_link_copy
 
 
 NO_PHASE = "run"  # label for timed rows that no phase range encloses (e.g. imported traces)

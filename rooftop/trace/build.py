@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..codes import by_first_seen, by_identity
-from ..paired import built
-from .schema import SCHEMA
+from rooftop.trace.codes import by_first_seen, by_identity
+from rooftop.trace.paired import built
+from rooftop.trace.schema import SCHEMA
 
 
 def _as_frame(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]]) -> pd.DataFrame:
@@ -109,8 +109,8 @@ def to_table(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]], fill
     reports some kernels), so every importer stores C++ names; short names are made unique within
     the table (two different kernels never share one).
     """
-    from ..names import categorize, demangle_all, short_names
-    from ..steps import OUTSIDE_STEPS, parse_paths
+    from rooftop.trace.names import categorize, demangle_all, short_names
+    from rooftop.trace.steps import OUTSIDE_STEPS, parse_paths
 
     frame = _as_frame(events).copy(deep=False)  # columns are replaced, never written into (copy-on-write)
     n = len(frame)
@@ -159,7 +159,7 @@ def to_table(events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]], fill
         if typ not in nulls:
             nulls[typ] = pa.nulls(n, type=typ)
         return nulls[typ]
-    # the producer's columns converted two at a time (`rooftop.paired`): Arrow and NumPy do most of
+    # the producer's columns converted two at a time (`rooftop.trace.paired`): Arrow and NumPy do most of
     # it without the GIL. Each Series is taken from the frame here, on one thread.
     given = {f.name: (frame[f.name], f.type) for f in SCHEMA if f.name in frame.columns}
     done = built({c: (lambda col=col, typ=typ: _converted(col, typ, text_dictionaries)) for c, (col, typ) in given.items()})

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from .schema import NUMERIC_CHECKED, REQUIRED, SCHEMA, TraceError
+from rooftop.trace.schema import NUMERIC_CHECKED, REQUIRED, SCHEMA, TraceError
 
 
 def _type_name(t: pa.DataType) -> str:

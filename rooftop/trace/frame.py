@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .. import heap
-from .schema import NUMERIC_CHECKED, SCHEMA, TEXT_COLUMNS
-from .conform import _is_text
+from rooftop import heap
+from rooftop.trace.schema import NUMERIC_CHECKED, SCHEMA, TEXT_COLUMNS
+from rooftop.trace.conform import _is_text
 
 
 # Columns that are never null once validated: plain int64 keeps arithmetic NA-free and fast.

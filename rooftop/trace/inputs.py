@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from .schema import TraceError
+from rooftop.trace.schema import TraceError
 
 
 _KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),

@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from .. import limits
-from ..records import flat_text, plain_copy, strict
-from .schema import FORMAT_VERSION, META_KEY, TraceError, one_line
+from rooftop import limits
+from rooftop.trace.records import flat_text, plain_copy, strict
+from rooftop.trace.schema import FORMAT_VERSION, META_KEY, TraceError, one_line
 
 
 def _parse_meta(path: Path, raw: dict[bytes, bytes] | None, without: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -56,7 +56,7 @@ def json_safe(obj: Any, path=None, depth: int = 0) -> Any:
         return {_no_surrogates(str(k)): json_safe(v, path, depth + 1) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         text = flat_text(obj, allow_nan=False) if depth + 2 <= limits.MAX_META_DEPTH else None
-        if text is not None and strict(text):  # thousands of step entries, checked in C (rooftop/records.py)
+        if text is not None and strict(text):  # thousands of step entries, checked in C (rooftop/trace/records.py)
             return plain_copy(text)
         return [json_safe(v, path, depth + 1) for v in obj]
     return str(obj)

@@ -8,12 +8,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import limits
-from .schema import GPU_KINDS, REQUIRED, SCHEMA, TEXT_COLUMNS, TraceError, one_line
-from .conform import _is_text
-from .inputs import check_input, is_parquet
-from .meta import _parse_meta
-from .runtime import _kind_in, _kind_is
+from rooftop import limits
+from rooftop.trace.schema import GPU_KINDS, REQUIRED, SCHEMA, TEXT_COLUMNS, TraceError, one_line
+from rooftop.trace.conform import _is_text
+from rooftop.trace.inputs import check_input, is_parquet
+from rooftop.trace.meta import _parse_meta
+from rooftop.trace.runtime import _kind_in, _kind_is
 
 
 def _read_filtered(pf: pq.ParquetFile, columns: list[str], kind: str, keep: bool) -> pa.Table:

@@ -10,15 +10,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .schema import FORMAT_VERSION, HOST_COLUMNS, REQUIRED, Trace, TraceError, one_line
-from .conform import conform_types, _drop_untimed, _validate
-from .frame import give_back_memory, _to_frame
-from .inputs import is_parquet
-from .meta import conform_meta, json_safe, _parse_meta
-from .parquet import _read_file, _read_filtered
-from .runs import run_files, _small_int
-from .runtime import split_runtime
-from .scrubbing import scrub_all
+from rooftop.trace.schema import FORMAT_VERSION, HOST_COLUMNS, REQUIRED, Trace, TraceError, one_line
+from rooftop.trace.conform import conform_types, _drop_untimed, _validate
+from rooftop.trace.frame import give_back_memory, _to_frame
+from rooftop.trace.inputs import is_parquet
+from rooftop.trace.meta import conform_meta, json_safe, _parse_meta
+from rooftop.trace.parquet import _read_file, _read_filtered
+from rooftop.trace.runs import run_files, _small_int
+from rooftop.trace.runtime import split_runtime
+from rooftop.trace.scrubbing import scrub_all
 
 
 def load_trace(path: str | os.PathLike, lazy_host: bool = False) -> Trace:
@@ -147,7 +147,7 @@ def _load_dir(path: Path) -> Trace:
 
 def read_meta(path: str | os.PathLike, without: tuple[str, ...] = (), footer: Any = None) -> dict[str, Any]:
     """Only the metadata document (cheap: reads the footer), less the top-level keys `without`.
-    `footer`: the file's `rooftop.footer.read_footer`, when the caller has it already."""
+    `footer`: the file's `rooftop.trace.footer.read_footer`, when the caller has it already."""
     path = Path(path)
     if path.is_dir():
         files = run_files(path)
@@ -156,7 +156,7 @@ def read_meta(path: str | os.PathLike, without: tuple[str, ...] = (), footer: An
         path = files[0][1]
     if not is_parquet(path):
         raise TraceError(path, "not a Parquet file")
-    from ..footer import read_footer
+    from rooftop.trace.footer import read_footer
 
     if footer is None:
         footer = read_footer(path)  # pure Python, a few ms; pyarrow copies the whole footer (the summary too)

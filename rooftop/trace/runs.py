@@ -10,9 +10,9 @@ from typing import Any, Callable, Mapping
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .schema import TraceError
-from .inputs import check_input
-from .meta import _parse_meta
+from rooftop.trace.schema import TraceError
+from rooftop.trace.inputs import check_input
+from rooftop.trace.meta import _parse_meta
 
 
 _RANK_RE = re.compile(r"rank[=_\-]?(\d+)", re.IGNORECASE)

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..codes import by_first_seen
-from .schema import GPU_KINDS, HOST_COLUMNS, REQUIRED, SCHEMA, TEXT_COLUMNS
-from .conform import _is_text
-from .frame import _int64_numpy, _PANDAS_TYPES
+from rooftop.trace.codes import by_first_seen
+from rooftop.trace.schema import GPU_KINDS, HOST_COLUMNS, REQUIRED, SCHEMA, TEXT_COLUMNS
+from rooftop.trace.conform import _is_text
+from rooftop.trace.frame import _int64_numpy, _PANDAS_TYPES
 
 
 def split_runtime(table: pa.Table) -> tuple[pa.Table, pd.DataFrame | None]:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import pandas as pd
 import pyarrow as pa
 
-from ..errors import TraceError, one_line  # noqa: F401  (re-exported: the trace package's error)
+from rooftop.errors import TraceError, one_line  # noqa: F401  (re-exported: the trace package's error)
 
 FORMAT_VERSION = 1
 META_KEY = b"rooftop"

@@ -7,8 +7,8 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 
-from .. import limits
-from .conform import _is_text
+from rooftop import limits
+from rooftop.trace.conform import _is_text
 
 
 def scrub(table: pa.Table, meta: Mapping[str, Any]) -> tuple[pa.Table, dict[str, Any]]:
@@ -20,7 +20,7 @@ def scrub(table: pa.Table, meta: Mapping[str, Any]) -> tuple[pa.Table, dict[str,
 def scrub_all(table: pa.Table, meta: Mapping[str, Any]) -> tuple[pa.Table, dict[str, Any], list[str]]:
     """The one place every load and every import goes through before anything is shown or written:
     - every text column (plain, large or dictionary strings: names, paths, ops, kinds, phases...)
-      loses token-shaped and secret-assigned values (`rooftop.redact`), and text longer than the
+      loses token-shaped and secret-assigned values (`rooftop.trace.redact`), and text longer than the
       `ROOFTOP_MAX_TEXT` budget is cut (so no later pattern meets an absurd string);
     - the metadata: secret-named keys and secret-shaped strings, at any depth; absolute source
       paths become the file's name.
@@ -43,7 +43,7 @@ def scrub_all(table: pa.Table, meta: Mapping[str, Any]) -> tuple[pa.Table, dict[
 def _scrub_column(col: pa.ChunkedArray) -> tuple[pa.ChunkedArray, int]:
     import pyarrow.compute as pc
 
-    from ..redact import GATE, redact_text
+    from rooftop.trace.redact import GATE, redact_text
 
     if col.num_chunks == 0 or len(col) == 0:
         return col, 0
@@ -85,7 +85,7 @@ _PATH_KEYS = ("file", "path", "src", "source", "input", "report", "trace")
 
 
 def _scrub_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
-    from ..redact import redact
+    from rooftop.trace.redact import redact
 
     meta = redact(dict(meta))
     source = meta.get("source")

@@ -14,9 +14,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..atomic import replace_atomically
-from .build import to_table
-from .schema import FORMAT_VERSION, META_KEY, SCHEMA, TraceError
+from rooftop.trace.atomic import replace_atomically
+from rooftop.trace.build import to_table
+from rooftop.trace.schema import FORMAT_VERSION, META_KEY, SCHEMA, TraceError
 
 
 def _json_default(obj: Any) -> Any:
@@ -52,7 +52,7 @@ def encode_meta(meta: Mapping[str, Any]) -> bytes:
 def write_trace(path: str | os.PathLike, events: pd.DataFrame | pa.Table | Iterable[Mapping[str, Any]],
                 meta: Mapping[str, Any], *, conform: bool = True, extra: Mapping[bytes, bytes] | None = None) -> Path:
     """Write a trace atomically (temporary file in the same directory, then rename). `extra`: more
-    footer entries beside the metadata (the stored summary, rooftop/summary.py)."""
+    footer entries beside the metadata (the stored summary, rooftop/present/summary.py)."""
     path = Path(path)
     table = _as_stored(to_table(events) if conform or not isinstance(events, pa.Table) else events, meta, path)
     return replace_atomically(path, lambda tmp: write_parquet(table, tmp, extra))

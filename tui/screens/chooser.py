@@ -14,7 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from ..widgets.text import sanitize
+from tui.widgets.text import sanitize
 
 
 class ChooserScreen(ModalScreen[str | None]):

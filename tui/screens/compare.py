@@ -23,9 +23,9 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from rooftop.columns import PHASES
-from rooftop.diff_report import rank_lines, verdict_line
-from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
+from rooftop.present.columns import PHASES
+from rooftop.present.diff_report import rank_lines, verdict_line
+from rooftop.present.format import fmt_ns, fmt_num, fmt_pct, fmt_rate, is_unknown
 from tui.widgets.breadcrumb import RooftopScreen, trace_title
 from tui.widgets.table import FrameTable
 from tui.widgets.table_values import Col

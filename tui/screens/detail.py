@@ -18,16 +18,16 @@ from textual.message import Message
 from textual.widgets import Static
 
 from rooftop.analysis import scope_name
-from rooftop.devices import ridge_point
-from rooftop.format import fmt_num, fmt_rate, is_unknown
-from rooftop.names import fit
+from rooftop.hardware.gpus import ridge_point
+from rooftop.present.format import fmt_num, fmt_rate, is_unknown
+from rooftop.trace.names import fit
 
-from ..widgets.breadcrumb import RooftopScreen
-from ..widgets.stall_bars import StallBars, top_shares
-from ..widgets.table import FrameTable
-from ..widgets.table_values import Col
-from ..widgets.text import safe_text, sanitize
-from ..workers import post_if_current
+from tui.widgets.breadcrumb import RooftopScreen
+from tui.widgets.stall_bars import StallBars, top_shares
+from tui.widgets.table import FrameTable
+from tui.widgets.table_values import Col
+from tui.widgets.text import safe_text, sanitize
+from tui.workers import post_if_current
 
 TOP_REASONS = 3  # whose meanings are spelled out in full under the bars
 NAME_LINES = 3  # the most a name takes above the metrics; `i` shows it whole
@@ -173,7 +173,7 @@ class KernelDetailScreen(RooftopScreen):
 
     def _roofline(self, points: pd.DataFrame):
         """This group's point under the trace's roofs; in words when it cannot be placed."""
-        from ..widgets.roofline_plot import RooflinePlot, plottable
+        from tui.widgets.roofline_plot import RooflinePlot, plottable
 
         if len(plottable(points)):
             return RooflinePlot(points, self.analysis.ceilings, selected=0, compact=True, id="detail-roofline")
@@ -188,7 +188,7 @@ class KernelDetailScreen(RooftopScreen):
             return f"bytes known ({shown['bytes']}), FLOPs not: no FLOP counter or op shape for this kernel"
         if missing == ["bytes"]:
             return f"FLOPs known ({shown['FLOPs']}), bytes not: no DRAM counter or op shape for this kernel"
-        from rooftop.hints import costs_hint
+        from rooftop.present.hints import costs_hint
         return f"no FLOPs or bytes for this kernel; to get them, {costs_hint(self.analysis.trace.meta.get('source'))}"
 
     def _roofline_text(self, roof: pd.DataFrame) -> Text:

@@ -9,7 +9,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
-from ..textual_private import bindings_with_keymap
+from tui.textual_private import bindings_with_keymap
 
 # What the screens' words mean (not keys, but asked as often).
 NOTES = [

@@ -17,12 +17,12 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Input, Static
 
-from ..widgets.breadcrumb import RooftopScreen
-from ..widgets.phase import phase_labels, trace_phases
-from ..widgets.table import FrameTable
-from ..widgets.table_values import Col
-from ..workers import post_if_current
-from ..widgets.text import safe_text
+from tui.widgets.breadcrumb import RooftopScreen
+from tui.widgets.phase import phase_labels, trace_phases
+from tui.widgets.table import FrameTable
+from tui.widgets.table_values import Col
+from tui.workers import post_if_current
+from tui.widgets.text import safe_text
 
 # Time first after the name: at 80 columns the right-hand columns scroll off, the time must not.
 GROUP_COLS = [
@@ -171,7 +171,7 @@ class KernelsScreen(RooftopScreen):
 
     @on(FrameTable.Selected, "#kernels-table")
     def open_detail(self, event: FrameTable.Selected) -> None:
-        from .detail import KernelDetailScreen
+        from tui.screens.detail import KernelDetailScreen
 
         by = "short_name" if self.mode in ("raw", "phase") else self.mode
         key = event.row["short_name"] if self.mode == "raw" else event.row["key"]

@@ -13,7 +13,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ..widgets.text import sanitize
+from tui.widgets.text import sanitize
 
 
 class NameScreen(ModalScreen):
@@ -53,9 +53,9 @@ class NameScreen(ModalScreen):
 
 def copy_name(app, name: str) -> None:
     """Put `name` on the user's clipboard through the terminal (OSC 52), and say so. What is copied is
-    one line of literal text (rooftop.text.clipboard_text): a newline or a bracketed-paste terminator
+    one line of literal text (rooftop.present.text.clipboard_text): a newline or a bracketed-paste terminator
     (`ESC[201~`) in a name would let a shell run the rest of it when pasted."""
-    from rooftop.text import clipboard_text
+    from rooftop.present.text import clipboard_text
 
     app.copy_to_clipboard(clipboard_text(name))
     short = sanitize(name)

@@ -13,14 +13,14 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
-from rooftop.columns import GAP, PHASES, RANK_PHASES, RANK_STEPS
-from rooftop.format import fmt_bounded, fmt_ns, fmt_num, fmt_pct, fmt_rate, fmt_tera, is_unknown
-from rooftop.render import is_integrity
+from rooftop.present.columns import GAP, PHASES, RANK_PHASES, RANK_STEPS
+from rooftop.present.format import fmt_bounded, fmt_ns, fmt_num, fmt_pct, fmt_rate, fmt_tera, is_unknown
+from rooftop.present.render import is_integrity
 
-from ..loader import Preview, overview_ready, phases_ready, warm_overview_rest
-from ..widgets.breadcrumb import MODELED, RooftopScreen
-from ..widgets.text import safe_text, sanitize
-from ..workers import HEAVY, post_if_current
+from tui.loader import Preview, overview_ready, phases_ready, warm_overview_rest
+from tui.widgets.breadcrumb import MODELED, RooftopScreen
+from tui.widgets.text import safe_text, sanitize
+from tui.workers import HEAVY, post_if_current
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -264,7 +264,7 @@ class OverviewScreen(RooftopScreen):
 
     @work(thread=True, exit_on_error=False, group="overview-steps", description="stored steps")
     def _stored_steps(self) -> None:
-        from ..widgets import steps_plot  # noqa: F401  (plotext: imported here, off the UI thread)
+        from tui.widgets import steps_plot  # noqa: F401  (plotext: imported here, off the UI thread)
 
         try:
             steps = self.stored.load_steps()
@@ -373,7 +373,7 @@ class OverviewScreen(RooftopScreen):
         a = a if a is not None else self.analysis
         yield PhaseTable(a.phases, id="phases")
         if a.model is not None and a.model.source != "trace metadata":  # `--model`: the model-level headline
-            from rooftop.report import model_lines
+            from rooftop.present.report import model_lines
 
             yield Static(Text("\n".join(model_lines(a))), id="model-level")
         if has_both_ceilings(a) and len(a.phases):
@@ -444,6 +444,6 @@ class Findings(StyledStatic):
 def _steps_plot(steps: pd.DataFrame):
     """The step curve. plotext is imported here, after the first paint, not with this module: at
     start-up it delayed a stored summary's numbers."""
-    from ..widgets.steps_plot import StepsPlot
+    from tui.widgets.steps_plot import StepsPlot
 
     return StepsPlot(steps, id="step-curve")

@@ -12,8 +12,8 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from rooftop.format import fmt_ns, fmt_num, fmt_pct, fmt_rate
-from rooftop.text import printable
+from rooftop.present.format import fmt_ns, fmt_num, fmt_pct, fmt_rate
+from rooftop.present.text import printable
 from tui.widgets.breadcrumb import RooftopScreen
 from tui.widgets.phase import phase_label, trace_phases
 from tui.widgets.roofline_plot import BIG, GLYPHS, MID, SELECTED, SMALL, RooflinePlot, ridge

@@ -14,7 +14,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from rooftop.analysis.stalls import STALL_MEANING
-from rooftop.format import fmt_ns, fmt_pct
+from rooftop.present.format import fmt_ns, fmt_pct
 from tui.widgets.breadcrumb import RooftopScreen
 from tui.widgets.stall_bars import StallBars
 from tui.widgets.text import safe_text

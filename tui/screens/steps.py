@@ -17,17 +17,17 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static, Tree
 
-from rooftop.columns import RANK_STEPS, STEPS
-from rooftop.format import FULL_COVERAGE, fmt_count, fmt_ns
+from rooftop.present.columns import RANK_STEPS, STEPS
+from rooftop.present.format import FULL_COVERAGE, fmt_count, fmt_ns
 
-from ..widgets.breadcrumb import RooftopScreen
-from ..widgets.columns import grid_col, grid_cols
-from ..widgets.table import FrameTable
-from ..widgets.table_values import Col
-from ..widgets.text import sanitize
-from ..workers import post_if_current
+from tui.widgets.breadcrumb import RooftopScreen
+from tui.widgets.columns import grid_col, grid_cols
+from tui.widgets.table import FrameTable
+from tui.widgets.table_values import Col
+from tui.widgets.text import sanitize
+from tui.workers import post_if_current
 
-# Headers and units come from the core's column registry (rooftop/columns.py). A rate over part of
+# Headers and units come from the core's column registry (rooftop/present/columns.py). A rate over part of
 # the step's time (its costs known for less than all of it) is a lower bound: `>=x`, as in the report.
 _LOWER = {"tflops": "_flops_lower", "mfu": "_flops_lower", "tbps": "_bytes_lower", "mbu": "_bytes_lower"}
 STEP_COLS = [replace(c, lower=_LOWER.get(c.key)) for c in grid_cols(
@@ -38,7 +38,7 @@ STEP_COLS = [replace(c, lower=_LOWER.get(c.key)) for c in grid_cols(
 def bounded_steps(rows: pd.DataFrame) -> pd.DataFrame:
     """The step table as the grid shows it: a rate whose status is unknown is unknown (never 0), and
     `_bytes_lower` / `_flops_lower` mark the rows whose rates are lower bounds (status "lower bound",
-    or coverage below full: `rooftop.format.bounded_cell`'s rule)."""
+    or coverage below full: `rooftop.present.format.bounded_cell`'s rule)."""
     out = rows.copy()
     for status, cov, cols, flag in (("mbu_status", "bytes_coverage", ("tbps", "mbu"), "_bytes_lower"),
                                     ("mfu_status", "flops_coverage", ("tflops", "mfu"), "_flops_lower")):
@@ -259,7 +259,7 @@ class StepScreen(RooftopScreen):
 
     @on(FrameTable.Selected, "#step-kernels")
     def open_kernel(self, event: FrameTable.Selected) -> None:
-        from .detail import KernelDetailScreen
+        from tui.screens.detail import KernelDetailScreen
 
         key = event.row["short_name"]
         self.drill(KernelDetailScreen(self.analysis, key, "short_name", self.query_one("#breadcrumb").crumbs + [str(key)],
@@ -267,7 +267,7 @@ class StepScreen(RooftopScreen):
 
 
 def _inferred_phase(meta: dict, phase: str | None, step: int | None) -> str | None:
-    """The evidence for a step's phase where rooftop.steps.infer_phases gave it (`phase_reason`)."""
+    """The evidence for a step's phase where rooftop.trace.steps.infer_phases gave it (`phase_reason`)."""
     if step is None:
         return None
     for e in meta.get("steps") or []:

@@ -24,14 +24,14 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from rooftop.analysis import timeline as tl
-from rooftop.format import fmt_count, fmt_ns, is_unknown
+from rooftop.present.format import fmt_count, fmt_ns, is_unknown
 
-from ..widgets.breadcrumb import RooftopScreen, trace_title
-from ..widgets.table import FrameTable
-from ..widgets.table_values import Col
-from ..widgets.text import sanitize
-from ..widgets.timeline import GLYPHS, PARTIAL, TimelineView
-from ..workers import HEAVY, post_if_current
+from tui.widgets.breadcrumb import RooftopScreen, trace_title
+from tui.widgets.table import FrameTable
+from tui.widgets.table_values import Col
+from tui.widgets.text import sanitize
+from tui.widgets.timeline import GLYPHS, PARTIAL, TimelineView
+from tui.workers import HEAVY, post_if_current
 
 ZOOM = 2.0
 PAN = 0.25  # of the view per h/l
@@ -220,7 +220,7 @@ class TimelineScreen(RooftopScreen):
         if ln.host:
             self.notify("A host row is a CUDA runtime call, not a kernel: no kernel detail.", timeout=4)
             return
-        from .detail import KernelDetailScreen
+        from tui.screens.detail import KernelDetailScreen
 
         key = self.timeline.describe_row(False, int(ln.pos(i)))["name"]
         self.drill(KernelDetailScreen(self.analysis, key, "short_name", self.crumbs + [str(key)]))

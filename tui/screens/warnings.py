@@ -15,11 +15,11 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
-from rooftop.format import fmt_count
+from rooftop.present.format import fmt_count
 
-from ..widgets.breadcrumb import RooftopScreen, trace_title
-from ..widgets.text import sanitize
-from ..workers import post_if_current
+from tui.widgets.breadcrumb import RooftopScreen, trace_title
+from tui.widgets.text import sanitize
+from tui.workers import post_if_current
 
 
 def warnings_text(items: list[tuple[str, str]]) -> Text:

@@ -13,9 +13,9 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
-from ..textual_private import has_active_app, mark_styled
-from .keybar import KeyBar
-from .text import sanitize
+from tui.textual_private import has_active_app, mark_styled
+from tui.widgets.keybar import KeyBar
+from tui.widgets.text import sanitize
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -99,7 +99,7 @@ class RooftopScreen(Screen):
         return None if row is None else names_of_row(self.analysis, row)
 
     def _current_row(self):
-        from .table import FrameTable
+        from tui.widgets.table import FrameTable
 
         tables = list(self.query(FrameTable))
         chosen = next((t for t in tables if self.focused is not None and self.focused in t.walk_children()),
@@ -107,7 +107,7 @@ class RooftopScreen(Screen):
         return chosen.current() if chosen is not None else None
 
     def action_show_name(self) -> None:
-        from ..screens.name import NameScreen
+        from tui.screens.name import NameScreen
 
         target = self.name_target()
         if target is None:
@@ -116,7 +116,7 @@ class RooftopScreen(Screen):
         self.app.push_screen(NameScreen(*target))
 
     def action_copy_name(self) -> None:
-        from ..screens.name import copy_name
+        from tui.screens.name import copy_name
 
         target = self.name_target()
         if target is None:
@@ -126,7 +126,7 @@ class RooftopScreen(Screen):
 
     def export_frame(self) -> "pd.DataFrame | None":
         """What `e` writes to CSV: the focused table as shown (filtered, sorted), else the first."""
-        from .table import FrameTable
+        from tui.widgets.table import FrameTable
 
         tables = list(self.query(FrameTable))
         chosen = next((t for t in tables if self.focused is not None and self.focused in t.walk_children()),

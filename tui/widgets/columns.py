@@ -1,13 +1,13 @@
-"""Columns of the core's analysis tables (`rooftop.columns`) as the TUI's table columns.
+"""Columns of the core's analysis tables (`rooftop.present.columns`) as the TUI's table columns.
 
 Screens never spell a column's label or unit: they name the keys they show, and the header and
 the format come from the registry, as they do for `rooftop report`.
 """
 from __future__ import annotations
 
-from rooftop.columns import Column, Table
+from rooftop.present.columns import Column, Table
 
-from .table_values import Col
+from tui.widgets.table_values import Col
 
 # The registry's format kinds the grid shows as they are; the rest are plain numbers in the unit
 # the header names.

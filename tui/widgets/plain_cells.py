@@ -39,7 +39,7 @@ from textual_fastdatatable.column import CELL_X_PADDING
 
 from rooftop import speedups
 
-from ..textual_private import line_crop, update_scrollbars
+from tui.textual_private import line_crop, update_scrollbars
 
 ELLIPSIS = "…"
 

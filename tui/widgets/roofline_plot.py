@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 from textual_plotext import PlotextPlot
 
-from ..textual_private import plotext_theme_name
-from rooftop.devices import ridge_point
-from rooftop.text import printable  # plotext parses its text as ANSI: a name must never carry escapes
+from tui.textual_private import plotext_theme_name
+from rooftop.hardware.gpus import ridge_point
+from rooftop.present.text import printable  # plotext parses its text as ANSI: a name must never carry escapes
 
 _SI = {-3: "0.001", -2: "0.01", -1: "0.1", 0: "1", 1: "10", 2: "100"}
 _PREFIXES = ((15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"))
@@ -242,7 +242,7 @@ class RooflinePlot(PlotextPlot):
         return True
 
     def _label_roofs(self, fr: Frame) -> None:
-        from rooftop.format import fmt_rate
+        from rooftop.present.format import fmt_rate
 
         c = self._ceilings
         span = fr.x[1] - fr.x[0]

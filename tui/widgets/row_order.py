@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
-from .table_values import _codes, _numeric
+from tui.widgets.table_values import _codes, _numeric
 
 
 def sort_order(values: pd.Series, descending: bool, kind: str = "num") -> np.ndarray:

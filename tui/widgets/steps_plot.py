@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from textual_plotext import PlotextPlot
 
-from rooftop.format import fmt_num
+from rooftop.present.format import fmt_num
 
 MAX_RANK_LINES = 4
 

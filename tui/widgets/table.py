@@ -23,11 +23,11 @@ from textual_fastdatatable import DataTable
 
 from rooftop import speedups
 
-from .frame_backend import FrameBackend
-from .order_cache import OrderCache, compact
-from .plain_cells import PlainCellTable
-from .row_order import sort_order
-from .table_values import Col, _codes, display_table, frame_cells
+from tui.widgets.frame_backend import FrameBackend
+from tui.widgets.order_cache import OrderCache, compact
+from tui.widgets.plain_cells import PlainCellTable
+from tui.widgets.row_order import sort_order
+from tui.widgets.table_values import Col, _codes, display_table, frame_cells
 
 
 def compile_pattern(pattern: str) -> re.Pattern:

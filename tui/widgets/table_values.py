@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .frame_backend import MAX_DIGITS, NumberCells, TextCells, round_cells
-from .text import sanitize, sanitize_series
-from rooftop.apart import fit_apart
-from rooftop.text import has_unsafe
+from tui.widgets.frame_backend import MAX_DIGITS, NumberCells, TextCells, round_cells
+from tui.widgets.text import sanitize, sanitize_series
+from rooftop.present.apart import fit_apart
+from rooftop.present.text import has_unsafe
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ def _numeric(values: pd.Series) -> pd.Series:
 
 def fit_unique(names: list[str], width: int) -> dict[str, str]:
     """Each name longer than `width` cut to it, keeping the whole words that tell it from the names
-    most like it (`rooftop.apart.fit_apart`: `sm90_xmma_gemm…tilesize128…`). Where two cuts still
+    most like it (`rooftop.present.apart.fit_apart`: `sm90_xmma_gemm…tilesize128…`). Where two cuts still
     read alike, those keep their tail instead, `head…tail`, with the shortest tail that tells them
     apart: no two rows show the same text."""
     names = list(dict.fromkeys(names))

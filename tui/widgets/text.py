@@ -1,6 +1,6 @@
 """Trace strings are data: show them literally, never as Rich markup or terminal control.
 
-The cleaning itself is `rooftop.text.printable` (shared with the report, the diff and the CSV
+The cleaning itself is `rooftop.present.text.printable` (shared with the report, the diff and the CSV
 export); this module only adapts it to Rich: a `Text` is never parsed for markup.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from rooftop.text import printable
+from rooftop.present.text import printable
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -18,7 +18,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from rooftop.analysis import timeline as tl
-from rooftop.format import fmt_ns, fmt_ns_at
+from rooftop.present.format import fmt_ns, fmt_ns_at
 
 LABEL_W = 13  # "stream 123", "host 2910249" (Linux thread ids reach 7 digits) and a space
 # One glyph per category, all one cell wide (block elements and box drawing).

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rooftop.models import ModelConfig
+from rooftop.llm.shapes import ModelConfig
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 ATTN_BACKENDS = ("auto", "flash", "efficient", "cudnn", "math")

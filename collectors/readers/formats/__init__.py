@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import os
 
-from .base import ImportFailed, Peek, Reader, peek_text
-from .kineto_dir import KinetoDir
-from .kineto_json import KinetoJson
-from .ncu_csv import NcuCsv
-from .ncu_rep import NcuRep
-from .nsys_rep import NsysRep
-from .nsys_sqlite import NsysSqlite
-from .rooftop_parquet import RooftopDir, RooftopParquet
+from collectors.readers.formats.base import ImportFailed, Peek, Reader, peek_text
+from collectors.readers.formats.kineto_dir import KinetoDir
+from collectors.readers.formats.kineto_json import KinetoJson
+from collectors.readers.formats.ncu_csv import NcuCsv
+from collectors.readers.formats.ncu_rep import NcuRep
+from collectors.readers.formats.nsys_rep import NsysRep
+from collectors.readers.formats.nsys_sqlite import NsysSqlite
+from collectors.readers.formats.rooftop_parquet import RooftopDir, RooftopParquet
 
 READERS: tuple[Reader, ...] = (
     RooftopParquet(),

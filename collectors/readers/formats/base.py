@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Protocol
 
 from rooftop.trace import TraceError, check_input
 
-from ..progress import Progress
+from collectors.readers.progress import Progress
 
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from .._kineto_early import EarlyStart
+    from collectors.readers._kineto_early import EarlyStart
 
 _PEEK = 1 << 20  # Kineto puts deviceProperties (one block per GPU) before traceEvents
 

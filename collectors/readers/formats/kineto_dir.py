@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .base import ImportFailed, Peek, Reader, peek_text
-from .kineto_json import KinetoJson, is_kineto_text
+from collectors.readers.formats.base import ImportFailed, Peek, Reader, peek_text
+from collectors.readers.formats.kineto_json import KinetoJson, is_kineto_text
 
 KINETO_SUFFIXES = (".json", ".json.gz")
 
@@ -21,7 +21,7 @@ class KinetoDir(Reader):
     def read(self, path, progress, early=None):
         import pandas as pd
 
-        from ..kineto import read_kineto
+        from collectors.readers.kineto import read_kineto
 
         frames, metas, files = [], [], kineto_files(path)
         for f in files:

@@ -1,7 +1,7 @@
 """PyTorch profiler (Kineto) Chrome-trace JSON: `.json`, `.json.gz`, `.pt.trace.json`."""
 from __future__ import annotations
 
-from .base import Reader
+from collectors.readers.formats.base import Reader
 
 
 def is_kineto_text(text: str) -> bool:
@@ -16,5 +16,5 @@ class KinetoJson(Reader):
         return not peek.is_dir and is_kineto_text(peek.text)
 
     def read(self, path, progress, early=None):
-        from ..kineto import read_kineto
+        from collectors.readers.kineto import read_kineto
         return read_kineto(path, progress, early=early)

@@ -1,7 +1,7 @@
 """Nsight Compute CSV (`ncu --csv`, with or without its `==PROF==` lines)."""
 from __future__ import annotations
 
-from .base import Reader
+from collectors.readers.formats.base import Reader
 
 
 class NcuCsv(Reader):
@@ -13,5 +13,5 @@ class NcuCsv(Reader):
             any(ln.startswith('"ID","Process ID"') for ln in lines)
 
     def read(self, path, progress, early=None):
-        from ..ncu_csv import read_ncu_csv
+        from collectors.readers.ncu_csv import read_ncu_csv
         return read_ncu_csv(path)

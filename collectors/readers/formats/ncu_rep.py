@@ -1,7 +1,7 @@
 """Nsight Compute reports (`.ncu-rep`), read through NVIDIA's `ncu_report` module."""
 from __future__ import annotations
 
-from .base import Reader
+from collectors.readers.formats.base import Reader
 
 NCU_REP_MAGIC = b"NVR\x00"  # first bytes of every .ncu-rep seen (Nsight Compute 2021-2025)
 
@@ -13,5 +13,5 @@ class NcuRep(Reader):
         return peek.head[:4] == NCU_REP_MAGIC
 
     def read(self, path, progress, early=None):
-        from ..ncu_rep import read_ncu_rep
+        from collectors.readers.ncu_rep import read_ncu_rep
         return read_ncu_rep(path)

@@ -2,7 +2,7 @@
 Their bytes are nsys's own: known by their name only, so this reader is tried last."""
 from __future__ import annotations
 
-from .base import Reader
+from collectors.readers.formats.base import Reader
 
 
 class NsysRep(Reader):
@@ -12,10 +12,10 @@ class NsysRep(Reader):
         return not peek.is_dir and peek.path.name.lower().endswith(self.stems)
 
     def read(self, path, progress, early=None):
-        from ..nsys import read_nsys
-        from ..nsys_rep import sqlite_for
+        from collectors.readers.nsys import read_nsys
+        from collectors.readers.nsys_rep import sqlite_for
         return read_nsys(sqlite_for(path, progress), progress)
 
     def check(self, path):
-        from ..nsys_rep import check_readable
+        from collectors.readers.nsys_rep import check_readable
         check_readable(path)  # an export cached, or an nsys to make one; else the export command

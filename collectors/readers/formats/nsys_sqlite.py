@@ -1,7 +1,7 @@
 """Nsight Systems SQLite exports (`nsys export --type sqlite`)."""
 from __future__ import annotations
 
-from .base import Reader
+from collectors.readers.formats.base import Reader
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -13,5 +13,5 @@ class NsysSqlite(Reader):
         return peek.head[:16] == SQLITE_MAGIC
 
     def read(self, path, progress, early=None):
-        from ..nsys import read_nsys
+        from collectors.readers.nsys import read_nsys
         return read_nsys(path, progress)

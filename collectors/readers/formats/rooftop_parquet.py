@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rooftop.trace import check_input, load_trace, parquet_files
 
-from .base import Reader
+from collectors.readers.formats.base import Reader
 
 
 class RooftopParquet(Reader):

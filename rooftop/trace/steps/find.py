@@ -9,9 +9,9 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .markers import (_PY_HF_FORWARD, _PY_HF_GENERATE, _PY_SGLANG, _PY_VLLM, RULES, WORKLOAD_KEYS, Marker, _int,
+from rooftop.trace.steps.markers import (_PY_HF_FORWARD, _PY_HF_GENERATE, _PY_SGLANG, _PY_VLLM, RULES, WORKLOAD_KEYS, Marker, _int,
                       looks_like_step_marker, parse_marker)
-from .paths import parse_path
+from rooftop.trace.steps.paths import parse_path
 
 
 @dataclass

@@ -8,9 +8,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..codes import categorical, first_rows
-from .cxx import _split_params, _strip_return
-from .demangling import demangle, _factorize
+from rooftop.trace.codes import categorical, first_rows
+from rooftop.trace.names.cxx import _split_params, _strip_return
+from rooftop.trace.names.demangling import demangle, _factorize
 
 
 CATEGORIES = ("gemm", "attention", "norm", "elementwise", "reduction", "comm", "memory", "routing", "quantize",

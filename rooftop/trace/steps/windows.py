@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .find import Steps, locate_on_threads
+from rooftop.trace.steps.find import Steps, locate_on_threads
 
 
 # The phase of GPU work outside every step window (its step is null): where it ran.

@@ -3,7 +3,7 @@ model predicts, and the description `--model` gives (a preset or a Hugging Face 
 
 Pure data and arithmetic (no torch), so the core can count the bytes a step must move (model MBU)
 and `collectors/` can build the same dense model in torch. Reading a `config.json` lives in
-`rooftop.model_config`; the per-step accounting in `rooftop.analysis.model_cost`.
+`rooftop.llm.config`; the per-step accounting in `rooftop.analysis.step_cost`.
 """
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ class ModelConfig:
 
         The input embedding is a gather of B rows, not a full read, so it is excluded; a tied
         LM head reads the same matrix once (docs/definitions.md). (For MoE, quantized weights
-        and parallel ranks, see `rooftop.analysis.model_cost`.)
+        and parallel ranks, see `rooftop.analysis.step_cost`.)
         """
         b = dtype_bytes(dtype)
         return b * (self.dense_layer_count * self.layer_params() + self.moe_layer_count * self.moe_layer_params()

@@ -17,8 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .models import FORMATS, PRESETS, ModelConfig, ModelSpec, Precision, weight_format
-from .trace import TraceError
+from rooftop.llm.shapes import FORMATS, PRESETS, ModelConfig, ModelSpec, Precision, weight_format
+from rooftop.trace import TraceError
 
 DENSE = {"llama", "mistral", "qwen2", "qwen3"}
 MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss"}
@@ -77,7 +77,7 @@ def _read_json(path: Path) -> dict:
     import os
     import stat
 
-    from . import limits
+    from rooftop import limits
 
     budget = limits.max_config_bytes()
     try:
@@ -136,7 +136,7 @@ def _max_depth(text: str) -> int:
 
 
 def _config_int(text: str) -> int:
-    from . import limits
+    from rooftop import limits
 
     digits = len(text.lstrip("-"))
     if digits > limits.MAX_CONFIG_DIGITS:
@@ -145,7 +145,7 @@ def _config_int(text: str) -> int:
 
 
 def _config_float(text: str) -> float:
-    from . import limits
+    from rooftop import limits
 
     if len(text) > 4 * limits.MAX_CONFIG_DIGITS:
         raise ValueError(f"a number of {len(text):,} characters")
@@ -234,7 +234,7 @@ def _int(doc: dict, key: str, path: str, default: Any = ..., allow_zero: bool = 
     if isinstance(v, bool) or not isinstance(v, int) or v < (0 if allow_zero else 1):
         raise ConfigError(path, f"field {key!r}: {str(v)[:60]!r} is not a {'non-negative' if allow_zero else 'positive'}"
                                 " integer")
-    from . import limits
+    from rooftop import limits
 
     if v > limits.MAX_CONFIG_INT:  # a size or count beyond any model: 10^200 would only overflow later
         raise ConfigError(path, f"field {key!r}: {v:.3g} is out of range (at most 2^40)")
@@ -413,7 +413,7 @@ def _kept_parts(patterns: list[str], path: str) -> set[str]:
     no backtracking, so `re:^([a-z._0-9]+)+!` costs what any pattern costs); the others are globs
     and substrings (fnmatch has no catastrophic backtracking since Python 3.9). Bounded: at most
     `MAX_CONFIG_PATTERNS` patterns of `MAX_CONFIG_PATTERN` characters."""
-    from . import limits
+    from rooftop import limits
 
     if len(patterns) > limits.MAX_CONFIG_PATTERNS:
         raise ConfigError(path, f"field 'quantization_config.ignore': {len(patterns):,} patterns"

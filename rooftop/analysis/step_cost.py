@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..devices import trace_dtype
-from ..models import FORMATS, ModelConfig, ModelSpec, weight_format
-from .step_entries import first_positions, step_records, taken
+from rooftop.hardware.gpus import trace_dtype
+from rooftop.llm.shapes import FORMATS, ModelConfig, ModelSpec, weight_format
+from rooftop.analysis.step_entries import first_positions, step_records, taken
 
 STEP_COLUMNS = ("model_weight_bytes", "model_kv_read_bytes", "model_kv_write_bytes", "model_bytes", "model_flops",
                 "experts_touched", "model_mbu", "model_mbu_busy", "model_mfu", "model_mfu_busy", "model_ideal_ns",
@@ -274,7 +274,7 @@ def _resolve(steps: pd.DataFrame, meta: dict, workload: Workload, has_model: boo
 
 
 def _inferred_workload(steps: pd.DataFrame, meta: dict) -> np.ndarray:
-    """Per step row: whether its workload came from its kernels (rooftop.steps.infer_phases)."""
+    """Per step row: whether its workload came from its kernels (rooftop.trace.steps.infer_phases)."""
     seen = {(e.get("phase"), e.get("index")) for e in meta.get("steps") or []
             if isinstance(e, dict) and e.get("workload_inferred")}
     if not seen:
@@ -349,7 +349,7 @@ def add_phase_costs(phases: pd.DataFrame, steps: pd.DataFrame, peak_flops, peak_
         for col in PHASE_COLUMNS:
             out[col] = np.nan if col not in ("model_reason", "model_bound") else None
         return out
-    from .per_device import headline
+    from rooftop.analysis.per_device import headline
 
     st = headline(steps)  # the lowest rank's and device's, as the phase table
     known = st[st["model_bytes"].notna()]

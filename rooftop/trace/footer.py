@@ -1,6 +1,6 @@
 """The key-value metadata and row count of a Parquet file, read from its footer in pure Python.
 
-`rooftop report` on a trace with a stored summary (rooftop/summary.py) must answer in a fraction of
+`rooftop report` on a trace with a stored summary (rooftop/present/summary.py) must answer in a fraction of
 a second, and importing pyarrow (with numpy) alone costs a good part of that. The footer is
 a Thrift-compact `FileMetaData` at the end of the file (`... FOOTER <u32 length> PAR1`): this reads
 its `num_rows` (field 3) and `key_value_metadata` (field 5) and skips everything else, never the

@@ -4,7 +4,7 @@
 made by this analysis (`ANALYSIS_VERSION` and a digest of the core's code and device table), for
 this exact file (its metadata bytes and row count), with the default options (the one rule for
 those is `collectors.open.summary_answers`), and sealed by this user's rooftop for these very bytes
-(rooftop/seal.py: anyone can recompute the other checks).
+(rooftop/trace/seal.py: anyone can recompute the other checks).
 Anything else (an older rooftop, a changed device table, `--gpu`, `--model`, another `--top`, a
 damaged summary) and rooftop analyses the rows as it always did; a current summary without a
 valid seal is compared with the rows, and the report says it was not used (`unsealed_note`): a
@@ -12,7 +12,7 @@ stored summary is a cache, never a source of truth. docs/summary.md says what is
 it is trusted.
 
 Importing this module costs nothing: reading a summary needs neither pandas nor pyarrow (the
-footer is read by rooftop/footer.py); writing one imports the analysis when it runs.
+footer is read by rooftop/trace/footer.py); writing one imports the analysis when it runs.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ DEFAULT_TOP = 10  # `rooftop report --top`'s default: the groups stored
 MAX_SUMMARY_BYTES = 128 << 20
 MAX_DEPTH = 16
 
-_CORE = Path(__file__).resolve().parent
+_CORE = Path(__file__).resolve().parents[1]  # rooftop/, whatever room of it holds this module
 
 
 @lru_cache(maxsize=1)
@@ -57,7 +57,7 @@ def code_digest() -> str:
 def current_digest() -> str:
     """What a summary must have been made with to be used now: this analysis, the default options,
     and the text budget the rows were read with (a smaller `ROOFTOP_MAX_TEXT` cuts names differently)."""
-    from . import limits
+    from rooftop import limits
 
     options = {"top": DEFAULT_TOP, "peaks": "auto", "max_text": limits.max_text()}
     text = json.dumps({"version": ANALYSIS_VERSION, "code": code_digest(), "options": options}, sort_keys=True)
@@ -137,9 +137,9 @@ def build(analysis: Any, meta_bytes: bytes, rows: int) -> dict[bytes, bytes] | N
                                            separators=(",", ":")).encode()}
     except (ValueError, TypeError, RecursionError):
         return None
-    from .seal import PLACEHOLDER, SEAL_KEY
+    from rooftop.trace.seal import PLACEHOLDER, SEAL_KEY
 
-    # the seal's place, filled in once the file is complete (rooftop/seal.py)
+    # the seal's place, filled in once the file is complete (rooftop/trace/seal.py)
     return {**entries, **{bulk_key(name): data for name, data in bulk.items()}, SEAL_KEY: PLACEHOLDER}
 
 
@@ -155,7 +155,7 @@ def _report(analysis: Any) -> dict:
     """`report_dict(analysis, DEFAULT_TOP)`, the same document, its sections split over two threads
     for a large trace. They only read the analysis's frames, which pandas' copy-on-write (always on
     from pandas 3) never changes in place, and each cached table is computed once, under its lock."""
-    from .report import report_dict, section_names
+    from rooftop.present.report import report_dict, section_names
 
     if not _paired(analysis):
         return report_dict(analysis, DEFAULT_TOP)
@@ -172,7 +172,7 @@ def _report(analysis: Any) -> dict:
 def _paired(analysis: Any) -> bool:
     import pandas as pd
 
-    from . import speedups
+    from rooftop import speedups
 
     return int(pd.__version__.split(".")[0]) >= 3 and len(analysis.timed) >= PAIRED_MIN_ROWS \
         and speedups.on("THREADS")
@@ -192,8 +192,8 @@ def _entries_of_handed(held: list, meta_bytes: bytes, path: str | os.PathLike | 
     defaults (`scrubbed`: the table went through `scrub_all` already, as every import does, so the
     second pass that a load makes would find nothing). None when the analysis fails (the trace is
     then written without a summary, and analysed when opened)."""
-    from .analysis import analyze
-    from .trace.read import trace_from_handover
+    from rooftop.analysis import analyze
+    from rooftop.trace.read import trace_from_handover
 
     try:
         rows = held[0].num_rows
@@ -212,7 +212,7 @@ def write_summarized(path: str | os.PathLike, events: Any, meta: Mapping[str, An
     """`rooftop.trace.write_trace` with the summary in the footer (what a finished import or
     collection writes). Costs one analysis of the rows, during the write. `scrubbed`: `events` is
     a table `scrub_all` gave (see `_entries_of_handed`)."""
-    from .trace import to_table
+    from rooftop.trace import to_table
 
     held = [to_table(events) if conform or not hasattr(events, "num_rows") else events]
     del events
@@ -224,10 +224,10 @@ def write_summarized_handed_over(path: str | os.PathLike, held: list, meta: Mapp
     """`write_summarized` of the conformed table in `held` (`[table]`, which it empties: the
     caller keeps no other reference, so that the table is freed before the analysis peaks; see
     `rooftop.trace.write.write_handed_over`)."""
-    from .trace import encode_meta
-    from .trace.write import write_handed_over
+    from rooftop.trace import encode_meta
+    from rooftop.trace.write import write_handed_over
 
-    from .seal import seal
+    from rooftop.trace.seal import seal
 
     meta_bytes = encode_meta(meta)  # what the writer stores (the same bytes: a pure function)
     out = write_handed_over(path, held, meta, lambda mine: _entries_of_handed(mine, meta_bytes, path, scrubbed))
@@ -245,10 +245,10 @@ def refresh(path: str | os.PathLike) -> Path:
     beside itself, then renamed over). Its rows and metadata are kept as they are."""
     import pyarrow.parquet as pq
 
-    from .analysis import analyze
-    from .atomic import replace_atomically
-    from .trace import TraceError, load_trace
-    from .trace.write import write_parquet
+    from rooftop.analysis import analyze
+    from rooftop.trace.atomic import replace_atomically
+    from rooftop.trace import TraceError, load_trace
+    from rooftop.trace.write import write_parquet
 
     path = Path(path)
     if path.is_dir():
@@ -261,7 +261,7 @@ def refresh(path: str | os.PathLike) -> Path:
     if entries is None:
         raise TraceError(path, "the analysis of this trace is not plain JSON; no summary stored")
     table = table.replace_schema_metadata(existing)
-    from .seal import seal
+    from rooftop.trace.seal import seal
 
     def write(tmp: str) -> None:
         write_parquet(table, tmp, entries)
@@ -286,7 +286,7 @@ class Stored:
         """One of the `BULK` lists, parsed, checked and scrubbed, and whether its stored text can be
         printed as it is (plain ASCII JSON that scrubbing leaves alone). Raises ValueError when it
         is not a list of records."""
-        from .redact import redact
+        from rooftop.trace.redact import redact
 
         text = self.bulk[name]
         try:
@@ -329,11 +329,11 @@ _PLAIN_JSON_LIST = re.compile(r"\[[\x20-\x7e\n]*\]")
 
 
 def _no_secrets(text: str) -> bool:
-    """Whether scrubbing would leave every string of this JSON text as it is (rooftop.redact):
+    """Whether scrubbing would leave every string of this JSON text as it is (rooftop.trace.redact):
     none holds a secret's shape, none is a secret-named key. The per-step lists repeat a few
     dozen distinct strings (keys, phases, sources), each looked at once; text with an escape
     (a backslash) is not split this way and counts as suspect (it is then parsed and scrubbed)."""
-    from .redact import redact_text, secret_key
+    from rooftop.trace.redact import redact_text, secret_key
 
     if "\\" in text:
         return False
@@ -435,7 +435,7 @@ def _decode(footer: Any) -> Stored | None:
             bulk[name] = data.decode("utf-8")
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
-    from .redact import redact
+    from rooftop.trace.redact import redact
 
     # text from a file: the same secret scrubbing as every other string a trace carries
     report, warnings = redact(report), redact(warnings)
@@ -447,10 +447,10 @@ def load_stored(path: str | os.PathLike, top: int = DEFAULT_TOP, footer: Any = N
     """The current summary of a rooftop trace file with its `top` groups, or None (none stored,
     stale, damaged, more groups asked than stored, a directory, not Parquet, over the row budget,
     not sealed by this user for these bytes: the caller analyses the rows instead). A current
-    summary that only lacks a valid seal (rooftop/seal.py) is appended to `unsealed`: the caller
+    summary that only lacks a valid seal (rooftop/trace/seal.py) is appended to `unsealed`: the caller
     says that the rows were analysed, and compares (`disagreement`)."""
-    from . import limits, speedups
-    from .footer import read_footer
+    from rooftop import limits, speedups
+    from rooftop.trace.footer import read_footer
 
     if not speedups.on("SUMMARY"):  # off by choice: every answer from the rows (rooftop/speedups.py)
         return None
@@ -467,7 +467,7 @@ def load_stored(path: str | os.PathLike, top: int = DEFAULT_TOP, footer: Any = N
     stored = _decode(footer)
     if stored is None:
         return None
-    from .seal import verify
+    from rooftop.trace.seal import verify
 
     if not verify(p, footer):  # a cache, never an authority: only a summary proven to be of these bytes
         if unsealed is not None:

@@ -8,8 +8,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .find import Steps
-from .windows import assign_codes
+from rooftop.trace.steps.find import Steps
+from rooftop.trace.steps.windows import assign_codes
 
 
 # Kernels launched with one thread block per token, so their grid.x is the step's token count:

@@ -13,11 +13,11 @@ name is demangled, shortened and classified once. Scalar twins serve importers a
   read: a GEMM's parameter types can name an attention struct, a copy kernel's a softmax functor).
 - `cxx`: the structure of a C++ name (brackets, parameters, templates) both of them read.
 
-The phase/step/layer an NVTX path carries is `rooftop.steps` (`parse_path`, `parse_paths`).
+The phase/step/layer an NVTX path carries is `rooftop.trace.steps` (`parse_path`, `parse_paths`).
 """
-from .categories import CATEGORIES, SCAN_CHARS, categorize, category_of, gpu_work_counts
-from .demangling import demangle, demangle_all
-from .display import SHORT_LIMIT, fit, short_name, short_names, unique_short_names, whole_names, with_whole_names
+from rooftop.trace.names.categories import CATEGORIES, SCAN_CHARS, categorize, category_of, gpu_work_counts
+from rooftop.trace.names.demangling import demangle, demangle_all
+from rooftop.trace.names.display import SHORT_LIMIT, fit, short_name, short_names, unique_short_names, whole_names, with_whole_names
 
 __all__ = [
     "CATEGORIES", "SCAN_CHARS", "SHORT_LIMIT", "categorize", "category_of", "demangle", "demangle_all", "fit",

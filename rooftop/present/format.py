@@ -152,7 +152,7 @@ def fmt_count(n: int, noun: str, plural: str | None = None) -> str:
 
 
 def fmt_value(v, kind: str, unit: str = "") -> str:
-    """A value by its column's format kind (`rooftop.columns`): ns, pct, bytes, flops,
+    """A value by its column's format kind (`rooftop.present.columns`): ns, pct, bytes, flops,
     rate (per second, `unit`), int or num; text passes through (unknown: an em dash)."""
     if kind == "text":
         return UNKNOWN if is_unknown(v) else str(v)

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..codes import categorical
-from .markers import _engine_marker
+from rooftop.trace.codes import categorical
+from rooftop.trace.steps.markers import _engine_marker
 
 
 _STEP_RE = re.compile(r"(?:^|/)(?:step[=_# ]?|ProfilerStep#)(\d+)(?:/|$)")

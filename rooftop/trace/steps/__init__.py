@@ -38,13 +38,13 @@ One job per module: `markers` (what a range name says), `paths` (phase, step and
 path), `find` (the steps of one trace), `windows` (GPU work -> the step window it starts in),
 `phases` (a phase from a step's own work).
 """
-from .find import REPEAT_MIN, Steps, find_steps, locate_on_threads, outermost
-from .markers import (PYTHON_FRAME, RULES, SOURCES, WORKLOAD_KEYS, Marker, compile_user_pattern,
+from rooftop.trace.steps.find import REPEAT_MIN, Steps, find_steps, locate_on_threads, outermost
+from rooftop.trace.steps.markers import (PYTHON_FRAME, RULES, SOURCES, WORKLOAD_KEYS, Marker, compile_user_pattern,
                       looks_like_step_marker, parse_marker, phase_of_counts, set_user_pattern, user_pattern,
                       wanted_python_frame)
-from .paths import parse_layer, parse_layers, parse_path, parse_paths
-from .phases import DECODE_MAX_TOKENS, PER_TOKEN_KERNEL, infer_phases
-from .windows import (AFTER_LAST_STEP, BEFORE_FIRST_STEP, BETWEEN_STEPS, OUTSIDE_STEPS, assign, assign_codes,
+from rooftop.trace.steps.paths import parse_layer, parse_layers, parse_path, parse_paths
+from rooftop.trace.steps.phases import DECODE_MAX_TOKENS, PER_TOKEN_KERNEL, infer_phases
+from rooftop.trace.steps.windows import (AFTER_LAST_STEP, BEFORE_FIRST_STEP, BETWEEN_STEPS, OUTSIDE_STEPS, assign, assign_codes,
                       assign_cpu, assign_cpu_codes, attach_windows, gpu_windows)
 
 __all__ = [

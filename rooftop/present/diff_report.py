@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .format import fmt_ns, fmt_num, fmt_pct, is_unknown
-from .text import printable
+from rooftop.present.format import fmt_ns, fmt_num, fmt_pct, is_unknown
+from rooftop.present.text import printable
 
 FORMATS = ("text", "markdown", "json")
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .records import flat_text, plain_copy
+from rooftop.trace.records import flat_text, plain_copy
 
 REDACTED = "[redacted]"
 

@@ -1,5 +1,5 @@
 """`rooftop report`: the phase table, top kernel groups and findings, as one JSON document
-(`report_dict`), and as text rendered from that document (rooftop/render.py)."""
+(`report_dict`), and as text rendered from that document (rooftop/present/render.py)."""
 from __future__ import annotations
 
 import math
@@ -8,14 +8,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import columns
-from .analysis import Analysis, compare
-from .analysis.gap import STEP_GAP_KEYS
-from .analysis.per_device import DEVICE_KEYS
-from .format import fmt_bytes, fmt_ns, fmt_num, fmt_pct
-from .render import _printable, _table, model_lines as render_model_lines, render_report
+from rooftop.present import columns
+from rooftop.analysis import Analysis, compare
+from rooftop.analysis.gap import STEP_GAP_KEYS
+from rooftop.analysis.per_device import DEVICE_KEYS
+from rooftop.present.format import fmt_bytes, fmt_ns, fmt_num, fmt_pct
+from rooftop.present.render import _printable, _table, model_lines as render_model_lines, render_report
 
-# The published columns and their order come from the registry (rooftop/columns.py), the
+# The published columns and their order come from the registry (rooftop/present/columns.py), the
 # one place a table's columns are declared; `report --json` keys follow it.
 PHASE_KEYS = columns.PHASES.keys
 STEP_KEYS = columns.STEPS.keys
@@ -141,7 +141,7 @@ def model_phases(a: Analysis) -> list[dict] | None:
     st = a.steps
     if st.empty or "model_bytes" not in st.columns:
         return []
-    from .analysis.per_device import headline
+    from rooftop.analysis.per_device import headline
 
     st = headline(st)  # the lowest rank's and device's, as the phase table
     out = []
@@ -160,7 +160,7 @@ def top_groups(a: Analysis, top: int) -> list[dict]:
     return records(a.groups("short_name").head(top), GROUP_KEYS)
 
 
-# What the text report reads of the document (rooftop/render.py): the rest is computed for JSON only.
+# What the text report reads of the document (rooftop/present/render.py): the rest is computed for JSON only.
 TEXT_KEYS = ("trace", "device", "identity", "model", "model_phases", "phases", "top_groups", "gap", "ranks",
              "findings", "warnings", "devices", "devices_note", "idle_phases", "comm")
 
@@ -241,7 +241,7 @@ def _sections(a: Analysis, top: int) -> dict:
 
 
 def steps_found(meta: dict) -> dict | None:
-    """How the importer found the steps (rooftop.steps `RULES`) and how many took their phase from
+    """How the importer found the steps (rooftop.trace.steps `RULES`) and how many took their phase from
     their own work (`phase_source: inferred`); None where the metadata has no step."""
     steps = [s for s in meta.get("steps") or [] if isinstance(s, dict)]
     if not steps:
@@ -269,7 +269,7 @@ def wait_sections(a: Analysis, top: int) -> dict:
         out["idle_phases"] = lambda: records(a.idle_phases, ("phase", "device", "steps") + IDLE_KEYS[4:])
         out["idle_gaps"] = lambda: records(a.idle_causes.listed().head(top), GAP_LIST_KEYS)
     if a.overlap is not None:
-        from .analysis import comm as comm_
+        from rooftop.analysis import comm as comm_
         out["comm"] = lambda: {
             "steps": records(a.overlap.table(), COMM_KEYS),
             "devices": records(a.comm_devices, ("rank", "device", "steps") + COMM_KEYS[4:]),
@@ -279,7 +279,7 @@ def wait_sections(a: Analysis, top: int) -> dict:
     if a.layers is not None:
         out["layers"] = lambda: records(a.layers, ("phase", "layer", "layer_source", "kernels", "time_ns", "steps"))
     if a.copies is not None:
-        from .analysis.copies import COPY_COLUMNS
+        from rooftop.analysis.copies import COPY_COLUMNS
         out["copies"] = lambda: records(a.copies, COPY_COLUMNS)
     return out
 

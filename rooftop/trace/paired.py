@@ -10,7 +10,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Mapping
 
-from . import speedups
+from rooftop import speedups
 
 THREADS = 2  # the cores this is measured on; more threads would only compete for the GIL
 

@@ -1,14 +1,14 @@
 """The seal of a stored summary: proof that rooftop, run by this user, wrote the summary for these
 exact bytes.
 
-A stored summary (rooftop/summary.py) is a cache. Its own checks (code digest, metadata hash, row
+A stored summary (rooftop/present/summary.py) is a cache. Its own checks (code digest, metadata hash, row
 count) say whether it is current, but anyone can recompute them: a file whose summary was edited
 ("MBU 93%"), or whose rows were changed with the old footer copied over, passes them. The seal is
 an HMAC-SHA256, keyed with a per-user secret, over the whole file: every data page and the whole
 footer (schema, row groups, metadata, the summary), with the seal's own value read as its
 placeholder. Without the secret it cannot be made; with it, it holds for one file only. A summary
 without a valid seal is never printed: the rows are analysed instead (and the stored numbers
-compared with theirs: `rooftop.summary.compare`).
+compared with theirs: `rooftop.present.summary.compare`).
 
 The secret is 32 random bytes (hex) in the user's config directory (`$ROOFTOP_CONFIG_DIR`, else
 `$XDG_CONFIG_HOME/rooftop`, else `~/.config/rooftop`), file `summary-key`, mode 0600, made on the
@@ -110,7 +110,7 @@ def _mac(key: bytes, digest: bytes) -> bytes:
 
 def _seal_position(path: str | os.PathLike) -> tuple[int, int, bytes] | None:
     """(file size, offset of the seal's value, the value) from the footer; None without one."""
-    from .footer import read_footer
+    from rooftop.trace.footer import read_footer
 
     footer = read_footer(path)
     if footer is None:

@@ -40,9 +40,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .atomic import replace_atomically
-from .trace import TraceError
-from .trace.schema import GPU_KINDS
+from rooftop.trace.atomic import replace_atomically
+from rooftop.trace import TraceError
+from rooftop.trace.schema import GPU_KINDS
 
 STEPS_TRACK = "rooftop · steps"
 PHASES_TRACK = "rooftop · phases"

@@ -1,9 +1,9 @@
-"""The text of `rooftop report`, rendered from the report document (`rooftop.report.report_dict`).
+"""The text of `rooftop report`, rendered from the report document (`rooftop.present.report.report_dict`).
 
 One renderer for both ways a report is made: from an analysis just computed, and from the summary
-stored in a trace's footer (rooftop/summary.py). It needs no pandas, numpy or pyarrow, so a report
+stored in a trace's footer (rooftop/present/summary.py). It needs no pandas, numpy or pyarrow, so a report
 served from the summary starts in a fraction of a second. Every value from the document is JSON
-(None is unknown); every text from the trace goes through `printable` (rooftop/text.py).
+(None is unknown); every text from the trace goes through `printable` (rooftop/present/text.py).
 """
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import math
 import re
 from typing import Any
 
-from .format import bounded_cell, fmt_bytes, fmt_ns, fmt_num, fmt_pct, fmt_rate, fmt_tera
-from .text import printable
+from rooftop.present.format import bounded_cell, fmt_bytes, fmt_ns, fmt_num, fmt_pct, fmt_rate, fmt_tera
+from rooftop.present.text import printable
 
 
 def _printable(s: Any) -> str:
-    """Trace text for a terminal: controls, bidi and invisible characters shown escaped (rooftop.text)."""
+    """Trace text for a terminal: controls, bidi and invisible characters shown escaped (rooftop.present.text)."""
     return printable(s, missing="None")
 
 
@@ -62,7 +62,7 @@ def coverage_notes(phases: list[dict], source: dict | None = None) -> list[str]:
     """One line per phase whose per-kernel bytes or FLOPs miss part of the kernel time: the
     utilisation where peaks are known, else the achieved rate; where none is known, once, what
     would add them for this kind of file (`source`: the trace's `source_detail`)."""
-    from .hints import costs_hint
+    from rooftop.present.hints import costs_hint
     hint = costs_hint(source) if source is not None else None
     said: set[str] = set()
     out = []

@@ -107,7 +107,7 @@ def spreadsheet_safe(frame):
 def write_csv(path, frame) -> None:
     """Write `frame` as a spreadsheet-safe CSV atomically (a temporary file beside it, then a rename):
     an interrupted export leaves either nothing or the whole file, never a half one."""
-    from .atomic import replace_atomically
+    from rooftop.trace.atomic import replace_atomically
 
     safe = spreadsheet_safe(frame)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .format import fmt_tera, fmt_value
+from rooftop.present.format import fmt_tera, fmt_value
 
 KINDS = ("text", "int", "num", "ns", "pct", "bytes", "flops", "rate")
 

@@ -10,9 +10,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..codes import categorical
-from .cxx import _components, _split_params, _strip_return, _strip_templates, _template_args
-from .demangling import demangle, _factorize
+from rooftop.trace.codes import categorical
+from rooftop.trace.names.cxx import _components, _split_params, _strip_return, _strip_templates, _template_args
+from rooftop.trace.names.demangling import demangle, _factorize
 
 
 # Lambdas of AT_DISPATCH macros: `f(...)::{lambda()#1}::operator()() const::{lambda(int)#1}` says
