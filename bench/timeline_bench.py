@@ -73,7 +73,7 @@ async def child(path: str, mode: str, presses: int) -> dict:
     from tui.app import RooftopApp
     from tui.screens.kernels import KernelsScreen
     from tui.screens.timeline import TimelineScreen
-    from tui.widgets.timeline import TimelineView
+    from tui.widgets.timeline_canvas import TimelineView
 
     out: dict = {}
     t0 = time.perf_counter()

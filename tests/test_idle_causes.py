@@ -228,7 +228,7 @@ def test_two_gpu_nsys_capture_is_copy_bound_not_slow_kernels(fixtures_dir):
 
 
 def test_timeline_gaps_carry_their_cause():
-    from rooftop.analysis import timeline as tl
+    from rooftop.analysis import lanes as tl
     t = tl.build(metrics.prepare(GPU), HOST.assign(kind="runtime"))
     frame = t.gaps.frame()
     cause, what = t.gap_causes(np.arange(len(t.gaps)))
@@ -269,7 +269,7 @@ def test_nsys_device_to_device_copies_move_twice_their_bytes(fixtures_dir):
 
 
 def test_timeline_states_its_communication():
-    from rooftop.analysis import timeline as tl
+    from rooftop.analysis import lanes as tl
     t = tl.build(metrics.prepare(GPU), HOST.assign(kind="runtime"))
     assert t.comm_summary() == (150.0, 50.0, 100.0)
     assert tl.build(metrics.prepare(GPU[GPU["category"] != "comm"])).comm_summary() is None

@@ -1,4 +1,4 @@
-"""The timeline core (rooftop.analysis.timeline): lanes, rasters, gaps, host activity, launch-to-start,
+"""The timeline core (rooftop.analysis.lanes): lanes, rasters, gaps, host activity, launch-to-start,
 on a hand-built trace whose answers are worked out below."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rooftop.analysis import timeline as tl
+from rooftop.analysis import lanes as tl
 
 # GPU: stream 7 runs A [0,10) gemm, B [15,20) norm, C [40,50) attention; stream 8 runs D [18,30), a copy.
 # Busy (any stream): [0,10) [15,30) [40,50) -> gaps [10,15) (5 ns) and [30,40) (10 ns, the largest).
@@ -139,7 +139,7 @@ def test_one_sorted_stream_is_drawn_from_the_frames_own_columns():
 
 
 def test_ruler_ticks_sit_on_round_offsets_and_never_read_alike():
-    from tui.widgets.timeline import ruler_ticks
+    from tui.widgets.timeline_canvas import ruler_ticks
 
     # the whole run: round offsets from the origin, in the unit of each
     assert ruler_ticks(0, 774e6, 67, 0) == [(0, "0"), (17, "+200 ms"), (34, "+400 ms"), (51, "+600 ms")]

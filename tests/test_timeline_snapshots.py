@@ -42,7 +42,7 @@ def test_timeline_real_step_largest_gap(fixtures_dir, size):
     activity and the next kernel are on screen, nothing clipped, with colour or without."""
     import asyncio
 
-    from tui.widgets.timeline import TimelineView
+    from tui.widgets.timeline_canvas import TimelineView
 
     async def main():
         app = RooftopApp([str(fixtures_dir / HTA)])

@@ -14,7 +14,7 @@ from rooftop.trace.schema import HOST_COLUMNS
 from tui.app import RooftopApp
 from tui.screens.detail import KernelDetailScreen
 from tui.screens.timeline import GapListScreen, TimelineScreen
-from tui.widgets.timeline import GAP_IDLE, GLYPHS, IDLE, PARTIAL, TimelineView, glyph_row
+from tui.widgets.timeline_canvas import GAP_IDLE, GLYPHS, IDLE, PARTIAL, TimelineView, glyph_row
 
 from tui_helpers import small_trace
 

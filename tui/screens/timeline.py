@@ -1,7 +1,7 @@
 """Timeline (screen 7, and `t` on a step): streams and the launching host thread over time, idle gaps,
 and what the host was doing in each gap.
 
-The lanes and gaps come from `rooftop.analysis.timeline` (built in a thread worker); the canvas
+The lanes and gaps come from `rooftop.analysis.lanes` (built in a thread worker); the canvas
 (`TimelineView`) draws only the visible columns. Keys: `+`/`-` zoom, `h`/`l` pan, `0` fit, `j`/`k`
 lane, `,`/`.` previous/next block, `]`/`[` next/previous gap by size (largest first), `g` the gap
 list, Enter the kernel detail of the selected block.
@@ -23,14 +23,14 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
-from rooftop.analysis import timeline as tl
+from rooftop.analysis import lanes as tl
 from rooftop.present.format import fmt_count, fmt_ns, is_unknown
 
 from tui.widgets.breadcrumb import RooftopScreen, trace_title
 from tui.widgets.table import FrameTable
 from tui.widgets.table_values import Col
 from tui.widgets.text import sanitize
-from tui.widgets.timeline import GLYPHS, PARTIAL, TimelineView
+from tui.widgets.timeline_canvas import GLYPHS, PARTIAL, TimelineView
 from tui.workers import HEAVY, post_if_current
 
 ZOOM = 2.0

@@ -17,7 +17,7 @@ from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
-from rooftop.analysis import timeline as tl
+from rooftop.analysis import lanes as tl
 from rooftop.present.format import fmt_ns, fmt_ns_at
 
 LABEL_W = 13  # "stream 123", "host 2910249" (Linux thread ids reach 7 digits) and a space
@@ -69,7 +69,7 @@ def ruler_ticks(t0: float, t1: float, width: int, origin: int, every: int = 16) 
 
 
 class TimelineView(Widget, can_focus=True):
-    """The lanes of a `rooftop.analysis.timeline.Timeline`; the screen owns the keys and moves
+    """The lanes of a `rooftop.analysis.lanes.Timeline`; the screen owns the keys and moves
     the view through `set_view`, `select_block`, `select_gap`."""
 
     COMPONENT_CLASSES = {f"timeline--{c}" for c in tl.CODES} | {
