@@ -59,6 +59,7 @@ def open_trace(path: str | os.PathLike, progress: Any = None, *, fmt: str | None
     it has one, told the stages after the read). `fmt`: the format `sniff` gave, when the caller
     sniffed already. `lazy_host` (a rooftop file): the runtime rows stay on disk until the timeline
     asks for them (`Trace.runtime_rows`)."""
+    from rooftop import heap
     from rooftop.trace import load_trace, trace_from_table
 
     from collectors.readers.progress import LOADING, stage
@@ -73,6 +74,10 @@ def open_trace(path: str | os.PathLike, progress: Any = None, *, fmt: str | None
         return load_trace(p, lazy_host=lazy_host)
     if fmt == "rooftop-dir":
         return load_trace(p)
+    # converted in memory to be viewed: the viewer's heap from the start (rooftop.heap), so that the
+    # read's freed column-sized temporaries go back to the system instead of holding the heap at
+    # the read's peak through the conforming and the load that follow
+    heap.trim()
     table, meta = convert(p, progress, fmt=fmt)
     stage(progress, LOADING)
     return trace_from_table(table, meta, p)

@@ -294,6 +294,9 @@ def _read_tables(db: _Db, fast, progress) -> tuple[pd.DataFrame, dict]:
                                          np.asarray(calls["start"].isna())[src] | ~matched)
     else:  # no runtime calls: no launching thread known
         l_tid = l_start = _int_nulls(ng)
+    # the join's index (a hash table over every correlation id) and positions go before the NVTX
+    # table is read: they are not needed again, and the read's peak is at its end
+    del has_corr, rc, first, rt_rows, rt_index, at, matched
     # NVTX: text inline (unregistered strings) or through StringIds (registered)
     nv = fetch(db, fast, "NVTX_EVENTS", ["start", "end", "eventType", "text", "textId", "globalTid"],
                text=("text",), where=f"WHERE eventType IN ({PUSH_POP}, {START_END})")
@@ -394,17 +397,22 @@ def _read_tables(db: _Db, fast, progress) -> tuple[pd.DataFrame, dict]:
         # reports decode it)
         "thread": _place((gtid % (1 << 24)), hidx),
     }
-    del start_ns, dur_ns, kind, name, path, phase, step, calls, gtid
+    del start_ns, dur_ns, kind, name, path, phase, step, calls, gtid, order, gidx, hidx
     at = pa.array(kidx, mask=kidx < 0)
+    del kidx
     for col, dims in (("grid", ("gridX", "gridY", "gridZ")), ("block", ("blockX", "blockY", "blockZ"))):
         shape = _shape([k[d] for d in dims]).take(at) if nk else pa.nulls(len(at), pa.list_(pa.int64(), 3))
         cols[col] = pd.Series(pd.arrays.ArrowExtensionArray(shape))
-    rows = pd.DataFrame({c: (v.array if isinstance(v, pd.Series) else v) for c, v in cols.items()})
+    # the kernels' own columns are placed: only their devices are read again (the metadata)
+    kern_dev = k["deviceId"]
+    gpu_parts = None  # (what `gcol` reads: released with the tables)
+    del k, m, s, gcol, g_corr, l_tid, l_start, model_bytes, at
+    # the columns as they are (no copy: nothing else holds them)
+    rows = pd.DataFrame({c: (v.array if isinstance(v, pd.Series) else v) for c, v in cols.items()}, copy=False)
     del cols
     rows["id"] = np.arange(len(rows), dtype=np.int64)
     if progress:
         progress(4, 4, "stages")
-    kern_dev = k["deviceId"]
     meta = _meta(db, origin, pd.DataFrame({"kind": "kernel", "device": kern_dev}), graphs, warnings)
     meta["steps"] = st.attach_windows(steps, lo, hi, how, origin)
     meta["warnings"].extend(steps.warnings)
