@@ -8,6 +8,11 @@ event tables are appended to themselves `copies - 1` times inside SQLite: copy i
 times the id span, so runtime calls still meet their own kernels and NVTX ranges still hold their
 own launches. StringIds is shared (the same names, as in a longer capture of the same program).
 The output goes under bench/out/ (git-ignored): it is derived from a fixture and never committed.
+
+`--step-ranges N` first replaces the source's NVTX ranges by a serving-like annotation: N
+`decode_step_K` push/pop ranges over the busiest launching thread's span, each split in four
+`layer_J` ranges (a few distinct texts, ~1 range per 14 kernels at N=50: the shape of a decode loop
+annotated per step and layer, unlike PyTorch's `emit_nvtx`, which gives several ranges per kernel).
 """
 from __future__ import annotations
 
@@ -27,7 +32,26 @@ def _columns(con: sqlite3.Connection, table: str) -> list[str]:
     return [r[1] for r in con.execute(f"PRAGMA table_info([{table}])")]
 
 
-def build(src: Path, out: Path, kernels: int) -> dict:
+def step_ranges(con: sqlite3.Connection, n: int) -> None:
+    """The NVTX table replaced by `n` step ranges, each holding four layer ranges (module docstring)."""
+    con.execute("DELETE FROM NVTX_EVENTS")
+    tid = con.execute("SELECT globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY globalTid "
+                      "ORDER BY count(*) DESC LIMIT 1").fetchone()[0]
+    lo, hi = con.execute("SELECT min(start), max(end) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE globalTid = ?",
+                         (tid,)).fetchone()
+    width = (hi - lo) / n
+    rows = []
+    for i in range(n):
+        s, e = int(lo + i * width), int(lo + (i + 1) * width) - 1
+        rows.append((s, e, f"decode_step_{i}"))
+        quarter = (e - s) / 4
+        rows += [(int(s + j * quarter), int(s + (j + 1) * quarter) - 1, f"layer_{j}") for j in range(4)]
+    con.executemany("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (?, ?, 59, ?, ?)",
+                    [(s, e, text, tid) for s, e, text in rows])
+    con.commit()
+
+
+def build(src: Path, out: Path, kernels: int, steps: int = 0) -> dict:
     t0 = time.perf_counter()
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.exists():
@@ -35,6 +59,8 @@ def build(src: Path, out: Path, kernels: int) -> dict:
     with sqlite3.connect(f"{src.resolve().as_uri()}?mode=ro", uri=True) as s, sqlite3.connect(out) as d:
         s.backup(d)
     con = sqlite3.connect(out)
+    if steps:
+        step_ranges(con, steps)
     con.execute("PRAGMA journal_mode=OFF")
     con.execute("PRAGMA synchronous=OFF")
     tables = [t for t in EVENT_TABLES
@@ -83,8 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("src", type=Path)
     p.add_argument("out", type=Path)
     p.add_argument("--kernels", type=int, default=1_000_000)
+    p.add_argument("--step-ranges", type=int, default=0, help="replace the NVTX ranges by N step ranges (docstring)")
     a = p.parse_args(argv)
-    info = build(a.src, a.out, a.kernels)
+    info = build(a.src, a.out, a.kernels, a.step_ranges)
     print(f"{a.out}: {info['kernels']:,} kernels ({info['copies']} copies), "
           f"{info['bytes'] / 2**20:.0f} MiB in {info['seconds']} s")
     return 0

@@ -81,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--src", type=Path, required=True, help="a real nsys SQLite export to scale up")
     p.add_argument("--kernels", type=int, default=1_000_000)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--step-ranges", type=int, default=0,
+                   help="the source's NVTX ranges replaced by N step ranges first (make_nsys.py)")
     p.add_argument("--nsys-ai", default=shutil.which("nsys-ai"), help="the peer's command (nsys-ai 0.3)")
     p.add_argument("--pythonpath", default="", help="prepended to PYTHONPATH for rooftop and the floor")
     p.add_argument("--no-sqlite3-floor", dest="sqlite3_floor", action="store_false",
@@ -88,9 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=600)
     p.add_argument("--mem-gb", type=float, default=16)
     a = p.parse_args(argv)
-    big = OUT / f"nsys_{a.src.stem[-40:]}_{a.kernels}.sqlite"
+    big = OUT / f"nsys_{a.src.stem[-40:]}_{a.kernels}{f'_steps{a.step_ranges}' if a.step_ranges else ''}.sqlite"
     if not big.exists():
-        info = build(a.src, big, a.kernels)
+        info = build(a.src, big, a.kernels, a.step_ranges)
         print(f"built {big.name}: {info['kernels']:,} kernels ({info['copies']} copies) in {info['seconds']} s",
               file=sys.stderr)
     import sqlite3

@@ -195,6 +195,28 @@ def test_make_nsys_copies_shift_time_and_correlation(tmp_path, fixtures_dir):
     assert int(k4["start_ns"].max()) > 3 * int(k1["start_ns"].max())
 
 
+
+def test_make_nsys_step_ranges_give_a_step_per_range(tmp_path, fixtures_dir):
+    """`--step-ranges N`: the source's NVTX ranges become N `decode_step_K` ranges of four layers
+    each, on the busiest launching thread; every copy has its own steps."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from make_nsys import build
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    src = fixtures_dir / "traces" / "extra-p__extrap__tests__data__nsight__concurrent_example__concurrent.s1__profile1.sqlite"
+    out = tmp_path / "steps.sqlite"
+    info = build(src, out, 12 * 2, steps=3)
+    with sqlite3.connect(out) as con:
+        texts = [r[0] for r in con.execute("SELECT text FROM NVTX_EVENTS")]
+    assert len(texts) == info["copies"] * 3 * 5
+    assert sorted(set(texts)) == ["decode_step_0", "decode_step_1", "decode_step_2",
+                                  "layer_0", "layer_1", "layer_2", "layer_3"]
+    rows, meta = nsys.read_nsys(out)
+    assert len(meta["steps"]) == info["copies"] * 3
+    ranges = rows[rows["kind"] == "range"]
+    assert ranges["path"].astype(str).str.fullmatch(r"decode_step_\d(/layer_\d)?").all()
+
 def test_export_without_kernels_or_runtime_calls(tmp_path):
     """Only NVTX ranges (a capture with `--trace nvtx`): ranges load, every GPU-only column null."""
     path = tmp_path / "nvtx_only.sqlite"
