@@ -139,8 +139,9 @@ class OverviewData:
 
     @classmethod
     def of_analysis(cls, a: Any) -> "OverviewData":
-        """The Overview of an Analysis, as far as it is computed (nothing is computed here but the
-        small sections of what is: call it from a worker for a big trace)."""
+        """The Overview of an Analysis, as far as it is computed: records of its computed tables
+        (and, under `--model`, the per-phase step means), nothing heavier; a big trace's workers
+        call it, off the UI thread."""
         if not a.is_computed("phases"):
             return cls(warnings=_pairs(a.trace_warnings))
         from rooftop.present.report import COMM_DEVICE_KEYS, PHASE_KEYS, RANK_STEP_KEYS, records, report_dict
