@@ -209,6 +209,7 @@ def test_one_formatter_for_unknown_and_lower_bounds():
 def test_report_and_tui_format_the_same_rows(tmp_path):
     from rooftop.present.report import report_dict
     from rooftop.present.render import render_report
+    from rooftop.present.overview import OverviewData
     from tui.screens.overview import PhaseTable
 
     # bytes known for one step in three: MBU is a lower bound; FLOPs known for none: MFU unknown
@@ -223,7 +224,7 @@ def test_report_and_tui_format_the_same_rows(tmp_path):
     doc = report_dict(a)
     text = render_report(doc)
     assert want_mbu in text
-    table = PhaseTable(a.phases)
+    table = PhaseTable(OverviewData.of_analysis(a).phases)  # what the Overview renders (the document's records)
     table.style_of = lambda name: ""
     table.update = lambda renderable: None
     table.on_mount()

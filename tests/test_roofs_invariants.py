@@ -88,9 +88,11 @@ def _trace(case, tmp_path):
 
 def _phase_cells(a) -> list[dict]:
     """The TUI overview's phase table cells, by header."""
+    from rooftop.present.overview import OverviewData
     from tui.screens.overview import PhaseTable
 
-    table = PhaseTable(a.phases)
+    a.phases
+    table = PhaseTable(OverviewData.of_analysis(a).phases)  # what the Overview renders (the document's records)
     table.style_of = lambda name: ""
     table.update = lambda renderable: None
     table.on_mount()

@@ -23,7 +23,7 @@ from tui.app import RooftopApp
 from tui.screens.overview import OverviewScreen
 
 from rooftop.trace import write_trace
-from tui_helpers import _events, _meta, calibrated_trace, small_trace
+from tui_helpers import _events, _meta, calibrated_trace, comm_trace, small_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_traces" / "llama3-8b_h100-sxm_b1_fused.modeled.parquet"
@@ -31,7 +31,7 @@ HEAVY = ("pandas", "pyarrow", "numpy")
 # Every widget of the Overview that holds a number, a badge or a line about the trace (the step
 # curve is left out: from a summary it is parsed after the first paint, and plotted the same way).
 SHOWN = ("breadcrumb", "modeled-badge", "identity", "warnings-count", "phases", "model-level", "ceilings",
-         "sources", "findings", "gap")
+         "sources", "findings", "gap", "comm")
 
 
 @pytest.fixture(autouse=True)
@@ -89,15 +89,15 @@ def _overview_text(path: Path, hold_rows: bool) -> tuple[dict, bool]:
 
 def _cases(tmp_path: Path) -> list[tuple[Path, bool]]:
     """(trace written without a summary, whether it is modeled): plain; counters, modeled and names
-    that need escaping; calibrated (both ceilings); with the file's own warnings; a committed sample
-    (a whole Llama decode)."""
+    that need escaping; calibrated (both ceilings); with the file's own warnings; with communication;
+    a committed sample (a whole Llama decode)."""
     sample = tmp_path / SAMPLE.name
     shutil.copy(SAMPLE, sample)
     warned = write_trace(tmp_path / "warned.parquet", _events(counters=False, weird_names=False),
                          {**_meta(modeled=False), "warnings": ["the profiler dropped 3 events", "clock skew [b]x[/b]"]})
     return [(small_trace(tmp_path, name="plain.parquet"), False),
             (small_trace(tmp_path, counters=True, modeled=True, weird_names=True, name="odd.parquet"), True),
-            (calibrated_trace(tmp_path), False), (warned, False), (sample, True)]
+            (calibrated_trace(tmp_path), False), (warned, False), (comm_trace(tmp_path), False), (sample, True)]
 
 
 @pytest.fixture
@@ -121,6 +121,7 @@ def test_the_overview_from_the_summary_is_the_computed_one(tmp_path, preview_all
         assert ("ceilings" in stored) == (path.name == "calibrated.parquet"), path
         if path.name == "warned.parquet":
             assert stored["warnings-count"][0].strip().startswith("▲ 2 warnings"), stored["warnings-count"]
+        assert ("comm" in stored) == (path.name == "comm.parquet"), path
 
 
 CHILD = r"""

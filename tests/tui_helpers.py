@@ -152,3 +152,20 @@ def calibrated_trace(tmp_path: Path, name: str = "calibrated.parquet") -> Path:
     path = Path(tmp_path) / name
     write_trace(path, _events(counters=True, weird_names=False), meta)
     return path
+
+
+NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
+
+
+def comm_trace(tmp_path: Path, name: str = "comm.parquet") -> Path:
+    """`small_trace` with an all-reduce on its own stream beside every other decode step's first
+    kernel (partly hidden by it): the Overview's communication table."""
+    rows = _events(counters=False, weird_names=False)
+    firsts = [r for r in rows if r["kind"] == "kernel" and r["path"].startswith("decode")
+              and r["path"].endswith("layer=0/attn")][::2]
+    for r in firsts:
+        rows.append({**r, "name": NCCL, "stream": 9, "start_ns": r["start_ns"] + 2_000, "dur_ns": 20_000,
+                     "model_flops": None, "model_bytes": None})
+    path = Path(tmp_path) / name
+    write_trace(path, rows, _meta(modeled=False))
+    return path

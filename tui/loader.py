@@ -2,8 +2,9 @@
 
 Runs in a thread worker (blocking pyarrow/pandas work). Opening itself (any format, a run directory,
 the stored summary and when it answers) is `collectors.open`'s, as for `rooftop report`; this module
-adds what the screens need of it: the footer's preview, the Overview's shape of a stored summary,
-and which tables are computed before the first paint. Never imports torch (the readers don't).
+adds what the screens need of it: the footer's preview, the Overview's data of what is at hand (a
+stored summary or an Analysis, one shape: rooftop/present/overview.py), and which tables are
+computed before the first paint. Never imports torch (the readers don't).
 
 The Overview paints the identity first; its own worker then computes the phase table and after it
 the rest (findings, gap, ranks), and other screens compute theirs when they open. A small
@@ -16,22 +17,21 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable
 
 # pandas, pyarrow and rooftop.trace (which imports both) are imported in the functions that use
 # them, never with this module: a trace with a current stored summary paints the Overview's
 # numbers from the footer before either is imported (imports longer than that paint, holding
 # the GIL it needs), and the rows load after that paint.
-if TYPE_CHECKING:
-    import pandas as pd
+from rooftop.present.overview import REST_TABLES, OverviewData
 
-    from rooftop.present.summary import Stored
+if TYPE_CHECKING:
     from rooftop.trace import Trace
 
 # Timed rows below which everything the Overview shows is computed before the first paint.
 WARM_ALL_BELOW = 50_000
 # `Analysis` cached properties the Overview reads after its first paint (its worker computes them).
-OVERVIEW_REST = ("findings", "gap", "rank_phases", "rank_steps", "warnings")
+OVERVIEW_REST = REST_TABLES
 
 
 # Rows from which a rooftop Parquet trace is previewed from its footer while its events load: below,
@@ -53,73 +53,6 @@ class TraceHead:
         return Path(self.path).name  # as `Trace.label` names a file
 
 
-@dataclass(frozen=True)
-class StoredGpu:
-    name: str
-
-
-@dataclass(frozen=True)
-class StoredPeaks:
-    """The device peaks the summary was computed with (its `device` section), under the names
-    `rooftop.hardware.gpus.Peaks` gives them: what the Overview's sources line and ceilings read."""
-
-    source: str | None
-    reason: str | None
-    gpu: StoredGpu | None
-    flops: float | None
-    bw: float | None
-    datasheet_flops: float | None
-    datasheet_bw: float | None
-    measured_flops: float | None
-    measured_bw: float | None
-
-    @classmethod
-    def of(cls, device: dict) -> "StoredPeaks":
-        datasheet, measured = device.get("datasheet") or {}, device.get("measured") or {}
-        return cls(device.get("peaks_source"), device.get("peaks_reason"),
-                   StoredGpu(device["matched"]) if device.get("matched") is not None else None,
-                   device.get("peak_flops"), device.get("peak_bw"), datasheet.get("flops"), datasheet.get("bw"),
-                   measured.get("flops"), measured.get("bw"))
-
-
-class StoredFinding(NamedTuple):
-    """A finding of the stored summary (`rooftop.analysis.Finding`'s fields the Overview reads)."""
-
-    id: str
-    severity: str
-    title: str
-    detail: str
-
-
-class StoredOverview:
-    """What the Overview shows, from the trace's stored summary (rooftop/present/summary.py), under the names
-    an Analysis gives them: phases, steps, findings, gap, warnings, peaks, identity. Only a current
-    summary of a single file gets here, so there are no ranks and no `--model`. The tables are
-    the summary's records (lists of dicts, as `report --json` prints them), not DataFrames: the
-    Overview paints them before pandas is imported."""
-
-    def __init__(self, stored: "Stored", trace: TraceHead) -> None:
-        report = stored.report
-        self.version = stored.version
-        self.trace = trace
-        self.identity = stored_identity(report)
-        self.peaks = StoredPeaks.of(report["device"])  # the same peaks the numbers were computed with
-        self.model = None
-        self.phases = report["phases"]
-        self.steps = None  # 4 MB of JSON at 1M kernels: parsed after the first paint (`load_steps`)
-        self._stored = stored
-        self.gap = report["gap"] or None
-        self.findings = [StoredFinding(*(f[k] for k in StoredFinding._fields)) for f in report["findings"]]
-        self.warnings = list(stored.warnings)
-        self.rank_phases = self.rank_steps = None
-
-    def load_steps(self) -> "pd.DataFrame":
-        """The per-step table for the step curve (blocking: call from a worker)."""
-        import pandas as pd
-
-        return pd.DataFrame(self._stored.bulk_values("steps"))
-
-
 def stored_identity(report: dict) -> dict:
     """`Analysis.identity`'s keys the screens read, from a report document: its identity lines
     (made by `rooftop.analysis.trace_identity` when the summary was) and the trace's flags."""
@@ -134,7 +67,7 @@ class Preview:
     the Overview's identity lines and breadcrumb need. Stands in for the Analysis until it comes.
     `stored`: the Overview's numbers from a current stored summary, else None."""
 
-    stored: StoredOverview | None = None
+    stored: OverviewData | None = None
 
     def __init__(self, trace: "Trace | TraceHead", identity: dict, rows: int) -> None:
         self.trace = trace
@@ -172,7 +105,7 @@ def _preview_of_summary(path: str, footer: Any) -> Preview | None:
         report = stored.report
         identity = {**stored_identity(report), "counters": None}  # as before the rows are read
         out = Preview(TraceHead(path, identity["modeled"]), identity, footer.num_rows)
-        out.stored = StoredOverview(stored, out.trace)
+        out.stored = OverviewData.of_stored(stored)
         return out
     except Exception:  # a summary is a cache: whatever is wrong with it, the analysis answers instead
         return None
@@ -234,6 +167,14 @@ def _preview_of_rows(path: str, footer: Any) -> Preview | None:
 class ImportCancelled(Exception):
     """Raised from the progress callback when the user cancelled the import (Esc): it unwinds the
     reader, which catches only its own format's errors."""
+
+
+def overview_data(a: Any) -> OverviewData:
+    """What the Overview can show of `a` now: a Preview's stored summary (or nothing but the
+    identity, until the rows are in), or what an Analysis has computed."""
+    if isinstance(a, Preview):
+        return a.stored if a.stored is not None else OverviewData()
+    return OverviewData.of_analysis(a)
 
 
 def warm_overview_rest(a: Any) -> None:

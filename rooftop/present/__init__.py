@@ -2,4 +2,5 @@
 (`rooftop diff` in words), `columns` (every published column, declared once), `format` (numbers
 with units; unknown is a dash), `text` and `apart` (trace text made printable, names cut without
 losing what tells them apart), `hints` (what would fill an empty column), `perfetto` (the export),
-and `summary` (the report document stored in a trace's footer, read back without pandas)."""
+`summary` (the report document stored in a trace's footer, read back without pandas), and
+`overview` (what the Overview shows, one shape from a stored summary or an analysis)."""

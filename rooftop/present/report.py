@@ -169,7 +169,7 @@ def report_dict(a: Analysis, top: int = 10, keys: tuple[str, ...] | None = None,
     """The report document (`rooftop report --json`); `keys`: only these sections, in the same order
     (the text report asks for `TEXT_KEYS`, and skips the per-step lists and by-name groups); `skip`:
     all sections but these."""
-    sections = _sections(a, top)
+    sections = _sections(a, top, keys)
     return {k: f() for k, f in sections.items() if (keys is None or k in keys) and k not in skip}
 
 
@@ -179,8 +179,14 @@ def section_names(a: Analysis) -> list[str]:
     return list(_sections(a, 10))
 
 
-def _sections(a: Analysis, top: int) -> dict:
-    """Each section of the report document, as a function that computes it, in the document's order."""
+def _sections(a: Analysis, top: int, keys: tuple[str, ...] | None = None) -> dict:
+    """Each section of the report document, as a function that computes it, in the document's order.
+    `keys`: the sections asked for (None: all); whether a section that is not asked for exists is
+    not decided, since deciding computes its table (the Overview asks for a few, before the rest)."""
+
+    def asked(*names: str) -> bool:
+        return keys is None or any(n in keys for n in names)
+
     t = a.trace
     p = a.peaks
     timed = a.timed
@@ -224,15 +230,16 @@ def _sections(a: Analysis, top: int) -> dict:
         "top_groups": lambda: top_groups(a, top),
         "model_phases": lambda: model_phases(a),
     }
-    if a.devices is not None:  # one rank driving several GPUs: each device's own figures (per_device.py)
+    if asked("devices", "devices_note") and a.devices is not None:  # one rank driving several GPUs: each device's own figures (per_device.py)
         sections["devices"] = lambda: records(a.devices, DEVICE_KEYS)
         sections["devices_note"] = lambda: a.devices_note
-    sections.update(wait_sections(a, top))
-    if a.rank_steps is not None:
+    if asked(*WAIT_SECTIONS):
+        sections.update(wait_sections(a, top))
+    if asked("ranks") and a.rank_steps is not None:
         sections["ranks"] = lambda: {
             "phases": records(a.rank_phases, ("rank",) + PHASE_KEYS),
             "steps": records(a.rank_steps, RANK_STEP_KEYS)}
-    if a.has_counters:
+    if asked("stalls") and a.has_counters:
         def stall_shares():
             sh = a.stalls("phase")
             return {str(ph): {k: _clean(v) for k, v in row.items()} for ph, row in sh.iterrows()} if sh is not None else None
@@ -255,6 +262,10 @@ IDLE_KEYS = ("rank", "device", "phase", "step", "span_ns", "idle_ns", "launch_ga
     f"{c}_{x}" for x in ("ns", "frac") for c in ("comm", "copies", "edge", "launch", "sync", "host", "other"))
 COMM_KEYS = ("rank", "device", "phase", "step", "comm_ns", "compute_ns", "overlapped_ns", "exposed_ns",
              "exposed_frac", "span_ns", "exposed_share")
+# The `comm` section's per-device table (`Analysis.comm_devices`), which the Overview also shows.
+COMM_DEVICE_KEYS = ("rank", "device", "steps") + COMM_KEYS[4:]
+# The sections `wait_sections` may give.
+WAIT_SECTIONS = ("idle", "idle_phases", "idle_gaps", "comm", "layers", "copies")
 GAP_LIST_KEYS = ("rank", "device", "phase", "step", "start_ns", "dur_ns", "main", "cause", "what",
                  "comm_ns", "copies_ns", "idle_ns")
 
@@ -272,7 +283,7 @@ def wait_sections(a: Analysis, top: int) -> dict:
         from rooftop.analysis import comm as comm_
         out["comm"] = lambda: {
             "steps": records(a.overlap.table(), COMM_KEYS),
-            "devices": records(a.comm_devices, ("rank", "device", "steps") + COMM_KEYS[4:]),
+            "devices": records(a.comm_devices, COMM_DEVICE_KEYS),
             "top_exposed": records(comm_.top_exposed(a.overlap.collectives(), top),
                                    ("rank", "device", "phase", "step", "name", "calls", "dur_ns", "exposed_ns", "bytes")),
             "stragglers": records(a.rank_steps, ("phase", "step", "straggler", "spread")) if a.rank_steps is not None else None}

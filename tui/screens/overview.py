@@ -14,10 +14,11 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from rooftop.present.columns import GAP, PHASES, RANK_PHASES, RANK_STEPS
-from rooftop.present.format import fmt_bounded, fmt_ns, fmt_num, fmt_pct, fmt_rate, fmt_tera, is_unknown
+from rooftop.present.format import fmt_bounded, fmt_ns, fmt_pct, fmt_rate, fmt_tera, is_unknown
+from rooftop.present.overview import OverviewData
 from rooftop.present.render import is_integrity
 
-from tui.loader import Preview, overview_ready, phases_ready, warm_overview_rest
+from tui.loader import Preview, overview_data, warm_overview_rest
 from tui.widgets.breadcrumb import MODELED, RooftopScreen
 from tui.widgets.text import safe_text, sanitize
 from tui.workers import HEAVY, post_if_current
@@ -26,8 +27,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 # Nothing here imports pandas at module level: a trace with a current stored summary is painted
-# from the summary's records (lists of dicts) before pandas is imported; an Analysis' tables are
-# DataFrames. Every table below reads either (`_records`).
+# from the summary's records (lists of dicts) before pandas is imported. What the screen shows is
+# one shape, `OverviewData` (rooftop/present/overview.py), whether it came from the stored summary
+# or from the Analysis: every table below reads its records.
 
 _SEVERITY_MARK = {"bad": "✖", "warn": "▲", "info": "•"}
 
@@ -50,14 +52,14 @@ class StyledStatic(Static):
 class PhaseTable(StyledStatic):
     """Per-phase figures as a Rich table: time, tokens/s, TFLOP/s, TB/s, MFU, MBU, bound."""
 
-    def __init__(self, phases: pd.DataFrame | list[dict], **kwargs) -> None:
+    def __init__(self, phases: list[dict], **kwargs) -> None:
         super().__init__(**kwargs)
         self.phases = phases
 
     def on_mount(self) -> None:
         table = Table(box=None, pad_edge=False, expand=False, header_style="bold")
         _add_columns(table, PHASES.pick("phase", "span_ns", "tokens_per_s", "tflops", "tbps", "mfu", "mbu", "bound"))
-        for r in _records(self.phases):
+        for r in self.phases:
             phase, bound = r.get("phase"), r.get("bound")
             table.add_row(
                 safe_text(phase, self.style_of(f"phase--{phase}")), fmt_ns(r.get("span_ns")),
@@ -73,44 +75,33 @@ class PhaseTable(StyledStatic):
         self.update(table)
 
 
-def _records(table: pd.DataFrame | list[dict]) -> list[dict]:
-    """A table's rows as dicts: an Analysis' DataFrame, or a stored summary's records as they are."""
-    return table if isinstance(table, list) else table.to_dict("records")
-
-
-def sources_line(a) -> str:
+def sources_line(v: OverviewData) -> str:
     """Where the bytes and the peaks came from, e.g. `bytes: model (no counters) · peaks: datasheet H100 SXM (...)`."""
-    srcs = sorted({s for r in _records(a.phases) if not is_unknown(s := r.get("bytes_source"))})
-    counters = bool(a.identity.get("counters"))
+    srcs = sorted({s for r in v.phases if not is_unknown(s := r.get("bytes_source"))})
+    counters = v.counters
     if not srcs:
         bytes_part = "bytes: unknown"
     else:
         src = srcs[0] if len(srcs) == 1 else "mixed"
         bytes_part = f"bytes: {src}" + ("" if counters else " (no counters)")
-    p = a.peaks
+    p = v.peaks
     if p.source is None:
         peaks_part = f"peaks: unknown ({p.reason or 'device not recognised'})"
     else:
-        gpu = f" {p.gpu.name}" if getattr(p, "gpu", None) is not None else ""
+        gpu = f" {p.gpu}" if p.gpu is not None else ""
         peaks_part = (f"peaks: {p.source}{gpu} ({fmt_rate(p.flops, 'FLOP/s')} bf16, {fmt_rate(p.bw)})"
                       f" · MBU/MFU columns use the {p.source} peaks")
     return f"{bytes_part} · {peaks_part}"
 
 
-def has_both_ceilings(a) -> bool:
-    """A calibrated trace: both datasheet and measured ceilings known, so both percentages mean something."""
-    p = a.peaks
-    return bool((p.measured_bw or p.measured_flops) and (p.datasheet_bw or p.datasheet_flops))
-
-
-def ceilings_table(phases: pd.DataFrame | list[dict]) -> Table:
+def ceilings_table(phases: list[dict]) -> Table:
     """Per phase, MBU and MFU against both ceilings (decode: MBU 79.8% of datasheet, 99.8% of measured)."""
     table = Table(box=None, pad_edge=False, header_style="bold")
     pairs = PHASES.pick("mbu_datasheet", "mbu_measured", "mfu_datasheet", "mfu_measured")
     table.add_column(PHASES["phase"].label, justify="left", no_wrap=True)
     for i, c in enumerate(pairs):  # `MBU of datasheet`, `of measured`: each pair reads as one
         table.add_column(c.label if i % 2 == 0 else c.label.split(" ", 1)[1], justify="right", no_wrap=True)
-    for r in _records(phases):
+    for r in phases:
         table.add_row(safe_text(r.get("phase")), *(c.format(r.get(c.key)) for c in pairs))
     return table
 
@@ -125,12 +116,11 @@ def _add_columns(table: Table, columns) -> None:
         table.add_column(c.label, justify="left" if c.kind == "text" else "right", no_wrap=True)
 
 
-def gap_table(gap: pd.DataFrame | list[dict]) -> Table:
+def gap_table(records: list[dict]) -> Table:
     """Measured time = ideal + slow kernels + extra bytes + launch gaps + unmodeled, one column per phase
     (time and share of the measured time), so the sum reads top to bottom at any width."""
     table = Table(box=None, pad_edge=False, header_style="bold")
     table.add_column("", no_wrap=True)
-    records = _records(gap)
     for r in records:
         table.add_column(safe_text(r.get("phase")), justify="right", no_wrap=True)
     table.add_row(GAP["measured_ns"].label, *(fmt_ns(r.get("measured_ns")) for r in records))
@@ -147,23 +137,23 @@ def gap_table(gap: pd.DataFrame | list[dict]) -> Table:
     return table
 
 
-def comm_table(devices: pd.DataFrame) -> Table:
+def comm_table(devices: list[dict]) -> Table:
     """Per rank and device: communication kernel time, the part compute hid, the exposed rest."""
     table = Table(box=None, pad_edge=False, header_style="bold")
     for label in ("rank", "device", "comm", "overlapped", "exposed", "exposed %", "of time"):
         table.add_column(label, justify="right", no_wrap=True)
-    for r in devices.to_dict("records"):
+    for r in devices:
         table.add_row("—" if r["rank"] < 0 else str(int(r["rank"])), "—" if r["device"] < 0 else str(int(r["device"])),
                       fmt_ns(r["comm_ns"]), fmt_ns(r["overlapped_ns"]), fmt_ns(r["exposed_ns"]),
                       fmt_pct(r["exposed_frac"], 0), fmt_pct(r["exposed_share"], 0))
     return table
 
 
-def rank_phase_table(rank_phases: pd.DataFrame) -> Table:
+def rank_phase_table(rank_phases: list[dict]) -> Table:
     """Per rank and phase: time, MBU, MFU, TB/s."""
     table = Table(box=None, pad_edge=False, header_style="bold")
     _add_columns(table, RANK_PHASES.pick("rank", "phase", "span_ns", "mbu", "mfu", "tbps"))
-    for r in rank_phases.to_dict("records"):
+    for r in rank_phases:
         table.add_row(str(r["rank"]), safe_text(r.get("phase")), fmt_ns(r.get("span_ns")), fmt_pct(r.get("mbu")),
                       fmt_pct(r.get("mfu")), fmt_tera(r.get("tbps"), "TB/s"))
     return table
@@ -172,12 +162,13 @@ def rank_phase_table(rank_phases: pd.DataFrame) -> Table:
 WORST_STEPS = 5
 
 
-def spread_table(rank_steps: pd.DataFrame, n: int = WORST_STEPS) -> Table:
+def spread_table(rank_steps: list[dict], n: int = WORST_STEPS) -> Table:
     """The steps whose time differs most between ranks, with the slowest (straggler) rank."""
     table = Table(box=None, pad_edge=False, header_style="bold")
     _add_columns(table, RANK_STEPS.pick("phase", "step", "min_ns", "median_ns", "max_ns", "spread", "straggler"))
-    worst = rank_steps.sort_values("spread", ascending=False, kind="stable").head(n)
-    for r in worst.to_dict("records"):
+    # widest first, unknown last, ties in their order (pandas' stable descending sort)
+    worst = sorted(rank_steps, key=lambda r: (is_unknown(r.get("spread")), -(r.get("spread") or 0)))[:n]
+    for r in worst:
         table.add_row(safe_text(r.get("phase")), str(r["step"]), fmt_ns(r.get("min_ns")), fmt_ns(r.get("median_ns")),
                       fmt_ns(r.get("max_ns")), fmt_pct(r.get("spread")), f"rank {r['straggler']}")
     return table
@@ -188,60 +179,72 @@ class OverviewScreen(RooftopScreen):
     EXPORT_NAME = "overview"
 
     def export_frame(self) -> pd.DataFrame | None:
-        return None if isinstance(self.analysis, Preview) else self.analysis.phases
+        return None if isinstance(self.analysis, Preview) else self.analysis.phases  # (a table: the Analysis')
 
+    @dataclass
     class PhasesReady(Message):
         """The Overview's worker computed the phase table."""
+
+        view: OverviewData
 
     @dataclass
     class RestReady(Message):
         """The Overview's worker computed findings, gap and ranks."""
 
-        gap: pd.DataFrame | None
+        view: OverviewData
 
+    @dataclass
     class Warmed(Message):
         """The Analysis computed behind an Overview painted from the stored summary."""
 
+        view: OverviewData
+
     @dataclass
-    class StoredSteps(Message):
+    class StepsLoaded(Message):
         """The stored summary's per-step table, parsed after the first paint."""
 
         steps: pd.DataFrame
 
-    # The Overview's numbers from the trace's stored summary (tui.loader.StoredOverview) while the
-    # rows load; kept until the Analysis has computed the same numbers itself.
-    stored = None
+    # What the screen shows below the identity, in one shape (rooftop.present.overview): from the
+    # trace's stored summary while the rows load, kept until the Analysis has computed the same
+    # numbers; else from the Analysis, as far as its workers have computed it.
+    view: OverviewData = OverviewData()
+
+    @property
+    def stored(self) -> OverviewData | None:
+        """The view while it is the stored summary's, else None."""
+        return self.view if self.view.version is not None else None
 
     def compose_body(self) -> ComposeResult:
         a = self.analysis
         ident = a.identity
-        self._phases_shown = not isinstance(a, Preview) and phases_ready(a)
+        v = self.view = overview_data(a)
+        self._phases_shown = v.phases is not None
         with VerticalScroll(id="overview-body"):
             if ident.get("modeled"):
                 yield Static(MODELED, id="modeled-badge", classes="modeled-badge")
             yield Static(self._identity_text(ident), id="identity")
-            if isinstance(a, Preview) and a.stored is not None:
-                # A current stored summary: every number at once, the rows load behind it.
-                self.stored = a.stored
-                yield Static(self._warnings_line(), id="warnings-count")
-                yield from self._phases(a.stored)
-                yield from self._rest(a.stored.gap, a.stored)
-                yield Static(f"from the stored summary (analysis v{a.stored.version}) · loading {a.rows:,} events"
-                             " for the other screens …", id="overview-pending", classes="muted")
-                return
             yield Static(self._warnings_line(), id="warnings-count")
-            if isinstance(a, Preview):  # only the footer is read: the app calls `attach` when the rows are
-                yield Static(f"loading {a.rows:,} events …", id="overview-pending", classes="muted")
-                return
             # A big trace paints in stages, each as soon as its worker has it (identity comes with
-            # the load); a small one was analysed whole by the loader and paints at once.
-            if phases_ready(a):
-                yield from self._phases()
-                if overview_ready(a):
-                    yield from self._rest(a.gap)
-                    return
-            yield Static("computing the phase table, findings, gap to ideal, step curve …",
-                         id="overview-pending", classes="muted")
+            # the load); a small one was analysed whole by the loader, and a current stored summary
+            # has every number: both paint at once.
+            if v.phases is not None:
+                yield from self._phases(v)
+                if v.complete:
+                    yield from self._rest(v)
+            pending = self._pending_text()
+            if pending is not None:
+                yield Static(pending, id="overview-pending", classes="muted")
+
+    def _pending_text(self) -> str | None:
+        """What is still coming: the rows (only the footer is read: the app calls `attach` when
+        they are in), or the rest of the analysis; None when nothing is."""
+        a, v = self.analysis, self.view
+        if isinstance(a, Preview):
+            if v.version is not None:  # a current stored summary: every number at once, the rows behind it
+                return f"from the stored summary (analysis v{v.version}) · loading {a.rows:,} events for the other screens …"
+            return f"loading {a.rows:,} events …"
+        return None if v.complete else "computing the phase table, findings, gap to ideal, step curve …"
 
     def attach(self, analysis) -> None:
         """The loaded Analysis, replacing the Preview this screen was painted from: compute the rest
@@ -252,6 +255,7 @@ class OverviewScreen(RooftopScreen):
                 pending.remove()
             self._warm_behind()
         elif self.is_mounted:  # else `on_mount`, still to come, finds the Analysis and starts the same
+            self.view = overview_data(analysis)  # (its warnings: the file's own until the rest is in)
             self._refresh_warnings()
             self._start_rest()
 
@@ -259,21 +263,21 @@ class OverviewScreen(RooftopScreen):
     def _warm_behind(self) -> None:
         with HEAVY:
             warm_overview_rest(self.analysis)
-            if post_if_current(self, self.Warmed()):
+            if post_if_current(self, self.Warmed(overview_data(self.analysis))):
                 self.analysis.groups(by="short_name")  # the Kernels screen's table, ready before `3` is pressed
 
     @work(thread=True, exit_on_error=False, group="overview-steps", description="stored steps")
-    def _stored_steps(self) -> None:
+    def _load_steps(self) -> None:
         from tui.widgets import steps_plot  # noqa: F401  (plotext: imported here, off the UI thread)
 
         try:
-            steps = self.stored.load_steps()
+            steps = self.view.load_steps()
         except (ValueError, AttributeError):
             return  # damaged stored steps: the curve comes with the analysis' own once computed
-        post_if_current(self, self.StoredSteps(steps))
+        post_if_current(self, self.StepsLoaded(steps))
 
-    @on(StoredSteps)
-    async def _show_stored_steps(self, message: StoredSteps) -> None:
+    @on(StepsLoaded)
+    async def _show_loaded_steps(self, message: StepsLoaded) -> None:
         if not self.query("#step-curve"):
             pending = self.query("#overview-pending")
             await self.query_one("#overview-body", VerticalScroll).mount(
@@ -281,20 +285,20 @@ class OverviewScreen(RooftopScreen):
 
     @on(Warmed)
     async def _warmed(self, message: Warmed) -> None:
-        self.stored = None  # the Analysis has the same numbers now: the warnings line reads them
+        self.view = message.view  # the Analysis' (the same numbers): the warnings line reads them
         self._refresh_warnings()
         if not self.query("#step-curve"):
-            await self.query_one("#overview-body", VerticalScroll).mount(_steps_plot(self.analysis.steps))
+            await self.query_one("#overview-body", VerticalScroll).mount(_steps_plot(self.view.steps))
 
     def on_mount(self) -> None:
         self._refresh_warnings()
-        if self.stored is not None:
-            self.call_after_refresh(self._stored_steps)  # the step curve, after the first paint
+        if self.view.steps_to_load:
+            self.call_after_refresh(self._load_steps)  # the step curve, after the first paint
         if self.stored is not None and not isinstance(self.analysis, Preview):
             self._warm_behind()  # the rows came before the first mount
         elif isinstance(self.analysis, Preview):
             self.call_after_refresh(self.analysis.shown.set)  # the load thread starts now
-        elif not overview_ready(self.analysis):
+        elif not self.view.complete:
             # Start after the first paint has reached the terminal: pandas in a thread holds the GIL
             # for long stretches, and would delay the paint (and a first key press) by up to a second.
             self.call_after_refresh(self.set_timer, 0.05, self._start_rest)
@@ -311,34 +315,32 @@ class OverviewScreen(RooftopScreen):
         with HEAVY:
             if not self._phases_shown:
                 a.phases
-                if not post_if_current(self, self.PhasesReady()):
+                if not post_if_current(self, self.PhasesReady(overview_data(a))):
                     return
             warm_overview_rest(a)
-            if not post_if_current(self, self.RestReady(a.gap)):
+            if not post_if_current(self, self.RestReady(overview_data(a))):
                 return
             a.groups(by="short_name")  # the Kernels screen's table, ready before `3` is pressed
 
     @on(PhasesReady)
     async def _show_phases(self, message: PhasesReady) -> None:
+        self.view = message.view
         pending = self.query_one("#overview-pending", Static)
-        await self.query_one("#overview-body", VerticalScroll).mount_all(list(self._phases()), before=pending)
+        await self.query_one("#overview-body", VerticalScroll).mount_all(list(self._phases(message.view)),
+                                                                         before=pending)
         pending.update("computing findings, gap to ideal, step curve …")
         self._phases_shown = True
 
     def _warnings_line(self) -> Text:
         """`▲ 3 warnings (w: list)` once known; the file's own warnings before the analysis' are in."""
-        a = self.analysis
-        if self.stored is not None:
-            items = self.stored.warnings
-        elif isinstance(a, Preview):
+        items = self.view.warnings
+        if items is None:  # (only the footer is read)
             return Text("")
-        else:
-            items = a.warnings if overview_ready(a) else a.trace_warnings
         if not items:
             return Text("no warnings (w: list)", "dim")
         t = Text(f"▲ {len(items)} warning{'s' if len(items) > 1 else ''} (w: list)")
         # what the file lost (truncated, rows dropped) is said here, before any number made from it
-        for msg in [m for m in (i[-1] if isinstance(i, (tuple, list)) else i for i in items) if is_integrity(m)][:2]:
+        for msg in [m for _, m in items if is_integrity(m)][:2]:
             t.append("\n  the file: ")
             t.append_text(safe_text(str(msg)))
         return t
@@ -346,18 +348,14 @@ class OverviewScreen(RooftopScreen):
     def _refresh_warnings(self) -> None:
         line = self.query_one("#warnings-count", Static)
         line.update(self._warnings_line())
-        a = self.analysis
-        if self.stored is not None:
-            has = bool(self.stored.warnings)
-        else:
-            has = not isinstance(a, Preview) and bool(a.warnings if overview_ready(a) else a.trace_warnings)
-        line.set_class(has, "has-warnings")
+        line.set_class(bool(self.view.warnings), "has-warnings")
 
     @on(RestReady)
     async def _show_rest(self, message: RestReady) -> None:
+        self.view = message.view
         self._refresh_warnings()
         body = self.query_one("#overview-body", VerticalScroll)
-        await body.mount_all(list(self._rest(message.gap)))
+        await body.mount_all(list(self._rest(message.view)))
         await self.query_one("#overview-pending").remove()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -367,43 +365,36 @@ class OverviewScreen(RooftopScreen):
             for pending in self.query("#overview-pending"):
                 pending.update(safe_text(f"cannot compute the rest of the overview ({type(err).__name__}: {err})"))
 
-    def _phases(self, a=None):
-        """The phase table, the ceilings, where bytes and peaks came from (of the Analysis, or of
-        the stored summary)."""
-        a = a if a is not None else self.analysis
-        yield PhaseTable(a.phases, id="phases")
-        if a.model is not None and a.model.source != "trace metadata":  # `--model`: the model-level headline
-            from rooftop.present.report import model_lines
+    def _phases(self, v: OverviewData):
+        """The phase table, the ceilings, where bytes and peaks came from."""
+        yield PhaseTable(v.phases, id="phases")
+        if v.model_lines:  # `--model`: the model-level headline
+            yield Static(Text("\n".join(v.model_lines)), id="model-level")
+        if v.peaks.both_ceilings and len(v.phases):
+            yield Static(ceilings_table(v.phases), id="ceilings")
+        yield Static(safe_text(sources_line(v)), id="sources", classes="muted")  # may quote the device name
 
-            yield Static(Text("\n".join(model_lines(a))), id="model-level")
-        if has_both_ceilings(a) and len(a.phases):
-            yield Static(ceilings_table(a.phases), id="ceilings")
-        yield Static(safe_text(sources_line(a)), id="sources", classes="muted")  # may quote the device name
-
-    def _rest(self, gap: pd.DataFrame | list[dict] | None, a=None):
+    def _rest(self, v: OverviewData):
         """The widgets below the sources line: rank note, findings, gap, ranks, step curve."""
-        a = a if a is not None else self.analysis
-        ranks = a.trace.ranks
-        if len(ranks) > 1 and a.rank_phases is not None:
+        ranks = v.ranks
+        if len(ranks) > 1 and v.rank_phases is not None:
             yield Static(f"phase table: rank {ranks[0]} of {len(ranks)}; every rank below", classes="muted")
         yield Static("Findings", classes="section-title")
-        yield Findings(a.findings, id="findings")
-        if gap is not None and len(gap):
+        yield Findings(v.findings, id="findings")
+        if v.gap:
             yield Static("Gap to ideal (where the measured time goes)", classes="section-title")
-            yield Static(gap_table(gap), id="gap")
-        computed = getattr(a, "is_computed", None)  # (a stored summary has no such table)
-        comm = a.comm_devices if computed is not None and computed("comm_devices") else None  # (findings made it)
-        if comm is not None and len(comm):
+            yield Static(gap_table(v.gap), id="gap")
+        if v.comm:
             yield Static("Communication (exposed: not hidden by compute on other streams)", classes="section-title")
-            yield Static(comm_table(comm), id="comm")
-        if len(ranks) > 1 and a.rank_phases is not None:
+            yield Static(comm_table(v.comm), id="comm")
+        if len(ranks) > 1 and v.rank_phases is not None:
             yield Static(f"Ranks ({len(ranks)})", classes="section-title")
-            yield Static(rank_phase_table(a.rank_phases), id="rank-phases")
-            if a.rank_steps is not None and len(a.rank_steps):
+            yield Static(rank_phase_table(v.rank_phases), id="rank-phases")
+            if v.rank_steps:
                 yield Static("Rank-to-rank spread of step time (worst steps)", classes="section-title")
-                yield Static(spread_table(a.rank_steps), id="rank-spread")
-        if a.steps is not None:  # (from a stored summary: parsed after the first paint)
-            yield _steps_plot(a.steps)
+                yield Static(spread_table(v.rank_steps), id="rank-spread")
+        if v.steps is not None:  # (from a stored summary: parsed after the first paint)
+            yield _steps_plot(v.steps)
 
     @staticmethod
     def _identity_text(ident: dict) -> Text:
