@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         inflating.done()  # (ended before an interruption's message too)
     try:
-        with _no_cyclic_gc():  # ~0.05 s of collections while pandas and pyarrow load otherwise
+        with _no_cyclic_gc():  # (collections while pandas and pyarrow load cost time otherwise)
             from collectors.readers.importers import run as run_import
 
             if early.waiting():

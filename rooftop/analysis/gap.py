@@ -63,7 +63,7 @@ def _per_kernel(rows: pd.DataFrame, peak_flops, peak_bw, row_peaks: pd.Series | 
     # counted at its own duration: the parts of each kernel always add up to its duration.
     ideal = np.where(modeled, np.minimum(ideal, dur), 0.0)
     extra = np.zeros(len(rows))
-    if counters.any():  # (without counters no kernel has measured bytes: ~40 MB of temporaries at 1M rows saved)
+    if counters.any():  # (without counters no kernel has measured bytes: the temporaries are skipped)
         measured_b = (rows["dram_read"].to_numpy(dtype="float64", na_value=np.nan)
                       + rows["dram_write"].to_numpy(dtype="float64", na_value=np.nan))
         counted = counters & ~np.isnan(measured_b) & modeled

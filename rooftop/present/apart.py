@@ -135,7 +135,7 @@ def fit_apart(names: list[str], width: int) -> dict[str, str]:
     long = [n for n in names if len(n) > width]
     if not long or width < 5:
         return {}
-    if len(long) > MAX_NAMES:  # ~0.4 ms a name: past this, the plain head cut (the caller keeps rows apart)
+    if len(long) > MAX_NAMES:  # (each name costs a search): past this, the plain head cut (the caller keeps rows apart)
         return {n: n[: width - 1] + ELLIPSIS for n in long}
     rivals = _rivals(names, width)
     out = {}

@@ -97,7 +97,7 @@ def _trace_from(held: list, path: str | os.PathLike | None, scrubbed: bool = Fal
     else:
         table, meta, found = scrub_all(table, json_safe(meta, path))
         warnings += found
-        give_back_memory()  # (the dictionaries it unified: ~90 MB of pages at 1M kernels)
+        give_back_memory()  # (the pages of the dictionaries it unified)
     meta, meta_warnings = conform_meta(meta)
     warnings += meta_warnings
     table, dropped = _drop_untimed(table, path)
