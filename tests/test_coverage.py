@@ -140,6 +140,22 @@ def test_memsets_and_copies_never_carry_flops(tmp_path):
     assert not any(str(x).lower().startswith("memset") for x in pts["key"])
 
 
+
+def test_uncounted_kernels_beside_a_copy_have_unknown_flops_not_the_copys_zero(tmp_path):
+    # the copy's 0 FLOPs is known, the kernel's FLOPs are not: the phase's FLOPs are unknown (null),
+    # while a phase where one kernel's FLOPs are known keeps their sum (with its coverage)
+    rows = [k("custom_kernel", 0, 1000, "decode/step=0", model_bytes=1e6),
+            k("Memset (Device)", 1000, 100, "decode/step=0", kind="memset", model_bytes=4096),
+            k("gemm", 2000, 1000, "prefill/step=0", model_flops=1e9, model_bytes=1e6),
+            k("custom_kernel", 3000, 1000, "prefill/step=0", model_bytes=1e6),
+            k("Memset (Device)", 4000, 100, "prefill/step=0", kind="memset", model_bytes=4096)]
+    a = analyze(build(tmp_path, rows))
+    ph = a.phases.set_index("phase")
+    assert math.isnan(ph.loc["decode", "flops"]) and ph.loc["decode", "flops_coverage"] == 0
+    assert ph.loc["prefill", "flops"] == 1e9 and ph.loc["prefill", "flops_coverage"] == pytest.approx(0.5)
+    g = a.groups().set_index("key")
+    assert g.loc[[x for x in g.index if x.lower().startswith("memset")][0], "flops"] == 0
+
 def test_host_copies_are_not_judged_against_hbm(tmp_path):
     rows = [k("Memcpy HtoD (Pinned -> Device)", 0, 10_000, "decode/step=0", kind="memcpy", model_bytes=2.5e8)]
     a = analyze(build(tmp_path, rows))

@@ -155,6 +155,9 @@ def known_sums(rows: pd.DataFrame, gid: np.ndarray, n: int) -> dict[str, np.ndar
            "both_flops": sums.known(f, both), "both_bytes": sums.known(b, both),
            "hbm_known_ns": sums.total(dur, kb & hbm), "hbm_ns": sums.total(dur, hbm),
            "compute_ns": sums.total(dur, compute)}
+    # A copy's 0 FLOPs is known, but a group with compute work none of whose FLOPs are known has
+    # unknown FLOPs, not the copies' 0 (a phase of uncounted kernels and a memcpy read "0 FLOPs")
+    out["flops"] = np.where((out["compute_ns"] > 0) & (out["flops_ns"] == 0), np.nan, out["flops"])
     seen: set[int] = set()
     for k, v in out.items():  # one array per column (a caller may write into one)
         if id(v) in seen:
