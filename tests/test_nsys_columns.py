@@ -175,12 +175,17 @@ def test_damaged_integer_column_is_read_by_sqlite3(tmp_path):
     assert pd.isna(tail["start_ns"].tolist()[1]) and pd.isna(tail["dur_ns"].tolist()[2])
 
 
-def test_make_nsys_copies_shift_time_and_correlation(tmp_path, fixtures_dir):
+def _make_nsys_build():
+    """bench/make_nsys.py's `build` (bench/ is not a package)."""
     sys.path.insert(0, str(ROOT / "bench"))
     try:
         from make_nsys import build
     finally:
         sys.path.remove(str(ROOT / "bench"))
+    return build
+
+def test_make_nsys_copies_shift_time_and_correlation(tmp_path, fixtures_dir):
+    build = _make_nsys_build()
     src = fixtures_dir / "traces" / "extra-p__extrap__tests__data__nsight__concurrent_example__concurrent.s1__profile1.sqlite"
     out = tmp_path / "big.sqlite"
     info = build(src, out, 12 * 4)
@@ -199,11 +204,7 @@ def test_make_nsys_copies_shift_time_and_correlation(tmp_path, fixtures_dir):
 def test_make_nsys_step_ranges_give_a_step_per_range(tmp_path, fixtures_dir):
     """`--step-ranges N`: the source's NVTX ranges become N `decode_step_K` ranges of four layers
     each, on the busiest launching thread; every copy has its own steps."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        from make_nsys import build
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
+    build = _make_nsys_build()
     src = fixtures_dir / "traces" / "extra-p__extrap__tests__data__nsight__concurrent_example__concurrent.s1__profile1.sqlite"
     out = tmp_path / "steps.sqlite"
     info = build(src, out, 12 * 2, steps=3)

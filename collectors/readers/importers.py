@@ -192,8 +192,7 @@ def import_any(src: str | os.PathLike, progress: Progress | None = None, fmt: st
     libraries loaded, for the reader to take over."""
     src = Path(src)
     if fmt is None:
-        fmt = detect(src)
-        _reject(src, fmt)
+        fmt = check_format(src)
     with _reading(src, fmt):
         rows, meta = BY_NAME[fmt].read(src, progress, early)
     return _drop_impossible(rows, meta)
@@ -239,8 +238,7 @@ def convert(src: str | os.PathLike, progress: Progress | None = None, fmt: str |
     dropped or cut. `fmt`, `early`: as for `import_any`."""
     src = Path(src)
     if fmt is None:
-        fmt = detect(src)
-        _reject(src, fmt)
+        fmt = check_format(src)
     rows, meta = import_any(src, progress, fmt, early)
     with _reading(src, fmt):
         if isinstance(rows, pa.Table):
@@ -385,8 +383,7 @@ def run(args: argparse.Namespace, early: EarlyStart | None = None) -> int:
     """`rooftop import` once its arguments are parsed (`import_command.run`, which may have started
     a large Kineto file's workers: `early`)."""
     src = Path(args.src)
-    fmt = detect(src)
-    _reject(src, fmt)
+    fmt = check_format(src)
     out = Path(args.output) if getattr(args, "output", None) else default_output(src, fmt)
     check_output(src, out, directory=fmt == "kineto-dir")
     if fmt != "kineto-dir":
