@@ -8,7 +8,12 @@ ids offset) under bench/out/, then runs, each in a fresh process, in a rotating 
 - `rooftop report FILE.sqlite`: the first look at an export (read, conform, analyse, print);
 - `rooftop import FILE.sqlite -o OUT.parquet`: the import alone, written;
 - `nsys-ai summary FILE.sqlite`: the peer's first summary, its `<file>.nsys-cache*` removed first
-  (it reads the SQLite through DuckDB's sqlite extension and caches Parquet beside the input);
+  (it reads the SQLite through DuckDB's sqlite extension and caches Parquet beside the input). Its
+  mode is read from its stderr, not assumed: where DuckDB cannot load the extension (offline, the
+  extension not where DuckDB looks: bench/README.md), nsys-ai falls back to Python's sqlite3, a
+  different tool in speed and memory, and the row is named for it. `--peer-modes` adds its other
+  modes: `direct` (`NSYS_AI_CACHE_MODE=direct`: DuckDB reading the SQLite in place, no cache) and
+  `fallback` (HOME an empty directory, so DuckDB finds no extension: its sqlite3 path, offline);
 - the floor: the kernel, memcpy, memset, runtime and NVTX columns rooftop reads, read into Arrow
   through the same reader (ADBC SQLite) and nothing else.
 Prints a markdown table (median wall, CPU seconds and peak RSS per tool) and each round's ratios
@@ -76,6 +81,11 @@ def _median(xs):
     return statistics.median(xs) if xs else None
 
 
+def peer_mode(stderr: str) -> str:
+    """How nsys-ai read the export, from what it printed: its sqlite3 fallback says so."""
+    return "sqlite3 fallback" if "falling back to sqlite" in stderr.lower() else "DuckDB"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--src", type=Path, required=True, help="a real nsys SQLite export to scale up")
@@ -85,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="the source's NVTX ranges replaced by N step ranges first (make_nsys.py)")
     p.add_argument("--nsys-ai", default=shutil.which("nsys-ai"), help="the peer's command (nsys-ai 0.3)")
     p.add_argument("--pythonpath", default="", help="prepended to PYTHONPATH for rooftop and the floor")
+    p.add_argument("--peer-modes", default="", help="the peer's other modes too, comma-separated: direct, fallback")
     p.add_argument("--no-sqlite3-floor", dest="sqlite3_floor", action="store_false",
                    help="skip the same read through Python's sqlite3 (the reader without ADBC)")
     p.add_argument("--timeout", type=float, default=600)
@@ -109,22 +120,34 @@ def main(argv: list[str] | None = None) -> int:
         tools["sqlite3 into Arrow"] = ([sys.executable, "-c", FLOOR_SQLITE3, str(big)], None)
     if a.nsys_ai:
         tools["nsys-ai summary"] = ([a.nsys_ai, "summary", str(big)], "peer")
+        modes = {m.strip() for m in a.peer_modes.split(",") if m.strip()}
+        if "direct" in modes:
+            tools["nsys-ai summary, direct"] = ([a.nsys_ai, "summary", str(big)], {"NSYS_AI_CACHE_MODE": "direct"})
+        if "fallback" in modes:
+            home = OUT / "empty-home"
+            home.mkdir(parents=True, exist_ok=True)
+            tools["nsys-ai summary, no extension"] = ([a.nsys_ai, "summary", str(big)], {"HOME": str(home)})
     else:
         print("nsys-ai not found (--nsys-ai): the peer is not run", file=sys.stderr)
     names = list(tools)
     results: dict[str, list] = {n: [] for n in names}
+    peer_modes: dict[str, set] = {n: set() for n in names}
     for r in range(a.rounds):
         order = names[r % len(names):] + names[:r % len(names)]
         for n in order:
             cmd, kind = tools[n]
-            if kind == "peer":
+            if kind is not None:  # the peer: a first run
                 for c in glob.glob(f"{big}*.nsys-cache*") + glob.glob(str(big.with_suffix("")) + "*.nsys-cache*"):
                     shutil.rmtree(c, ignore_errors=True) if os.path.isdir(c) else os.remove(c)
             if parquet.exists() and n == "rooftop import":
                 parquet.unlink()
-            res = run(cmd, timeout_s=a.timeout, mem_gb=a.mem_gb, env=None if kind == "peer" else env)
+            res = run(cmd, timeout_s=a.timeout, mem_gb=a.mem_gb,
+                      env=env if kind is None else (kind if isinstance(kind, dict) else None))
             results[n].append(res)
-            print(f"round {r + 1} {n}: {res.status} {res.wall_s:.1f} s {res.tree_mb:.0f} MB", file=sys.stderr)
+            if kind is not None:
+                peer_modes[n].add(peer_mode(res.stderr))
+            print(f"round {r + 1} {n}: {res.status} {res.wall_s:.1f} s {res.tree_mb:.0f} MB"
+                  f"{f' ({peer_mode(res.stderr)})' if kind is not None else ''}", file=sys.stderr)
             if res.status != "ok":
                 print(res.stderr[-600:], file=sys.stderr)
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
@@ -133,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|")
     for n in names:
         ok = [x for x in results[n] if x.status == "ok"]
-        print(f"| {n} | {_median([x.wall_s for x in ok]) or float('nan'):.1f} | "
+        label = f"{n} [{' / '.join(sorted(peer_modes[n]))}]" if peer_modes[n] else n
+        print(f"| {label} | {_median([x.wall_s for x in ok]) or float('nan'):.1f} | "
               f"{_median([x.cpu_s for x in ok]) or float('nan'):.1f} | "
               f"{_median([x.tree_mb for x in ok]) or float('nan'):.0f} | {len(ok)}/{len(results[n])} |")
     print("\nratios per round (rooftop report / other; below 1: rooftop faster or smaller): min / median / max")

@@ -19,7 +19,8 @@ SWITCHES = {
     "COMPILED": "the Kineto batch decoder in C (collectors/readers/_kineto_fast.c)",
     "MSGSPEC": "msgspec's typed decode of Kineto batches (collectors/readers/_kineto_events.py)",
     "HEAP_TUNING": "glibc's mmap and trim thresholds set for rooftop (rooftop/heap.py)",
-    "THREADS": "column builds and the summary's sections on a second thread (rooftop/trace/paired.py, summary.py)",
+    "THREADS": "column builds, the summary's sections, the report's wait tables and an nsys export's large tables"
+               " on a second thread (rooftop/trace/paired.py, summary.py, report.py, collectors/readers/_nsys_columns.py)",
     "SUMMARY": "answering from a trace's stored summary (rooftop/present/summary.py)",
     "ADBC": "the ADBC SQLite driver for nsys exports (collectors/readers/_nsys_columns.py)",
     "PLAIN_CELLS": "painting plain table cells without Rich's layout (tui/widgets/plain_cells.py)",

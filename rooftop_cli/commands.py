@@ -64,8 +64,10 @@ def cmd_report(args) -> int:
     unsealed: list = []  # a current stored summary without this user's seal: not used, compared
     text = _stored_report(args, unsealed)
     if text is None:
+        from rooftop import heap
         from rooftop.present.render import render_report
         from rooftop.present.report import TEXT_KEYS, report_dict
+        heap.map_from(heap.REPORT_MAP_FROM)  # (a run that ends with its output: rooftop.heap)
         a = _analysis(args.trace, args.peaks, peak_override(args), model_options(args))
         doc = report_dict(a, args.top) if args.json else report_dict(a, args.top, TEXT_KEYS)
         if unsealed:

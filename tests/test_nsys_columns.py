@@ -252,3 +252,59 @@ def test_large_ids_with_nulls_stay_exact(tmp_path, monkeypatch, fast):
     con.close()
     rows, _ = nsys.read_nsys(path)
     assert rows["thread"].tolist()[0] == 77 and pd.isna(rows["thread"].tolist()[1])
+
+
+@pytest.mark.skipif(not HAVE_ADBC, reason="adbc-driver-sqlite not installed")
+def test_tables_read_ahead_give_the_same_rows(fixtures_dir, monkeypatch):
+    """The kernels' second half, the runtime calls and the NVTX ranges fetched on a second
+    connection and thread (`Ahead`) give what one connection reads; `ROOFTOP_THREADS=0` reads
+    nothing ahead."""
+    exports = sorted((fixtures_dir / "traces").glob("*.sqlite"))
+    assert exports
+    started = []
+    real_start = cols.Ahead.start
+    monkeypatch.setattr(cols.Ahead, "start", lambda self, db, table, *a: (started.append(table), real_start(self, db, table, *a)))
+    for path in exports:
+        monkeypatch.delenv("ROOFTOP_THREADS", raising=False)
+        ahead_rows, ahead_meta = nsys.read_nsys(path)
+        monkeypatch.setenv("ROOFTOP_THREADS", "0")
+        assert cols.Ahead(path).pool is None
+        plain_rows, plain_meta = nsys.read_nsys(path)
+        _frames_equal(ahead_rows, plain_rows)
+        assert ahead_meta == plain_meta
+    assert {nsys.KERNEL_LAUNCH[0], nsys.RUNTIME[0], nsys.NVTX[0]} <= set(started)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_kernel_halves_out_of_line_are_read_in_one(tmp_path, monkeypatch, fast):
+    """The kernel table is read as two sets of columns; where a covering index makes SQLite give
+    the second set in another order, the halves do not line up and the table is read in one."""
+    if fast and not HAVE_ADBC:
+        pytest.skip("adbc-driver-sqlite not installed")
+    if not fast:
+        monkeypatch.setattr(nsys, "open_fast", lambda p: None)
+    path = tmp_path / "indexed.sqlite"
+    con = sqlite3.connect(path)
+    table, launch = nsys.KERNEL_LAUNCH[0], nsys.KERNEL_LAUNCH[1]
+    times = [c for c in nsys.KERNEL_TIMES[1] if c not in launch]
+    con.execute(f"CREATE TABLE {table} ({', '.join(f'[{c}] INT' for c in times + launch)})")
+    con.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
+    con.execute("INSERT INTO StringIds VALUES (1, 'k')")
+    # grid x is the kernel's number backwards: an index led by it reads the rows in reverse
+    n = 500
+    every = times + launch
+    rows = [{"start": 1000 * i, "end": 1000 * i + 10, "deviceId": 0, "streamId": 7, "correlationId": i,
+             "demangledName": 1, "shortName": 1, "registersPerThread": 32, "gridX": n - i, "gridY": 1, "gridZ": 1,
+             "blockX": 128, "blockY": 1, "blockZ": 1, "staticSharedMemory": 0, "dynamicSharedMemory": 0}
+            for i in range(n)]
+    con.executemany(f"INSERT INTO {table} ({', '.join(f'[{c}]' for c in every)}) VALUES ({', '.join('?' * len(every))})",
+                    [tuple(r.get(c) for c in every) for r in rows])
+    led_by_grid = launch[2:] + launch[:2]  # (the start and correlation id last)
+    con.execute(f"CREATE INDEX covering ON {table} ({', '.join(f'[{c}]' for c in led_by_grid)})")
+    con.commit()
+    # (the case under test: the second half comes in the index's order, the first in the table's)
+    assert con.execute(f"SELECT {', '.join(f'[{c}]' for c in launch)} FROM {table} LIMIT 1").fetchone()[0] == 1000 * (n - 1)
+    con.close()
+    rows, _ = nsys.read_nsys(path)
+    k = rows[rows["kind"] == "kernel"].sort_values("correlation")
+    assert [g[0] for g in k["grid"]] == [n - i for i in range(n)]

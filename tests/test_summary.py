@@ -390,9 +390,9 @@ def test_the_two_thread_summary_is_the_one_thread_document(tmp_path, monkeypatch
     monkeypatch.setattr(summary, "PAIRED_MIN_ROWS", 0)  # every trace takes the two-thread path here
     original, seen = report.report_dict, []
 
-    def spy(a, top=10, keys=None, skip=()):
+    def spy(a, top=10, keys=None, skip=(), ahead=True):
         seen.append((threading.current_thread().name, keys))
-        return original(a, top, keys, skip)
+        return original(a, top, keys, skip, ahead)
     monkeypatch.setattr(report, "report_dict", spy)  # (`summary._report` imports it when it runs)
     for path in sorted((ROOT / "sample_traces").glob("*.parquet")) + [synthetic(tmp_path)]:
         trace = load_trace(path)

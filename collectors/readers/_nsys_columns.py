@@ -13,6 +13,7 @@ damaged row holds no integer), a text column is a `Text`.
 from __future__ import annotations
 
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,6 +129,8 @@ def ints(col) -> pd.arrays.IntegerArray:
             n = len(col)
             return pd.arrays.IntegerArray(np.zeros(n, np.int64), np.ones(n, dtype=bool))
         col = col.cast(pa.int64())
+        if not col.null_count:  # most columns: the values as they are, no fill and no mask to build
+            return pd.arrays.IntegerArray(np.asarray(col.to_numpy(), dtype=np.int64), np.zeros(len(col), dtype=bool))
         mask = np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         return pd.arrays.IntegerArray(np.asarray(col.fill_null(0).to_numpy(), dtype=np.int64), mask)
     vals = np.asarray(col, dtype=object)
@@ -166,16 +169,52 @@ def open_fast(path: Path):
         return None
 
 
-def fetch(db, fast, table: str, cols: list[str], text: tuple[str, ...] = (), where: str = "") -> dict:
+class Ahead:
+    """Tables fetched ahead, through ADBC on a second connection and thread, while the reader works
+    on the ones it fetched first: the driver steps SQLite without the GIL, so on two cores the
+    runtime and NVTX tables (the largest of a serving capture) cost little beyond the kernels'
+    own fetch. What is asked ahead is checked (its schema, the row budget) on the caller's thread,
+    as `fetch` would; a refused or failed fetch is read again by `fetch` on the caller's
+    connection. Off (nothing fetched ahead) without ADBC or with `ROOFTOP_THREADS=0`."""
+
+    def __init__(self, path: Path):
+        self.con = open_fast(path) if speedups.on("THREADS") else None
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="rooftop-nsys") if self.con is not None else None
+        self.jobs: dict = {}
+
+    def start(self, db, table: str, cols: list[str], text: tuple[str, ...] = (), where: str = "") -> None:
+        if self.pool is None or table not in db.tables:
+            return
+        present = [c for c in cols if c in db.columns(table)]
+        db.check_rows(table)
+        if present:
+            self.jobs[(table, where)] = self.pool.submit(_fetch_adbc, self.con, table, present, text, where)
+
+    def take(self, table: str, where: str) -> dict | None:
+        job = self.jobs.pop((table, where), None)
+        return job.result() if job is not None else None
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.con.close()
+
+
+def fetch(db, fast, table: str, cols: list[str], text: tuple[str, ...] = (), where: str = "",
+          ahead: Ahead | None = None) -> dict:
     """The named columns of a table as {column: Int64 array or, for `text`, raw values (Arrow binary
     or object)}, all null for the columns this schema version lacks; no rows for a missing table.
-    `db` is the sqlite3 reader (`nsys._Db`): its row budget is checked before anything is fetched."""
+    `db` is the sqlite3 reader (`nsys._Db`): its row budget is checked before anything is fetched.
+    A table `ahead` started is taken from it."""
     if table not in db.tables:
         return {c: (pa.nulls(0, pa.binary()) if c in text else ints(pa.nulls(0))) for c in cols}
     have = db.columns(table)
-    db.check_rows(table)
+    got = ahead.take(table, where) if ahead is not None else None
+    if got is None:
+        db.check_rows(table)
     present = [c for c in cols if c in have]
-    got = _fetch_adbc(fast, table, present, text, where) if fast is not None and present else None
+    if got is None and fast is not None and present:
+        got = _fetch_adbc(fast, table, present, text, where)
     if got is None:
         raw = _fetch_sqlite3(db, table, present, where) if present else None
         got = {c: (v if c in text else ints(v)) for c, v in (raw or {}).items()}

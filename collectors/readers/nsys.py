@@ -28,7 +28,7 @@ from rooftop.trace.redact import redact
 
 from collectors.readers import nsys_device
 from collectors.readers.nesting import MAX_PATH_CHARS, MAX_PATH_DEPTH, clean_text
-from collectors.readers._nsys_columns import NsysError, Text, concat_text, fetch, from_objects, nest_ranges, open_fast, redacted
+from collectors.readers._nsys_columns import Ahead, NsysError, Text, concat_text, fetch, from_objects, nest_ranges, open_fast, redacted
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 PUSH_POP, START_END = 59, 60  # NVTX eventType (NvtxPushPopRange, NvtxStartEndRange)
@@ -227,20 +227,48 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
         raise NsysError(db.path, "SQLite file without CUPTI or NVTX tables: not an Nsight Systems export",
                         "was the report captured with `--trace cuda,nvtx`?")
     fast = open_fast(db.path)
+    ahead = Ahead(db.path) if fast is not None else None
     try:
-        return _read_tables(db, fast, progress)
+        if ahead is not None:  # half the kernels' columns and the other large tables, read while the
+            for table in (KERNEL_LAUNCH, RUNTIME, NVTX):  # first half of the kernels' is
+                ahead.start(db, *table)
+        return _read_tables(db, fast, ahead, progress)
     finally:
+        if ahead is not None:
+            ahead.close()
         if fast is not None:
             fast.close()
 
 
-def _read_tables(db: _Db, fast, progress) -> tuple[pd.DataFrame, dict]:
+# (table, columns, text columns, filter) of the reads fetched ahead (`Ahead`), and of the kernels'
+# other half: the kernel table is read as two sets of columns of about equal cost, one on each
+# connection. Both hold the start and correlation id: the two reads of the same immutable file
+# give the same rows in the same order, which `_kernels` checks rather than assumes.
+KERNEL_TIMES = ("CUPTI_ACTIVITY_KIND_KERNEL", ["start", "end", "deviceId", "streamId", "correlationId",
+                                               "demangledName", "shortName", "registersPerThread"], (), "")
+KERNEL_LAUNCH = ("CUPTI_ACTIVITY_KIND_KERNEL", ["start", "correlationId", "gridX", "gridY", "gridZ", "blockX",
+                                                "blockY", "blockZ", "staticSharedMemory", "dynamicSharedMemory",
+                                                "graphNodeId", "graphId"], (), "")
+RUNTIME = ("CUPTI_ACTIVITY_KIND_RUNTIME", ["correlationId", "globalTid", "start", "end", "nameId"], (), "")
+NVTX = ("NVTX_EVENTS", ["start", "end", "eventType", "text", "textId", "globalTid"], ("text",),
+        f"WHERE eventType IN ({PUSH_POP}, {START_END})")
+
+
+def _kernels(db: _Db, fast, ahead) -> dict:
+    """The kernel table's columns: its two halves (`KERNEL_TIMES`, `KERNEL_LAUNCH`) read apart, or in
+    one read where their rows do not line up."""
+    times = fetch(db, fast, *KERNEL_TIMES)
+    launch = fetch(db, fast, *KERNEL_LAUNCH, ahead=ahead)
+    if all(times[c].equals(launch[c]) for c in ("start", "correlationId")):
+        return {**launch, **times}
+    table, cols, _, _ = KERNEL_TIMES
+    return fetch(db, fast, table, cols + KERNEL_LAUNCH[1][2:])
+
+
+def _read_tables(db: _Db, fast, ahead, progress) -> tuple[pd.DataFrame, dict]:
     sid, stext = _strings(db)
     warnings: list[str] = []
-    k = fetch(db, fast, "CUPTI_ACTIVITY_KIND_KERNEL", [
-        "start", "end", "deviceId", "streamId", "correlationId", "demangledName", "shortName",
-        "registersPerThread", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
-        "staticSharedMemory", "dynamicSharedMemory", "graphNodeId", "graphId"])
+    k = _kernels(db, fast, ahead)
     name_id = k["demangledName"].copy()
     name_id[name_id.isna()] = k["shortName"][name_id.isna()]
     nk = len(name_id)
@@ -276,7 +304,7 @@ def _read_tables(db: _Db, fast, progress) -> tuple[pd.DataFrame, dict]:
     if progress:
         progress(2, 4, "stages")
     # launching thread and time: the runtime call with the same correlation id (the first one)
-    calls = fetch(db, fast, "CUPTI_ACTIVITY_KIND_RUNTIME", ["correlationId", "globalTid", "start", "end", "nameId"])
+    calls = fetch(db, fast, *RUNTIME, ahead=ahead)
     rcorr = calls["correlationId"]
     has_corr = np.flatnonzero(~np.asarray(rcorr.isna()))
     rc = np.asarray(rcorr.to_numpy(dtype=np.int64, na_value=0))[has_corr]
@@ -298,8 +326,7 @@ def _read_tables(db: _Db, fast, progress) -> tuple[pd.DataFrame, dict]:
     # table is read: they are not needed again, and the read's peak is at its end
     del has_corr, rc, first, rt_rows, rt_index, at, matched
     # NVTX: text inline (unregistered strings) or through StringIds (registered)
-    nv = fetch(db, fast, "NVTX_EVENTS", ["start", "end", "eventType", "text", "textId", "globalTid"],
-               text=("text",), where=f"WHERE eventType IN ({PUSH_POP}, {START_END})")
+    nv = fetch(db, fast, *NVTX, ahead=ahead)
     inline = from_objects(nv["text"], _text)
     registered = _lookup(sid, stext, nv["textId"])
     nv_name = concat_text([inline, registered])

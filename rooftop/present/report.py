@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import threading
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -165,12 +167,51 @@ TEXT_KEYS = ("trace", "device", "identity", "model", "model_phases", "phases", "
              "findings", "warnings", "devices", "devices_note", "idle_phases", "comm")
 
 
-def report_dict(a: Analysis, top: int = 10, keys: tuple[str, ...] | None = None, skip: tuple[str, ...] = ()) -> dict:
+def report_dict(a: Analysis, top: int = 10, keys: tuple[str, ...] | None = None, skip: tuple[str, ...] = (),
+                ahead: bool = True) -> dict:
     """The report document (`rooftop report --json`); `keys`: only these sections, in the same order
     (the text report asks for `TEXT_KEYS`, and skips the per-step lists and by-name groups); `skip`:
-    all sections but these."""
-    sections = _sections(a, top, keys)
-    return {k: f() for k, f in sections.items() if (keys is None or k in keys) and k not in skip}
+    all sections but these. `ahead`: the wait tables built on a second thread meanwhile (`tables_ahead`)."""
+    with tables_ahead(a, WAIT_TABLES if ahead and (keys is None or set(keys) & set(WAIT_SECTIONS)) else ()):
+        sections = _sections(a, top, keys)
+        return {k: f() for k, f in sections.items() if (keys is None or k in keys) and k not in skip}
+
+
+# The tables behind the wait sections (`wait_sections`): what the GPU waited for is found apart from
+# the steps, phases and findings the rest of the document reads, so the two can be built at once.
+WAIT_TABLES = ("idle", "overlap", "copies", "layers")
+# Below this many timed rows a second thread costs more than it saves.
+AHEAD_MIN_ROWS = 200_000
+
+
+@contextmanager
+def tables_ahead(a: Analysis, names: tuple[str, ...]):
+    """Build the `Analysis` tables `names` on a second thread while the caller builds the others: the
+    tables are NumPy sorts, gathers and group-bys over the timed rows, which release the GIL, so the
+    two keep both cores busy. An error there is dropped: the caller's own read of that table raises
+    it, as it would without the thread (a cached table is computed once, by whichever thread asks
+    first; the other waits for it). Off below `AHEAD_MIN_ROWS` rows, under pandas 2 (whose copy
+    semantics are not safe to share between threads), and with `ROOFTOP_THREADS=0`."""
+    from rooftop import speedups
+
+    if not names or int(pd.__version__.split(".")[0]) < 3 or not speedups.on("THREADS") \
+            or len(a.timed) < AHEAD_MIN_ROWS:
+        yield
+        return
+
+    def build() -> None:
+        for name in names:
+            try:
+                getattr(a, name)
+            except Exception:  # noqa: BLE001  (raised again where the caller reads it)
+                return
+
+    worker = threading.Thread(target=build, name="rooftop-ahead", daemon=True)
+    worker.start()
+    try:
+        yield
+    finally:
+        worker.join()
 
 
 def section_names(a: Analysis) -> list[str]:

@@ -163,8 +163,9 @@ def _report(analysis: Any) -> dict:
 
     order = section_names(analysis)  # (the shared tables first: the timed rows, the steps)
     with ThreadPoolExecutor(1, thread_name_prefix="rooftop-summary") as pool:
-        second = pool.submit(report_dict, analysis, DEFAULT_TOP, SECOND_THREAD)
-        first = report_dict(analysis, DEFAULT_TOP, skip=SECOND_THREAD)
+        # (the sections are split between the two threads here: no third for the wait tables)
+        second = pool.submit(report_dict, analysis, DEFAULT_TOP, SECOND_THREAD, ahead=False)
+        first = report_dict(analysis, DEFAULT_TOP, skip=SECOND_THREAD, ahead=False)
         first.update(second.result())
     return {k: first[k] for k in order}
 
