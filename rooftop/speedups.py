@@ -16,7 +16,8 @@ UMBRELLA = "ROOFTOP_SPEEDUPS"
 # name -> what it turns off (the table in docs/speed.md says more); `ROOFTOP_WORKERS` is a count
 # (1 = one process), read by collectors/readers/_kineto_parallel.py through `all_off`.
 SWITCHES = {
-    "COMPILED": "the Kineto batch decoder in C (collectors/readers/_kineto_fast.c)",
+    "COMPILED": "the compiled parts: the Kineto batch decoder and the interval nesting pass in C"
+                " (collectors/readers/_kineto_fast.c, _nesting_fast.c)",
     "MSGSPEC": "msgspec's typed decode of Kineto batches (collectors/readers/_kineto_events.py)",
     "HEAP_TUNING": "glibc's mmap and trim thresholds set for rooftop (rooftop/heap.py)",
     "THREADS": "column builds, the summary's sections, the report's wait tables and an nsys export's large tables"

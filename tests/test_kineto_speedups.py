@@ -1,9 +1,11 @@
 """The import's fast paths give what their plain definitions give (random inputs, hand-checked cases)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
-import pytest
 import pandas as pd
+import pytest
 
 from collectors.readers._kineto_join import _distinct_rows
 from collectors.readers.nesting import _nest_by_loop, nest_intervals
@@ -24,10 +26,31 @@ def test_nest_intervals_matches_the_one_pass_loop():
         assert fast[0].tolist() == slow[0].tolist() and fast[1] == slow[1] and fast[2] == slow[2] and s1 == s2
 
 
-def test_pass_parents_is_what_the_stack_pass_finds():
-    """`_pass_parents` against the stack pass it replaces, on long runs (deep jump tables), many
-    threads, ranges nested, overlapping partly, zero-length and sharing starts."""
-    from collectors.readers.nesting import _pass_parents
+def _parent_finders() -> dict:
+    """Both ways `_pass_parents` finds parents: NumPy's jumps, and the pass in C where it is built
+    (required where CI builds it: ROOFTOP_REQUIRE_COMPILED=1)."""
+    from collectors.readers import nesting
+
+    finders = {"jumps": nesting._parents_by_jumps}
+    try:
+        from collectors.readers import _nesting_fast
+    except ImportError:
+        if os.environ.get("ROOFTOP_REQUIRE_COMPILED") == "1":
+            pytest.fail("ROOFTOP_REQUIRE_COMPILED=1 but collectors.readers._nesting_fast is not built")
+        return finders
+    finders["compiled"] = lambda thr, st, en: np.frombuffer(
+        _nesting_fast.pass_parents(*(np.ascontiguousarray(a, dtype=np.int64) for a in (thr, st, en))), dtype=np.int64)
+    return finders
+
+
+@pytest.mark.parametrize("how", ["jumps", "compiled"])
+def test_pass_parents_is_what_the_stack_pass_finds(how):
+    """`_pass_parents`' two ways against the stack pass they stand for, on long runs (deep jump
+    tables), many threads, ranges nested, overlapping partly, zero-length and sharing starts."""
+    finders = _parent_finders()
+    if how not in finders:
+        pytest.skip("the compiled pass is not built")
+    _pass_parents = finders[how]
 
     rng = np.random.default_rng(11)
     for n, nthr, span in ((3000, 1, 400), (2500, 5, 3000), (64, 2, 10), (1, 1, 5), (0, 1, 5)):

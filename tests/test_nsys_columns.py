@@ -256,7 +256,7 @@ def test_large_ids_with_nulls_stay_exact(tmp_path, monkeypatch, fast):
 
 @pytest.mark.skipif(not HAVE_ADBC, reason="adbc-driver-sqlite not installed")
 def test_tables_read_ahead_give_the_same_rows(fixtures_dir, monkeypatch):
-    """The kernels' second half, the runtime calls and the NVTX ranges fetched on a second
+    """The kernels' upper half, the runtime calls and the NVTX ranges fetched on a second
     connection and thread (`Ahead`) give what one connection reads; `ROOFTOP_THREADS=0` reads
     nothing ahead."""
     exports = sorted((fixtures_dir / "traces").glob("*.sqlite"))
@@ -272,39 +272,61 @@ def test_tables_read_ahead_give_the_same_rows(fixtures_dir, monkeypatch):
         plain_rows, plain_meta = nsys.read_nsys(path)
         _frames_equal(ahead_rows, plain_rows)
         assert ahead_meta == plain_meta
-    assert {nsys.KERNEL_LAUNCH[0], nsys.RUNTIME[0], nsys.NVTX[0]} <= set(started)
+    assert {nsys.KERNELS[0], nsys.RUNTIME[0], nsys.NVTX[0]} <= set(started)
 
 
+@pytest.mark.parametrize("shape", ["rowid", "sparse rowids", "integer primary key", "without rowid",
+                                   "a column named rowid", "one row"])
 @pytest.mark.parametrize("fast", [True, False])
-def test_kernel_halves_out_of_line_are_read_in_one(tmp_path, monkeypatch, fast):
-    """The kernel table is read as two sets of columns; where a covering index makes SQLite give
-    the second set in another order, the halves do not line up and the table is read in one."""
+def test_kernels_read_in_rowid_halves_are_every_row_once(tmp_path, monkeypatch, fast, shape):
+    """The kernel table is read as two halves by rowid (one per connection): every row once, in the
+    table's order, whatever the table's rowid looks like; where it has none to split on (WITHOUT
+    ROWID, a column of its own named rowid), in one read."""
     if fast and not HAVE_ADBC:
         pytest.skip("adbc-driver-sqlite not installed")
     if not fast:
         monkeypatch.setattr(nsys, "open_fast", lambda p: None)
-    path = tmp_path / "indexed.sqlite"
+    path = tmp_path / "halves.sqlite"
     con = sqlite3.connect(path)
-    table, launch = nsys.KERNEL_LAUNCH[0], nsys.KERNEL_LAUNCH[1]
-    times = [c for c in nsys.KERNEL_TIMES[1] if c not in launch]
-    con.execute(f"CREATE TABLE {table} ({', '.join(f'[{c}] INT' for c in times + launch)})")
+    table, cols = nsys.KERNELS[0], nsys.KERNELS[1]
+    n = 1 if shape == "one row" else 901
+    decl = {"integer primary key": "k INTEGER PRIMARY KEY, ", "without rowid": "k INTEGER PRIMARY KEY, ",
+            "a column named rowid": "rowid INT, "}.get(shape, "")
+    tail = " WITHOUT ROWID" if shape == "without rowid" else ""
+    con.execute(f"CREATE TABLE {table} ({decl}{', '.join(f'[{c}] INT' for c in cols)}){tail}")
     con.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
     con.execute("INSERT INTO StringIds VALUES (1, 'k')")
-    # grid x is the kernel's number backwards: an index led by it reads the rows in reverse
-    n = 500
-    every = times + launch
-    rows = [{"start": 1000 * i, "end": 1000 * i + 10, "deviceId": 0, "streamId": 7, "correlationId": i,
-             "demangledName": 1, "shortName": 1, "registersPerThread": 32, "gridX": n - i, "gridY": 1, "gridZ": 1,
-             "blockX": 128, "blockY": 1, "blockZ": 1, "staticSharedMemory": 0, "dynamicSharedMemory": 0}
+    # kernels in reverse time order: the read's own order shows if a half is lost, doubled or swapped
+    rows = [{"start": 1000 * (n - i), "end": 1000 * (n - i) + 10, "deviceId": 0, "streamId": 7, "correlationId": i,
+             "demangledName": 1, "gridX": i + 1, "gridY": 1, "gridZ": 1, "blockX": 64, "blockY": 1, "blockZ": 1}
             for i in range(n)]
-    con.executemany(f"INSERT INTO {table} ({', '.join(f'[{c}]' for c in every)}) VALUES ({', '.join('?' * len(every))})",
-                    [tuple(r.get(c) for c in every) for r in rows])
-    led_by_grid = launch[2:] + launch[:2]  # (the start and correlation id last)
-    con.execute(f"CREATE INDEX covering ON {table} ({', '.join(f'[{c}]' for c in led_by_grid)})")
+    lead = {"integer primary key": lambda i: [7 * i + 3], "without rowid": lambda i: [7 * i + 3],
+            "a column named rowid": lambda i: [None if i % 2 else i]}.get(shape, lambda i: [])
+    names = ([] if not decl else [decl.split()[0]]) + cols
+    con.executemany(f"INSERT INTO {table} ({', '.join(f'[{c}]' for c in names)}) VALUES ({', '.join('?' * len(names))})",
+                    [tuple(lead(i) + [r.get(c) for c in cols]) for i, r in enumerate(rows)])
+    if shape == "sparse rowids":
+        con.execute(f"DELETE FROM {table} WHERE correlationId % 3 = 1")
     con.commit()
-    # (the case under test: the second half comes in the index's order, the first in the table's)
-    assert con.execute(f"SELECT {', '.join(f'[{c}]' for c in launch)} FROM {table} LIMIT 1").fetchone()[0] == 1000 * (n - 1)
     con.close()
-    rows, _ = nsys.read_nsys(path)
-    k = rows[rows["kind"] == "kernel"].sort_values("correlation")
-    assert [g[0] for g in k["grid"]] == [n - i for i in range(n)]
+    kept = [i for i in range(n) if shape != "sparse rowids" or i % 3 != 1]
+    got, _ = nsys.read_nsys(path)
+    k = got[got["kind"] == "kernel"]
+    assert sorted(k["correlation"].tolist()) == kept  # every row once
+    assert [g[0] for g in k.sort_values("correlation")["grid"]] == [i + 1 for i in kept]  # columns of one row
+    assert k["start_ns"].is_monotonic_increasing
+
+
+def test_rowid_halves_split_where_a_rowid_is(tmp_path):
+    path = tmp_path / "t.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE a (x INT)")
+    con.executemany("INSERT INTO a VALUES (?)", [(i,) for i in range(10)])
+    con.execute("CREATE TABLE b (x INTEGER PRIMARY KEY) WITHOUT ROWID")
+    con.execute("CREATE TABLE c (rowid INT, x INT)")
+    con.commit()
+    con.close()
+    db = nsys._Db(path)
+    assert cols.rowid_halves(db, "a") == ("WHERE rowid <= 5", "WHERE rowid > 5")
+    assert cols.rowid_halves(db, "b") is None and cols.rowid_halves(db, "c") is None
+    assert cols.rowid_halves(db, "missing") is None

@@ -66,6 +66,17 @@ def test_compiled_decoder_and_msgspec_switches():
     assert _decoders({"ROOFTOP_SPEEDUPS": "0", "ROOFTOP_COMPILED": "1"}) == [str(built), "False"]
 
 
+def test_compiled_switch_turns_off_the_nesting_pass(clean_env):
+    import importlib.util
+
+    from collectors.readers import nesting
+
+    built = importlib.util.find_spec("collectors.readers._nesting_fast") is not None
+    assert (nesting._compiled() is not None) == built
+    clean_env.setenv("ROOFTOP_COMPILED", "0")
+    assert nesting._compiled() is None  # NumPy's jumps find the parents
+
+
 def test_workers_switch(clean_env):
     from collectors.readers._kineto_parallel import workers_for
 

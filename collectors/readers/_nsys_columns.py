@@ -173,9 +173,9 @@ class Ahead:
     """Tables fetched ahead, through ADBC on a second connection and thread, while the reader works
     on the ones it fetched first: the driver steps SQLite without the GIL, so on two cores the
     runtime and NVTX tables (the largest of a serving capture) cost little beyond the kernels'
-    own fetch. What is asked ahead is checked (its schema, the row budget) on the caller's thread,
-    as `fetch` would; a refused or failed fetch is read again by `fetch` on the caller's
-    connection. Off (nothing fetched ahead) without ADBC or with `ROOFTOP_THREADS=0`."""
+    own fetch. The row budget bounds the fetch as it does `fetch`'s (`_fetch_adbc`), and is
+    judged when the table is taken; a refused or failed fetch is read again by `fetch` on the
+    caller's connection. Off (nothing fetched ahead) without ADBC or with `ROOFTOP_THREADS=0`."""
 
     def __init__(self, path: Path):
         self.con = open_fast(path) if speedups.on("THREADS") else None
@@ -186,13 +186,16 @@ class Ahead:
         if self.pool is None or table not in db.tables:
             return
         present = [c for c in cols if c in db.columns(table)]
-        db.check_rows(table)
         if present:
             self.jobs[(table, where)] = self.pool.submit(_fetch_adbc, self.con, table, present, text, where)
 
     def take(self, table: str, where: str) -> dict | None:
+        """The table's columns once fetched; None where it was not asked ahead or its fetch had not
+        begun (taken back: the caller reads it now, rather than wait behind the fetches before it)."""
         job = self.jobs.pop((table, where), None)
-        return job.result() if job is not None else None
+        if job is None or job.cancel():
+            return None
+        return job.result()
 
     def close(self) -> None:
         if self.pool is not None:
@@ -200,22 +203,40 @@ class Ahead:
             self.con.close()
 
 
+def rowid_halves(db, table: str) -> tuple[str, str] | None:
+    """Filters that split a table into two halves by rowid, lower then upper (together every row
+    once, each half in rowid order, as a whole-table scan gives them); None where the table has no
+    rowid to split on (WITHOUT ROWID, a column of its own named rowid) or fewer than two rows."""
+    if table not in db.tables or "rowid" in {c.lower() for c in db.columns(table)}:
+        return None
+    try:
+        lo, hi = db.con.execute(f"SELECT min(rowid), max(rowid) FROM [{table}]").fetchone()
+    except sqlite3.Error:  # (WITHOUT ROWID)
+        return None
+    if not isinstance(lo, int) or not isinstance(hi, int) or hi <= lo:
+        return None
+    mid = lo + (hi - lo) // 2
+    return f"WHERE rowid <= {mid}", f"WHERE rowid > {mid}"
+
+
 def fetch(db, fast, table: str, cols: list[str], text: tuple[str, ...] = (), where: str = "",
           ahead: Ahead | None = None) -> dict:
     """The named columns of a table as {column: Int64 array or, for `text`, raw values (Arrow binary
     or object)}, all null for the columns this schema version lacks; no rows for a missing table.
-    `db` is the sqlite3 reader (`nsys._Db`): its row budget is checked before anything is fetched.
-    A table `ahead` started is taken from it."""
+    `db` is the sqlite3 reader (`nsys._Db`). The row budget (`ROOFTOP_MAX_ROWS`) holds before
+    anything beyond it is fetched: ADBC reads at most one row past it (and so judges the rows the
+    filter keeps), sqlite3 counts the table's rows first. A table `ahead` started is taken from it."""
     if table not in db.tables:
         return {c: (pa.nulls(0, pa.binary()) if c in text else ints(pa.nulls(0))) for c in cols}
     have = db.columns(table)
-    got = ahead.take(table, where) if ahead is not None else None
-    if got is None:
-        db.check_rows(table)
     present = [c for c in cols if c in have]
+    got = ahead.take(table, where) if ahead is not None else None
     if got is None and fast is not None and present:
         got = _fetch_adbc(fast, table, present, text, where)
+    if got is not None:  # (judged on the read: past the budget, the same one line as a count first)
+        db.check_rows(table, counted=len(next(iter(got.values()))))
     if got is None:
+        db.check_rows(table)
         raw = _fetch_sqlite3(db, table, present, where) if present else None
         got = {c: (v if c in text else ints(v)) for c, v in (raw or {}).items()}
         n = len(next(iter(raw.values()))) if raw else \
@@ -250,8 +271,8 @@ def _fetch_adbc(fast, table: str, cols: list[str], text: tuple[str, ...], where:
     sel = ", ".join(f"CAST([{c}] AS BLOB) AS [{c}]" if c in text else f"[{c}]" for c in cols)
     try:
         cur = fast.cursor()
-        try:
-            cur.execute(f"SELECT {sel} FROM [{table}] {where}")
+        try:  # (one row past the budget at most: `fetch` refuses the table then)
+            cur.execute(f"SELECT {sel} FROM [{table}] {where} LIMIT {limits.max_rows() + 1}")
             tab = cur.fetch_arrow_table()
         finally:
             cur.close()

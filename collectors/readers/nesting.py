@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 
-from rooftop import limits
+from rooftop import limits, speedups
 
 
 # A path is built by appending a label to its parent's: bounded so that hostile nesting (100k
@@ -165,7 +165,28 @@ def _paths_by_level(parent: np.ndarray, labels: list) -> list | None:
 
 def _pass_parents(thr: np.ndarray, st: np.ndarray, en: np.ndarray) -> np.ndarray:
     """For intervals in pass order (per thread, by start, the longer first): the position of each
-    one's parent as a stack pass finds it (-1: none), without the pass. The pass pops the top of
+    one's parent as a stack pass finds it (-1: none): the pass itself in C where it is built
+    (`_nesting_fast`, O(n) with one stack), else `_parents_by_jumps`."""
+    fast = _compiled()
+    if fast is not None and len(st):
+        arrays = [np.ascontiguousarray(a, dtype=np.int64) for a in (thr, st, en)]
+        return np.frombuffer(fast.pass_parents(*arrays), dtype=np.int64)
+    return _parents_by_jumps(thr, st, en)
+
+
+def _compiled():
+    """The compiled pass, or None where it is not built or `ROOFTOP_COMPILED=0` (read when used)."""
+    if not speedups.on("COMPILED"):
+        return None
+    try:
+        from collectors.readers import _nesting_fast
+    except ImportError:  # not built (no C compiler at install): NumPy's jumps
+        return None
+    return _nesting_fast
+
+
+def _parents_by_jumps(thr: np.ndarray, st: np.ndarray, en: np.ndarray) -> np.ndarray:
+    """`_pass_parents` without the pass, in NumPy. The pass pops the top of
     its stack while it ends at or before the new start; the stack is always the previous
     interval's chain of parents, and an interval leaves it only once something starting later
     finds it ended, so every earlier interval still open at a start is on the stack, and the pass

@@ -28,7 +28,7 @@ from rooftop.trace.redact import redact
 
 from collectors.readers import nsys_device
 from collectors.readers.nesting import MAX_PATH_CHARS, MAX_PATH_DEPTH, clean_text
-from collectors.readers._nsys_columns import Ahead, NsysError, Text, concat_text, fetch, from_objects, nest_ranges, open_fast, redacted
+from collectors.readers._nsys_columns import Ahead, NsysError, rowid_halves, Text, concat_text, fetch, from_objects, nest_ranges, open_fast, redacted
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 PUSH_POP, START_END = 59, 60  # NVTX eventType (NvtxPushPopRange, NvtxStartEndRange)
@@ -84,11 +84,13 @@ class _Db:
         except sqlite3.Error as exc:
             raise NsysError(self.path, f"cannot read table {table}: {exc}") from None
 
-    def check_rows(self, table: str) -> None:
-        """Refuse, before fetching, a table with more rows than the `ROOFTOP_MAX_ROWS` budget."""
+    def check_rows(self, table: str, counted: int | None = None) -> None:
+        """Refuse, before fetching, a table with more rows than the `ROOFTOP_MAX_ROWS` budget
+        (`counted`: its rows, where a read counted them already)."""
         cap = limits.max_rows()
         # counting stops at the budget: a huge table costs as much as the budget, not its size
-        n = self.con.execute(f"SELECT count(*) FROM (SELECT 1 FROM [{table}] LIMIT {cap + 1})").fetchone()[0]
+        n = counted if counted is not None else \
+            self.con.execute(f"SELECT count(*) FROM (SELECT 1 FROM [{table}] LIMIT {cap + 1})").fetchone()[0]
         if n > cap:
             raise NsysError(self.path, limits.over_budget(f"table {table}", limits.MAX_ROWS_ENV, cap))
 
@@ -228,11 +230,19 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
                         "was the report captured with `--trace cuda,nvtx`?")
     fast = open_fast(db.path)
     ahead = Ahead(db.path) if fast is not None else None
+    halves = None
     try:
-        if ahead is not None:  # half the kernels' columns and the other large tables, read while the
-            for table in (KERNEL_LAUNCH, RUNTIME, NVTX):  # first half of the kernels' is
+        if ahead is not None and ahead.pool is not None:
+            # the kernels' upper half and the other large tables, read while this thread reads the
+            # lower half; the NVTX ranges before the runtime calls: where they are the largest table
+            # (a PyTorch capture: ~5 per kernel), the runtime calls, needed first, are then read by
+            # this thread rather than waited for
+            halves = rowid_halves(db, KERNELS[0])
+            if halves is not None:
+                ahead.start(db, KERNELS[0], KERNELS[1], KERNELS[2], halves[1])
+            for table in (NVTX, RUNTIME):
                 ahead.start(db, *table)
-        return _read_tables(db, fast, ahead, progress)
+        return _read_tables(db, fast, ahead, halves, progress)
     finally:
         if ahead is not None:
             ahead.close()
@@ -240,35 +250,35 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
             fast.close()
 
 
-# (table, columns, text columns, filter) of the reads fetched ahead (`Ahead`), and of the kernels'
-# other half: the kernel table is read as two sets of columns of about equal cost, one on each
-# connection. Both hold the start and correlation id: the two reads of the same immutable file
-# give the same rows in the same order, which `_kernels` checks rather than assumes.
-KERNEL_TIMES = ("CUPTI_ACTIVITY_KIND_KERNEL", ["start", "end", "deviceId", "streamId", "correlationId",
-                                               "demangledName", "shortName", "registersPerThread"], (), "")
-KERNEL_LAUNCH = ("CUPTI_ACTIVITY_KIND_KERNEL", ["start", "correlationId", "gridX", "gridY", "gridZ", "blockX",
-                                                "blockY", "blockZ", "staticSharedMemory", "dynamicSharedMemory",
-                                                "graphNodeId", "graphId"], (), "")
+# (table, columns, text columns, filter) of the tables read ahead (`Ahead`). The kernel table is read
+# in two halves by rowid, one on each connection (`rowid_halves`): SQLite stores rows whole, so
+# halving the rows, not the columns, halves each connection's pages.
+KERNELS = ("CUPTI_ACTIVITY_KIND_KERNEL", ["start", "end", "deviceId", "streamId", "correlationId", "demangledName",
+                                          "shortName", "registersPerThread", "gridX", "gridY", "gridZ", "blockX",
+                                          "blockY", "blockZ", "staticSharedMemory", "dynamicSharedMemory",
+                                          "graphNodeId", "graphId"], (), "")
 RUNTIME = ("CUPTI_ACTIVITY_KIND_RUNTIME", ["correlationId", "globalTid", "start", "end", "nameId"], (), "")
 NVTX = ("NVTX_EVENTS", ["start", "end", "eventType", "text", "textId", "globalTid"], ("text",),
         f"WHERE eventType IN ({PUSH_POP}, {START_END})")
 
 
-def _kernels(db: _Db, fast, ahead) -> dict:
-    """The kernel table's columns: its two halves (`KERNEL_TIMES`, `KERNEL_LAUNCH`) read apart, or in
-    one read where their rows do not line up."""
-    times = fetch(db, fast, *KERNEL_TIMES)
-    launch = fetch(db, fast, *KERNEL_LAUNCH, ahead=ahead)
-    if all(times[c].equals(launch[c]) for c in ("start", "correlationId")):
-        return {**launch, **times}
-    table, cols, _, _ = KERNEL_TIMES
-    return fetch(db, fast, table, cols + KERNEL_LAUNCH[1][2:])
+def _kernels(db: _Db, fast, ahead, halves: tuple[str, str] | None) -> dict:
+    """The kernel table's columns: its two rowid halves (`halves`, the upper one read ahead) joined
+    in rowid order, or one read."""
+    table, cols, text, _ = KERNELS
+    if halves is None:
+        return fetch(db, fast, *KERNELS)
+    low = fetch(db, fast, table, cols, text, halves[0])
+    high = fetch(db, fast, table, cols, text, halves[1], ahead=ahead)
+    joined = {c: _cat_ints([low[c], high[c]], [len(low[c]), len(high[c])]) for c in cols}
+    db.check_rows(table, counted=len(joined[cols[0]]))
+    return joined
 
 
-def _read_tables(db: _Db, fast, ahead, progress) -> tuple[pd.DataFrame, dict]:
+def _read_tables(db: _Db, fast, ahead, halves, progress) -> tuple[pd.DataFrame, dict]:
     sid, stext = _strings(db)
     warnings: list[str] = []
-    k = _kernels(db, fast, ahead)
+    k = _kernels(db, fast, ahead, halves)
     name_id = k["demangledName"].copy()
     name_id[name_id.isna()] = k["shortName"][name_id.isna()]
     nk = len(name_id)
