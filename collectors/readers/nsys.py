@@ -318,12 +318,12 @@ def _read_tables(db: _Db, fast, ahead, halves, progress) -> tuple[pd.DataFrame, 
     rcorr = calls["correlationId"]
     has_corr = np.flatnonzero(~np.asarray(rcorr.isna()))
     rc = np.asarray(rcorr.to_numpy(dtype=np.int64, na_value=0))[has_corr]
-    _, first = np.unique(rc, return_index=True)
+    ids, first = np.unique(rc, return_index=True)  # (sorted: found by binary search below)
     rt_rows = has_corr[first]  # one runtime row per correlation id, the first in table order
-    rt_index = pd.Index(rc[first])
-    at = rt_index.get_indexer(np.asarray(g_corr.to_numpy(dtype=np.int64, na_value=np.iinfo(np.int64).min)))
-    at = np.where(np.asarray(g_corr.isna()), -1, at)
-    matched = at >= 0
+    want = np.asarray(g_corr.to_numpy(dtype=np.int64, na_value=0))
+    at = np.searchsorted(ids, want).clip(0, max(len(ids) - 1, 0))
+    matched = ~np.asarray(g_corr.isna()) & (ids[at] == want) if len(ids) else np.zeros(len(want), dtype=bool)
+    at = np.where(matched, at, -1)
     if len(rt_rows):
         src = rt_rows[at.clip(0)]
         l_tid = pd.arrays.IntegerArray(np.asarray(calls["globalTid"].to_numpy(dtype=np.int64, na_value=0))[src],
@@ -332,9 +332,9 @@ def _read_tables(db: _Db, fast, ahead, halves, progress) -> tuple[pd.DataFrame, 
                                          np.asarray(calls["start"].isna())[src] | ~matched)
     else:  # no runtime calls: no launching thread known
         l_tid = l_start = _int_nulls(ng)
-    # the join's index (a hash table over every correlation id) and positions go before the NVTX
+    # the join's sorted ids and positions go before the NVTX
     # table is read: they are not needed again, and the read's peak is at its end
-    del has_corr, rc, first, rt_rows, rt_index, at, matched
+    del has_corr, rc, ids, first, rt_rows, want, at, matched
     # NVTX: text inline (unregistered strings) or through StringIds (registered)
     nv = fetch(db, fast, *NVTX, ahead=ahead)
     inline = from_objects(nv["text"], _text)

@@ -172,9 +172,27 @@ def report_dict(a: Analysis, top: int = 10, keys: tuple[str, ...] | None = None,
     """The report document (`rooftop report --json`); `keys`: only these sections, in the same order
     (the text report asks for `TEXT_KEYS`, and skips the per-step lists and by-name groups); `skip`:
     all sections but these. `ahead`: the wait tables built on a second thread meanwhile (`tables_ahead`)."""
+    def wanted(k: str) -> bool:
+        return (keys is None or k in keys) and k not in skip
+
     with tables_ahead(a, WAIT_TABLES if ahead and (keys is None or set(keys) & set(WAIT_SECTIONS)) else ()):
-        sections = _sections(a, top, keys)
-        return {k: f() for k, f in sections.items() if (keys is None or k in keys) and k not in skip}
+        sections = _sections(a, top, keys, wait_last=True)
+        # the other sections first: meanwhile the second thread builds the wait tables, which
+        # deciding whether the wait sections exist would otherwise wait for at once
+        built = {k: f() for k, f in sections.items() if k != _WAIT and wanted(k)}
+        doc = {}
+        for k, f in sections.items():
+            if k != _WAIT:
+                if k in built:
+                    doc[k] = built[k]
+                continue
+            for wk, wf in f().items():  # (in their place in the document)
+                if wanted(wk):
+                    doc[wk] = wf()
+        return doc
+
+
+_WAIT = "\0wait"  # where `_sections(..., wait_last=True)` leaves the wait sections to be decided
 
 
 # The tables behind the wait sections (`wait_sections`): what the GPU waited for is found apart from
@@ -220,10 +238,12 @@ def section_names(a: Analysis) -> list[str]:
     return list(_sections(a, 10))
 
 
-def _sections(a: Analysis, top: int, keys: tuple[str, ...] | None = None) -> dict:
+def _sections(a: Analysis, top: int, keys: tuple[str, ...] | None = None, wait_last: bool = False) -> dict:
     """Each section of the report document, as a function that computes it, in the document's order.
     `keys`: the sections asked for (None: all); whether a section that is not asked for exists is
-    not decided, since deciding computes its table (the Overview asks for a few, before the rest)."""
+    not decided, since deciding computes its table (the Overview asks for a few, before the rest).
+    `wait_last`: the wait sections as one entry `_WAIT` in their place, whose function decides and
+    gives them (`wait_sections`), for a caller that builds them after the rest."""
 
     def asked(*names: str) -> bool:
         return keys is None or any(n in keys for n in names)
@@ -275,7 +295,10 @@ def _sections(a: Analysis, top: int, keys: tuple[str, ...] | None = None) -> dic
         sections["devices"] = lambda: records(a.devices, DEVICE_KEYS)
         sections["devices_note"] = lambda: a.devices_note
     if asked(*WAIT_SECTIONS):
-        sections.update(wait_sections(a, top))
+        if wait_last:
+            sections[_WAIT] = lambda: wait_sections(a, top)
+        else:
+            sections.update(wait_sections(a, top))
     if asked("ranks") and a.rank_steps is not None:
         sections["ranks"] = lambda: {
             "phases": records(a.rank_phases, ("rank",) + PHASE_KEYS),
