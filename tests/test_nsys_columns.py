@@ -330,3 +330,42 @@ def test_rowid_halves_split_where_a_rowid_is(tmp_path):
     assert cols.rowid_halves(db, "a") == ("WHERE rowid <= 5", "WHERE rowid > 5")
     assert cols.rowid_halves(db, "b") is None and cols.rowid_halves(db, "c") is None
     assert cols.rowid_halves(db, "missing") is None
+
+
+@pytest.mark.skipif(not HAVE_ADBC, reason="adbc-driver-sqlite not installed")
+def test_nvtx_ranges_read_in_rowid_halves_within_their_filter(tmp_path, monkeypatch):
+    """The NVTX ranges are read in two rowid halves, each within the filter of range events: marks
+    between them stay out, and a half whose texts are all registered (inline text all NULL) joins
+    one whose texts are inline; the same rows as one read on one connection."""
+    path = tmp_path / "nvtx.sqlite"
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
+        CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, text TEXT, textId INT, globalTid INT);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, deviceId INT, streamId INT,
+            correlationId INT, demangledName INT, shortName INT);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, globalTid INT, correlationId INT, nameId INT);
+    """)
+    con.executemany("INSERT INTO StringIds VALUES (?, ?)", [(1, "k"), (2, "registered"), (3, "cudaLaunchKernel")])
+    ranges = []
+    for i in range(40):  # the first half registered, the second inline; a mark (34) after every range
+        text, tid = (None, 2) if i < 20 else (f"inline{i % 3}", None)
+        ranges += [(100 * i, 100 * i + 50, 59, text, tid, 7), (100 * i + 1, None, 34, "mark", None, 7)]
+    con.executemany("INSERT INTO NVTX_EVENTS VALUES (?, ?, ?, ?, ?, ?)", ranges)
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?, ?)",
+                    [(100 * i + 10, 100 * i + 12, 7, i, 3) for i in range(40)])
+    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(100 * i + 20, 100 * i + 30, 0, 7, i, 1, 1) for i in range(40)])
+    con.commit()
+    con.close()
+    db = nsys._Db(path)
+    lo, hi = cols.rowid_halves(db, "NVTX_EVENTS", nsys.NVTX[3])
+    assert "eventType IN" in lo and "eventType IN" in hi and lo.endswith("rowid <= 40")
+    monkeypatch.delenv("ROOFTOP_THREADS", raising=False)
+    halves, _ = nsys.read_nsys(path)
+    monkeypatch.setenv("ROOFTOP_THREADS", "0")
+    whole, _ = nsys.read_nsys(path)
+    _frames_equal(halves, whole)
+    kernels = halves[halves["kind"] == "kernel"]
+    assert kernels["path"].astype(str).tolist() == ["registered"] * 20 + [f"inline{i % 3}" for i in range(20, 40)]
+    assert (halves["kind"] == "range").sum() == 40  # the marks stay out

@@ -203,10 +203,11 @@ class Ahead:
             self.con.close()
 
 
-def rowid_halves(db, table: str) -> tuple[str, str] | None:
+def rowid_halves(db, table: str, where: str = "") -> tuple[str, str] | None:
     """Filters that split a table into two halves by rowid, lower then upper (together every row
-    once, each half in rowid order, as a whole-table scan gives them); None where the table has no
-    rowid to split on (WITHOUT ROWID, a column of its own named rowid) or fewer than two rows."""
+    once, each half in rowid order, as a whole-table scan gives them), each within `where` (a
+    "WHERE ..." filter or ""); None where the table has no rowid to split on (WITHOUT ROWID, a
+    column of its own named rowid) or fewer than two rows."""
     if table not in db.tables or "rowid" in {c.lower() for c in db.columns(table)}:
         return None
     try:
@@ -216,7 +217,8 @@ def rowid_halves(db, table: str) -> tuple[str, str] | None:
     if not isinstance(lo, int) or not isinstance(hi, int) or hi <= lo:
         return None
     mid = lo + (hi - lo) // 2
-    return f"WHERE rowid <= {mid}", f"WHERE rowid > {mid}"
+    within = f"({where.strip()[len('WHERE'):].strip()}) AND " if where.strip() else ""
+    return f"WHERE {within}rowid <= {mid}", f"WHERE {within}rowid > {mid}"
 
 
 def fetch(db, fast, table: str, cols: list[str], text: tuple[str, ...] = (), where: str = "",

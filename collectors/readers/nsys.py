@@ -230,18 +230,18 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
                         "was the report captured with `--trace cuda,nvtx`?")
     fast = open_fast(db.path)
     ahead = Ahead(db.path) if fast is not None else None
-    halves = None
+    halves: dict = {}
     try:
         if ahead is not None and ahead.pool is not None:
-            # the kernels' upper half and the other large tables, read while this thread reads the
-            # lower half; the NVTX ranges before the runtime calls: where they are the largest table
-            # (a PyTorch capture: ~5 per kernel), the runtime calls, needed first, are then read by
-            # this thread rather than waited for
-            halves = rowid_halves(db, KERNELS[0])
-            if halves is not None:
-                ahead.start(db, KERNELS[0], KERNELS[1], KERNELS[2], halves[1])
-            for table in (NVTX, RUNTIME):
-                ahead.start(db, *table)
+            # the upper halves of the kernels and NVTX ranges, then the runtime calls, read while
+            # this thread reads the lower halves (where a fetch has not begun when this thread needs
+            # it, as the runtime calls behind the ~5 ranges per kernel of a PyTorch capture, this
+            # thread reads it itself)
+            for spec in (KERNELS, NVTX):
+                halves[spec[0]] = rowid_halves(db, spec[0], spec[3])
+                if halves[spec[0]] is not None:
+                    ahead.start(db, spec[0], spec[1], spec[2], halves[spec[0]][1])
+            ahead.start(db, *RUNTIME)
         return _read_tables(db, fast, ahead, halves, progress)
     finally:
         if ahead is not None:
@@ -250,9 +250,9 @@ def _read(db: _Db, progress) -> tuple[pd.DataFrame, dict]:
             fast.close()
 
 
-# (table, columns, text columns, filter) of the tables read ahead (`Ahead`). The kernel table is read
-# in two halves by rowid, one on each connection (`rowid_halves`): SQLite stores rows whole, so
-# halving the rows, not the columns, halves each connection's pages.
+# (table, columns, text columns, filter) of the tables read ahead (`Ahead`). The kernels and NVTX ranges
+# are read in two halves by rowid, one on each connection (`rowid_halves`): SQLite stores rows
+# whole, so halving the rows, not the columns, halves each connection's pages.
 KERNELS = ("CUPTI_ACTIVITY_KIND_KERNEL", ["start", "end", "deviceId", "streamId", "correlationId", "demangledName",
                                           "shortName", "registersPerThread", "gridX", "gridY", "gridZ", "blockX",
                                           "blockY", "blockZ", "staticSharedMemory", "dynamicSharedMemory",
@@ -262,23 +262,35 @@ NVTX = ("NVTX_EVENTS", ["start", "end", "eventType", "text", "textId", "globalTi
         f"WHERE eventType IN ({PUSH_POP}, {START_END})")
 
 
-def _kernels(db: _Db, fast, ahead, halves: tuple[str, str] | None) -> dict:
-    """The kernel table's columns: its two rowid halves (`halves`, the upper one read ahead) joined
-    in rowid order, or one read."""
-    table, cols, text, _ = KERNELS
-    if halves is None:
-        return fetch(db, fast, *KERNELS)
-    low = fetch(db, fast, table, cols, text, halves[0])
-    high = fetch(db, fast, table, cols, text, halves[1], ahead=ahead)
-    joined = {c: _cat_ints([low[c], high[c]], [len(low[c]), len(high[c])]) for c in cols}
+def _in_halves(db: _Db, fast, ahead, spec: tuple, halves: dict) -> dict:
+    """A table's columns (`spec`): its two rowid halves (`halves[table]`, the upper one read ahead)
+    joined in rowid order, or one read."""
+    table, cols, text, where = spec
+    split = halves.get(table)
+    if split is None:
+        return fetch(db, fast, *spec)
+    low = fetch(db, fast, table, cols, text, split[0])
+    high = fetch(db, fast, table, cols, text, split[1], ahead=ahead)
+    joined = {c: (_join_text([low[c], high[c]]) if c in text else
+                  _cat_ints([low[c], high[c]], [len(low[c]), len(high[c])])) for c in cols}
     db.check_rows(table, counted=len(joined[cols[0]]))
     return joined
 
 
-def _read_tables(db: _Db, fast, ahead, halves, progress) -> tuple[pd.DataFrame, dict]:
+def _join_text(parts: list):
+    """Raw text columns one after the other: Arrow binary, or objects where a half was read through
+    sqlite3 (its ADBC fetch refused)."""
+    if all(isinstance(p, (pa.Array, pa.ChunkedArray)) for p in parts):
+        chunks = [c for p in parts for c in (p.chunks if isinstance(p, pa.ChunkedArray) else [p])]
+        return pa.chunked_array([c.cast(pa.binary()) for c in chunks], type=pa.binary())
+    return np.concatenate([np.asarray(p.to_pylist() if isinstance(p, (pa.Array, pa.ChunkedArray)) else p, dtype=object)
+                           for p in parts])
+
+
+def _read_tables(db: _Db, fast, ahead, halves: dict, progress) -> tuple[pd.DataFrame, dict]:
     sid, stext = _strings(db)
     warnings: list[str] = []
-    k = _kernels(db, fast, ahead, halves)
+    k = _in_halves(db, fast, ahead, KERNELS, halves)
     name_id = k["demangledName"].copy()
     name_id[name_id.isna()] = k["shortName"][name_id.isna()]
     nk = len(name_id)
@@ -336,7 +348,7 @@ def _read_tables(db: _Db, fast, ahead, halves, progress) -> tuple[pd.DataFrame, 
     # table is read: they are not needed again, and the read's peak is at its end
     del has_corr, rc, ids, first, rt_rows, want, at, matched
     # NVTX: text inline (unregistered strings) or through StringIds (registered)
-    nv = fetch(db, fast, *NVTX, ahead=ahead)
+    nv = _in_halves(db, fast, ahead, NVTX, halves)
     inline = from_objects(nv["text"], _text)
     registered = _lookup(sid, stext, nv["textId"])
     nv_name = concat_text([inline, registered])
