@@ -234,14 +234,19 @@ def test_export_without_kernels_or_runtime_calls(tmp_path):
     assert pd.isna(rows["dur_ns"].tolist()[1]) and any("never closed" in w for w in meta["warnings"])
 
 
-@pytest.mark.parametrize("fast", [True, False])
-def test_large_ids_with_nulls_stay_exact(tmp_path, monkeypatch, fast):
+@pytest.fixture(params=[True, False], ids=["adbc", "sqlite3"])
+def reader(request, monkeypatch) -> bool:
+    """Each table reader in turn: ADBC (where installed), then Python's sqlite3 alone."""
+    if request.param and not HAVE_ADBC:
+        pytest.skip("adbc-driver-sqlite not installed")
+    if not request.param:
+        monkeypatch.setattr(nsys, "open_fast", lambda p: None)
+    return request.param
+
+
+def test_large_ids_with_nulls_stay_exact(tmp_path, reader):
     """globalTid packs the process id above bit 24 (values past 2**53): a column of them with a
     NULL must not pass through floats on either reader (the thread would be rounded away)."""
-    if fast and not HAVE_ADBC:
-        pytest.skip("adbc-driver-sqlite not installed")
-    if not fast:
-        monkeypatch.setattr(nsys, "open_fast", lambda p: None)
     path = tmp_path / "ids.sqlite"
     con = sqlite3.connect(path)
     con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, globalTid INT, correlationId INT, nameId INT)")
@@ -277,15 +282,10 @@ def test_tables_read_ahead_give_the_same_rows(fixtures_dir, monkeypatch):
 
 @pytest.mark.parametrize("shape", ["rowid", "sparse rowids", "integer primary key", "without rowid",
                                    "a column named rowid", "one row"])
-@pytest.mark.parametrize("fast", [True, False])
-def test_kernels_read_in_rowid_halves_are_every_row_once(tmp_path, monkeypatch, fast, shape):
+def test_kernels_read_in_rowid_halves_are_every_row_once(tmp_path, reader, shape):
     """The kernel table is read as two halves by rowid (one per connection): every row once, in the
     table's order, whatever the table's rowid looks like; where it has none to split on (WITHOUT
     ROWID, a column of its own named rowid), in one read."""
-    if fast and not HAVE_ADBC:
-        pytest.skip("adbc-driver-sqlite not installed")
-    if not fast:
-        monkeypatch.setattr(nsys, "open_fast", lambda p: None)
     path = tmp_path / "halves.sqlite"
     con = sqlite3.connect(path)
     table, cols = nsys.KERNELS[0], nsys.KERNELS[1]
