@@ -236,10 +236,14 @@ def test_export_without_kernels_or_runtime_calls(tmp_path):
 
 @pytest.fixture(params=[True, False], ids=["adbc", "sqlite3"])
 def reader(request, monkeypatch) -> bool:
-    """Each table reader in turn: ADBC (where installed), then Python's sqlite3 alone."""
+    """Each table reader in turn: ADBC (where installed; with its second connection, as a default
+    run reads, even in the run with every speedup off), then Python's sqlite3 alone."""
     if request.param and not HAVE_ADBC:
         pytest.skip("adbc-driver-sqlite not installed")
-    if not request.param:
+    if request.param:
+        monkeypatch.setenv("ROOFTOP_ADBC", "1")
+        monkeypatch.setenv("ROOFTOP_THREADS", "1")
+    else:
         monkeypatch.setattr(nsys, "open_fast", lambda p: None)
     return request.param
 
@@ -269,8 +273,9 @@ def test_tables_read_ahead_give_the_same_rows(fixtures_dir, monkeypatch):
     started = []
     real_start = cols.Ahead.start
     monkeypatch.setattr(cols.Ahead, "start", lambda self, db, table, *a: (started.append(table), real_start(self, db, table, *a)))
+    monkeypatch.setenv("ROOFTOP_ADBC", "1")  # (own switches win over ROOFTOP_SPEEDUPS=0: .ci/run's third run)
     for path in exports:
-        monkeypatch.delenv("ROOFTOP_THREADS", raising=False)
+        monkeypatch.setenv("ROOFTOP_THREADS", "1")
         ahead_rows, ahead_meta = nsys.read_nsys(path)
         monkeypatch.setenv("ROOFTOP_THREADS", "0")
         assert cols.Ahead(path).pool is None
@@ -361,7 +366,8 @@ def test_nvtx_ranges_read_in_rowid_halves_within_their_filter(tmp_path, monkeypa
     db = nsys._Db(path)
     lo, hi = cols.rowid_halves(db, "NVTX_EVENTS", nsys.NVTX[3])
     assert "eventType IN" in lo and "eventType IN" in hi and lo.endswith("rowid <= 40")
-    monkeypatch.delenv("ROOFTOP_THREADS", raising=False)
+    monkeypatch.setenv("ROOFTOP_ADBC", "1")
+    monkeypatch.setenv("ROOFTOP_THREADS", "1")
     halves, _ = nsys.read_nsys(path)
     monkeypatch.setenv("ROOFTOP_THREADS", "0")
     whole, _ = nsys.read_nsys(path)
