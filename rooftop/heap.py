@@ -21,8 +21,8 @@ from rooftop import speedups
 
 VIEW_MAP_FROM = 1 << 20
 IMPORT_MAP_FROM = 32 << 20  # (glibc's own ceiling for its dynamic threshold)
-# A one-shot command that converts a trace in memory to print it (`report`, `diff`) ends with its
-# output, like an import, but its peak is the converted trace and the analysis at once: arrays of a
+# `rooftop report` converting a trace in memory ends with its output, like an import, but its peak
+# is the converted trace and the analysis at once (`diff`, holding two, keeps the viewer's): arrays of a
 # million rows (8 MB) come from the heap and are reused, larger ones still go back when freed. On a
 # 1M-kernel nsys export that is ~1 s less system time (page faults) than the viewer's 1 MiB for
 # ~2% more peak memory, and ~10% less peak than 32 MiB (bench/RESULTS.md).

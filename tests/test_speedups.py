@@ -113,19 +113,19 @@ def test_heap_tuning_switch(clean_env):
 
 
 def test_threads_switch(clean_env):
-    from rooftop.present import summary
+    from rooftop.present import report
 
     def where():
         return threading.current_thread() is threading.main_thread()
 
     builders = {f"c{i}": where for i in range(4)}
     assert not all(paired.built(builders).values())  # built on the pool's threads
-    big = SimpleNamespace(timed=range(summary.PAIRED_MIN_ROWS))
+    big = SimpleNamespace(timed=range(report.TWO_THREADS_MIN_ROWS))
     import pandas as pd
-    assert summary._paired(big) == (int(pd.__version__.split(".")[0]) >= 3)
+    assert report.two_threads(big) == (int(pd.__version__.split(".")[0]) >= 3)
     clean_env.setenv("ROOFTOP_THREADS", "0")
     assert paired.built(builders) == {k: True for k in builders}  # one after the other, here
-    assert not summary._paired(big)
+    assert not report.two_threads(big)
 
 
 def test_summary_switch(clean_env, tmp_path):

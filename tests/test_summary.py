@@ -387,7 +387,7 @@ def test_the_two_thread_summary_is_the_one_thread_document(tmp_path, monkeypatch
     one `report_dict` makes on one thread, key order included, on every kind of trace at hand."""
     import rooftop.present.report as report
 
-    monkeypatch.setattr(summary, "PAIRED_MIN_ROWS", 0)  # every trace takes the two-thread path here
+    monkeypatch.setattr(report, "TWO_THREADS_MIN_ROWS", 0)  # every trace takes the two-thread path here
     original, seen = report.report_dict, []
 
     def spy(a, top=10, keys=None, skip=(), ahead=True):
@@ -405,7 +405,7 @@ def test_the_two_thread_summary_is_the_one_thread_document(tmp_path, monkeypatch
 def test_an_error_on_the_summary_thread_reaches_the_caller(tmp_path, monkeypatch):
     import rooftop.present.report as report
 
-    monkeypatch.setattr(summary, "PAIRED_MIN_ROWS", 0)
+    monkeypatch.setattr(report, "TWO_THREADS_MIN_ROWS", 0)
 
     def broken(*args, **kwargs):
         raise RuntimeError("top kernels failed")

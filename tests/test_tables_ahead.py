@@ -21,7 +21,7 @@ def exports(fixtures_dir):
 
 @needs_pandas3
 def test_same_document_with_the_wait_tables_ahead(exports, monkeypatch):
-    monkeypatch.setattr(report, "AHEAD_MIN_ROWS", 0)
+    monkeypatch.setattr(report, "TWO_THREADS_MIN_ROWS", 0)
     started = []
     real = report.threading.Thread.start
     monkeypatch.setattr(report.threading.Thread, "start", lambda self: (started.append(self.name), real(self)))
@@ -36,7 +36,7 @@ def test_same_document_with_the_wait_tables_ahead(exports, monkeypatch):
 
 @needs_pandas3
 def test_an_error_in_a_table_built_ahead_reaches_the_caller(exports, monkeypatch):
-    monkeypatch.setattr(report, "AHEAD_MIN_ROWS", 0)
+    monkeypatch.setattr(report, "TWO_THREADS_MIN_ROWS", 0)
     monkeypatch.setenv("ROOFTOP_THREADS", "1")
 
     def broken(self, *a, **k):

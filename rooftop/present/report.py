@@ -199,7 +199,17 @@ _WAIT = "\0wait"  # where `_sections(..., wait_last=True)` leaves the wait secti
 # the steps, phases and findings the rest of the document reads, so the two can be built at once.
 WAIT_TABLES = ("idle", "overlap", "copies", "layers")
 # Below this many timed rows a second thread costs more than it saves.
-AHEAD_MIN_ROWS = 200_000
+TWO_THREADS_MIN_ROWS = 200_000
+
+
+def two_threads(a: Analysis) -> bool:
+    """Whether `a`'s report is built on two threads (the wait tables ahead here, the summary's
+    sections in rooftop/present/summary.py): from `TWO_THREADS_MIN_ROWS` timed rows, under pandas 3
+    (whose copy-on-write never changes a shared frame in place), unless `ROOFTOP_THREADS=0`."""
+    from rooftop import speedups
+
+    return int(pd.__version__.split(".")[0]) >= 3 and len(a.timed) >= TWO_THREADS_MIN_ROWS \
+        and speedups.on("THREADS")
 
 
 @contextmanager
@@ -208,12 +218,8 @@ def tables_ahead(a: Analysis, names: tuple[str, ...]):
     tables are NumPy sorts, gathers and group-bys over the timed rows, which release the GIL, so the
     two keep both cores busy. An error there is dropped: the caller's own read of that table raises
     it, as it would without the thread (a cached table is computed once, by whichever thread asks
-    first; the other waits for it). Off below `AHEAD_MIN_ROWS` rows, under pandas 2 (whose copy
-    semantics are not safe to share between threads), and with `ROOFTOP_THREADS=0`."""
-    from rooftop import speedups
-
-    if not names or int(pd.__version__.split(".")[0]) < 3 or not speedups.on("THREADS") \
-            or len(a.timed) < AHEAD_MIN_ROWS:
+    first; the other waits for it). Only where `two_threads` says so."""
+    if not names or not two_threads(a):
         yield
         return
 

@@ -145,19 +145,18 @@ def build(analysis: Any, meta_bytes: bytes, rows: int) -> dict[bytes, bytes] | N
 
 # Sections a large trace's summary computes on a second thread, beside the others: its grouping
 # by whole name and by category, the attention verdicts and the gap to ideal (about half of the
-# summary's analysis, on a core the written rows have just left idle). Below `PAIRED_MIN_ROWS` timed rows the
-# thread costs more than it saves.
+# summary's analysis, on a core the written rows have just left idle), where
+# `rooftop.present.report.two_threads` says a second thread pays.
 SECOND_THREAD = ("top_kernels", "categories", "attention", "gap", "gap_steps")
-PAIRED_MIN_ROWS = 200_000
 
 
 def _report(analysis: Any) -> dict:
     """`report_dict(analysis, DEFAULT_TOP)`, the same document, its sections split over two threads
     for a large trace. They only read the analysis's frames, which pandas' copy-on-write (always on
     from pandas 3) never changes in place, and each cached table is computed once, under its lock."""
-    from rooftop.present.report import report_dict, section_names
+    from rooftop.present.report import report_dict, section_names, two_threads
 
-    if not _paired(analysis):
+    if not two_threads(analysis):
         return report_dict(analysis, DEFAULT_TOP)
     from concurrent.futures import ThreadPoolExecutor
 
@@ -169,14 +168,6 @@ def _report(analysis: Any) -> dict:
         first.update(second.result())
     return {k: first[k] for k in order}
 
-
-def _paired(analysis: Any) -> bool:
-    import pandas as pd
-
-    from rooftop import speedups
-
-    return int(pd.__version__.split(".")[0]) >= 3 and len(analysis.timed) >= PAIRED_MIN_ROWS \
-        and speedups.on("THREADS")
 
 
 # Read only by a kernel group's launches and details (`Analysis.launches`, `kernel_detail`: the TUI),
